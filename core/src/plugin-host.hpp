@@ -1,0 +1,74 @@
+// The plugin host: loads plugin libraries with Boost.DLL, validates their descriptors against the ABI
+// rules (major version, struct sizes, required entries, unique names) and keeps the component registry.
+#pragma once
+
+#include <basalt/basalt.h>
+#include <basalt/plugin.h>
+
+#include <array>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace basalt {
+
+// One registered component, with host-owned copies of its descriptor strings.
+struct Component {
+    basalt_component_kind kind = 0;
+    std::string name;
+    std::string description;
+    std::array<uint32_t, 3> version{};
+    std::string plugin_name;
+    std::string file;
+    uint32_t plugin_abi_major = 0;
+    uint32_t plugin_abi_minor = 0;
+    const void* iface = nullptr;  // the plugin's table; read only up to iface_size
+    uint32_t iface_size = 0;
+};
+
+// A sampler table normalised by the host: entries past the plugin's struct_size read as nullptr.
+struct SamplerVtable {
+    uint32_t flags = 0;
+    decltype(basalt_sampler_iface::create) create = nullptr;
+    decltype(basalt_sampler_iface::destroy) destroy = nullptr;
+    decltype(basalt_sampler_iface::apply) apply = nullptr;
+    decltype(basalt_sampler_iface::accept) accept = nullptr;
+    decltype(basalt_sampler_iface::reset) reset = nullptr;
+    decltype(basalt_sampler_iface::clone) clone = nullptr;
+};
+
+// Reads a sampler component's table without touching bytes past its struct_size.
+SamplerVtable sampler_vtable(const Component& component);
+
+// Returns "sampler 'greedy'" style labels for messages.
+std::string component_label(basalt_component_kind kind, const std::string& name);
+
+class PluginHost {
+public:
+    PluginHost();
+    ~PluginHost();
+    PluginHost(const PluginHost&) = delete;
+    PluginHost& operator=(const PluginHost&) = delete;
+
+    // Loads one library; throws Error (and registers nothing of it) on any problem. Loading a file that is
+    // already loaded is a no-op.
+    void load(const std::filesystem::path& path);
+    // Loads every *.so in `dir` (sorted); failures are logged as warnings naming file and reason.
+    void discover_dir(const std::filesystem::path& dir);
+    // Loads a ':'-separated list of folders and files, as in $BASALT_PLUGIN_PATH, skipping failures with warnings.
+    void discover_path_list(const std::string& list);
+
+    // Registered components ordered by kind, then name.
+    const std::vector<Component>& components() const { return components_; }
+    // Finds a component, or nullptr.
+    const Component* find(basalt_component_kind kind, const std::string& name) const;
+
+private:
+    struct Library;
+    void discover_file(const std::filesystem::path& file);
+    std::vector<std::unique_ptr<Library>> libraries_;
+    std::vector<Component> components_;
+};
+
+}  // namespace basalt

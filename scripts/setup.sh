@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs Basalt's dependencies from Debian 12's packages (idempotent: apt runs only when something is
+# missing), then configures and builds. Usage: scripts/setup.sh [--sanitize] [--deps-only]
+#   --sanitize   build into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer
+#   --deps-only  install packages, do not build
+# Environment: BASALT_BUILD_DIR overrides the build folder; CI=true turns warnings into errors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=OFF
+build=1
+for arg in "$@"; do
+    case "$arg" in
+        --sanitize) sanitize=ON ;;
+        --deps-only) build=0 ;;
+        *) echo "setup.sh: unknown argument '$arg'" >&2; exit 2 ;;
+    esac
+done
+
+packages=(
+    g++ cmake ninja-build ccache pkg-config
+    libboost-dev libboost-program-options-dev libboost-filesystem-dev
+    libspdlog-dev libfmt-dev catch2 libpcre2-dev
+    libvulkan-dev mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
+    glslang-tools glslang-dev spirv-tools
+    python3 python3-numpy
+)
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup.sh: installing ${missing[*]}"
+    sudo_cmd=()
+    if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+[ "$build" -eq 1 ] || exit 0
+
+if [ "$sanitize" = ON ]; then
+    build_dir="${BASALT_BUILD_DIR:-build-asan}"
+    build_type=RelWithDebInfo
+else
+    build_dir="${BASALT_BUILD_DIR:-build}"
+    build_type=Release
+fi
+werror=OFF
+if [ "${CI:-}" = true ]; then werror=ON; fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DBASALT_WERROR="$werror" \
+    -DBASALT_SANITIZE="$sanitize" >/dev/null
+cmake --build "$build_dir" -j2

@@ -1,0 +1,87 @@
+// Shared pieces of the basalt CLI: the subcommand registry, global options, the runtime they configure,
+// and a small JSON writer.
+#pragma once
+
+#include <basalt/basalt.h>
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace basalt::cli {
+
+namespace po = boost::program_options;
+
+// Exit codes of the CLI.
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;  // the request failed (bad file, plugin, model ...)
+constexpr int kExitUsage = 2;  // the command line is wrong
+
+// Values of the options every subcommand accepts.
+struct GlobalOptions {
+    std::vector<std::string> plugins;
+    std::string log_level;
+    bool no_default_plugins = false;
+};
+
+// A subcommand: adds its options, then runs with the parsed values.
+struct Command {
+    std::string name;
+    std::string summary;
+    std::string usage;  // e.g. "basalt plugins [--json]"
+    std::function<void(po::options_description&, po::positional_options_description&)> add_options;
+    std::function<int(const po::variables_map&, const GlobalOptions&)> run;
+};
+
+// The registry; each cmd-*.cpp registers itself through a static Registrar.
+std::vector<Command>& commands();
+struct Registrar {
+    explicit Registrar(Command c) { commands().push_back(std::move(c)); }
+};
+
+// Options accepted by every subcommand (--plugin, --log-level, --no-default-plugins, --help).
+po::options_description global_options(GlobalOptions& g);
+
+// Owns a basalt_runtime created per the global options; prints the error and sets ok=false on failure.
+class Runtime {
+public:
+    explicit Runtime(const GlobalOptions& g);
+    ~Runtime();
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+    bool ok() const { return rt_ != nullptr; }
+    basalt_runtime* get() const { return rt_; }
+
+private:
+    basalt_runtime* rt_ = nullptr;
+};
+
+// Prints "basalt: error: <message>" to stderr.
+void print_error(std::string_view message);
+
+// Minimal streaming JSON writer (objects, arrays, strings, numbers, booleans).
+class Json {
+public:
+    explicit Json(std::ostream& os) : os_(os) {}
+    Json& begin_object();
+    Json& end_object();
+    Json& begin_array();
+    Json& end_array();
+    Json& key(std::string_view k);
+    Json& value(std::string_view s);
+    Json& value(const char* s) { return value(std::string_view(s == nullptr ? "" : s)); }
+    Json& value(long long n);
+    Json& value(bool b);
+
+private:
+    void separator();
+    std::ostream& os_;
+    std::vector<bool> first_;  // per open container: no element written yet
+    bool after_key_ = false;
+};
+
+}  // namespace basalt::cli
