@@ -23,7 +23,7 @@ packages=(
     libspdlog-dev libfmt-dev catch2 libpcre2-dev
     libvulkan-dev mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
     glslang-tools glslang-dev spirv-tools
-    python3 python3-numpy
+    clang-format python3 python3-numpy
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,9 +1,9 @@
 // The plugin host: every ABI case of the mock plugin gets a precise outcome and message.
 #include <basalt/basalt.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 

@@ -11,8 +11,12 @@
 
 namespace test {
 
-inline std::string mock(const std::string& variant) { return std::string(BASALT_TEST_MOCK_DIR) + "/mock-" + variant + ".so"; }
-inline std::string greedy_plugin() { return std::string(BASALT_TEST_PLUGIN_DIR) + "/basalt-sampler-greedy.so"; }
+inline std::string mock(const std::string& variant) {
+    return std::string(BASALT_TEST_MOCK_DIR) + "/mock-" + variant + ".so";
+}
+inline std::string greedy_plugin() {
+    return std::string(BASALT_TEST_PLUGIN_DIR) + "/basalt-sampler-greedy.so";
+}
 
 // A runtime owned by the test; flags default to "load nothing implicitly".
 struct Runtime {
@@ -63,6 +67,8 @@ struct LogCapture {
     }
 };
 
-inline std::string last_error() { return basalt_last_error(); }
+inline std::string last_error() {
+    return basalt_last_error();
+}
 
 }  // namespace test

@@ -44,16 +44,22 @@ void fill_info(const basalt::Component& c, basalt_component_info* out) {
 
 extern "C" {
 
-const char* basalt_version_string(void) { return BASALT_VERSION_STRING; }
+const char* basalt_version_string(void) {
+    return BASALT_VERSION_STRING;
+}
 
 void basalt_abi_version(uint32_t* major, uint32_t* minor) {
     if (major != nullptr) *major = BASALT_ABI_VERSION_MAJOR;
     if (minor != nullptr) *minor = BASALT_ABI_VERSION_MINOR;
 }
 
-const char* basalt_last_error(void) { return basalt::last_error(); }
+const char* basalt_last_error(void) {
+    return basalt::last_error();
+}
 
-const char* basalt_status_name(basalt_status status) { return basalt::status_name(status); }
+const char* basalt_status_name(basalt_status status) {
+    return basalt::status_name(status);
+}
 
 const char* basalt_component_kind_name(basalt_component_kind kind) {
     if (kind >= BASALT_COMPONENT_BACKEND && kind <= BASALT_COMPONENT_STEERING) return kKindNames[kind];
@@ -68,9 +74,13 @@ basalt_component_kind basalt_component_kind_from_name(const char* name) {
     return 0;
 }
 
-void basalt_log_set_level(basalt_log_level level) { basalt::log::set_level(level); }
+void basalt_log_set_level(basalt_log_level level) {
+    basalt::log::set_level(level);
+}
 
-basalt_log_level basalt_log_get_level(void) { return basalt::log::level(); }
+basalt_log_level basalt_log_get_level(void) {
+    return basalt::log::level();
+}
 
 basalt_status basalt_log_level_from_name(const char* name, basalt_log_level* out) {
     return guard([&] {
@@ -130,7 +140,9 @@ basalt_status basalt_runtime_create(const basalt_runtime_params* params, basalt_
     });
 }
 
-void basalt_runtime_destroy(basalt_runtime* runtime) { delete runtime; }
+void basalt_runtime_destroy(basalt_runtime* runtime) {
+    delete runtime;
+}
 
 basalt_status basalt_runtime_load_plugin(basalt_runtime* runtime, const char* path) {
     return guard([&] {
@@ -158,8 +170,8 @@ basalt_status basalt_runtime_component_info(const basalt_runtime* runtime, size_
     });
 }
 
-basalt_status basalt_runtime_find_component(const basalt_runtime* runtime, basalt_component_kind kind,
-                                            const char* name, size_t* out_index) {
+basalt_status basalt_runtime_find_component(const basalt_runtime* runtime, basalt_component_kind kind, const char* name,
+                                            size_t* out_index) {
     return guard([&] {
         if (runtime == nullptr || name == nullptr || out_index == nullptr) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_runtime_find_component: runtime, name and out_index required");
@@ -174,8 +186,8 @@ basalt_status basalt_runtime_find_component(const basalt_runtime* runtime, basal
             }
             available += available.empty() ? comps[i].name : ", " + comps[i].name;
         }
-        fail(BASALT_ERR_NOT_FOUND, "no {} named '{}' is loaded (available: {})", basalt_component_kind_name(kind),
-             name, available.empty() ? "none" : available);
+        fail(BASALT_ERR_NOT_FOUND, "no {} named '{}' is loaded (available: {})", basalt_component_kind_name(kind), name,
+             available.empty() ? "none" : available);
     });
 }
 

@@ -27,7 +27,9 @@ struct basalt_sampler {
 
 namespace {
 
-std::string label(const basalt_sampler* s) { return basalt::component_label(BASALT_COMPONENT_SAMPLER, s->component->name); }
+std::string label(const basalt_sampler* s) {
+    return basalt::component_label(BASALT_COMPONENT_SAMPLER, s->component->name);
+}
 
 // Calls a plugin entry point; a failing status or an exception becomes an Error naming the sampler.
 template <typename Fn>
@@ -75,10 +77,11 @@ void check_candidates(const basalt_sampler* s, const basalt_candidates* c, size_
 void check_candidates_in(const basalt_candidates* c) {
     if (c == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "candidates is NULL");
     if (c->struct_size < offsetof(basalt_candidates, probs_valid) + sizeof(c->probs_valid)) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_candidates.struct_size {} is too small (expected {})",
-             c->struct_size, sizeof(basalt_candidates));
+        fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_candidates.struct_size {} is too small (expected {})", c->struct_size,
+             sizeof(basalt_candidates));
     }
-    if (c->size > 0 && c->data == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "candidates has size {} but no data", c->size);
+    if (c->size > 0 && c->data == nullptr)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "candidates has size {} but no data", c->size);
 }
 
 }  // namespace
@@ -123,7 +126,9 @@ basalt_status basalt_sampler_create(basalt_runtime* runtime, const char* name, c
     });
 }
 
-void basalt_sampler_destroy(basalt_sampler* sampler) { delete sampler; }
+void basalt_sampler_destroy(basalt_sampler* sampler) {
+    delete sampler;
+}
 
 basalt_status basalt_sampler_apply(basalt_sampler* sampler, basalt_candidates* candidates) {
     basalt_sampler* const samplers[1] = {sampler};
@@ -197,6 +202,8 @@ basalt_status basalt_sampler_clone(const basalt_sampler* sampler, basalt_sampler
     });
 }
 
-uint32_t basalt_sampler_flags(const basalt_sampler* sampler) { return sampler == nullptr ? 0 : sampler->vt.flags; }
+uint32_t basalt_sampler_flags(const basalt_sampler* sampler) {
+    return sampler == nullptr ? 0 : sampler->vt.flags;
+}
 
 }  // extern "C"

@@ -15,7 +15,9 @@ void set_last_error(const std::string& message) noexcept {
     }
 }
 
-const char* last_error() noexcept { return t_last_error.c_str(); }
+const char* last_error() noexcept {
+    return t_last_error.c_str();
+}
 
 void set_plugin_error(basalt_status /*status*/, const char* message) noexcept {
     try {
@@ -31,25 +33,42 @@ void clear_plugin_error() noexcept {
     t_plugin_error_set = false;
 }
 
-std::string plugin_error_message() { return t_plugin_error_set ? t_plugin_error : std::string(); }
+std::string plugin_error_message() {
+    return t_plugin_error_set ? t_plugin_error : std::string();
+}
 
 const char* status_name(basalt_status status) noexcept {
     switch (status) {
-        case BASALT_OK: return "BASALT_OK";
-        case BASALT_ERR_INVALID_ARGUMENT: return "BASALT_ERR_INVALID_ARGUMENT";
-        case BASALT_ERR_OUT_OF_MEMORY: return "BASALT_ERR_OUT_OF_MEMORY";
-        case BASALT_ERR_NOT_FOUND: return "BASALT_ERR_NOT_FOUND";
-        case BASALT_ERR_IO: return "BASALT_ERR_IO";
-        case BASALT_ERR_FORMAT: return "BASALT_ERR_FORMAT";
-        case BASALT_ERR_UNSUPPORTED: return "BASALT_ERR_UNSUPPORTED";
-        case BASALT_ERR_ABI_MISMATCH: return "BASALT_ERR_ABI_MISMATCH";
-        case BASALT_ERR_PLUGIN: return "BASALT_ERR_PLUGIN";
-        case BASALT_ERR_DUPLICATE: return "BASALT_ERR_DUPLICATE";
-        case BASALT_ERR_CAPACITY: return "BASALT_ERR_CAPACITY";
-        case BASALT_ERR_BACKEND: return "BASALT_ERR_BACKEND";
-        case BASALT_ERR_CANCELLED: return "BASALT_ERR_CANCELLED";
-        case BASALT_ERR_INTERNAL: return "BASALT_ERR_INTERNAL";
-        default: return "BASALT_ERR_UNKNOWN";
+        case BASALT_OK:
+            return "BASALT_OK";
+        case BASALT_ERR_INVALID_ARGUMENT:
+            return "BASALT_ERR_INVALID_ARGUMENT";
+        case BASALT_ERR_OUT_OF_MEMORY:
+            return "BASALT_ERR_OUT_OF_MEMORY";
+        case BASALT_ERR_NOT_FOUND:
+            return "BASALT_ERR_NOT_FOUND";
+        case BASALT_ERR_IO:
+            return "BASALT_ERR_IO";
+        case BASALT_ERR_FORMAT:
+            return "BASALT_ERR_FORMAT";
+        case BASALT_ERR_UNSUPPORTED:
+            return "BASALT_ERR_UNSUPPORTED";
+        case BASALT_ERR_ABI_MISMATCH:
+            return "BASALT_ERR_ABI_MISMATCH";
+        case BASALT_ERR_PLUGIN:
+            return "BASALT_ERR_PLUGIN";
+        case BASALT_ERR_DUPLICATE:
+            return "BASALT_ERR_DUPLICATE";
+        case BASALT_ERR_CAPACITY:
+            return "BASALT_ERR_CAPACITY";
+        case BASALT_ERR_BACKEND:
+            return "BASALT_ERR_BACKEND";
+        case BASALT_ERR_CANCELLED:
+            return "BASALT_ERR_CANCELLED";
+        case BASALT_ERR_INTERNAL:
+            return "BASALT_ERR_INTERNAL";
+        default:
+            return "BASALT_ERR_UNKNOWN";
     }
 }
 

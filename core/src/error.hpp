@@ -14,11 +14,11 @@ namespace basalt {
 
 // An error with a status code; thrown inside the core, caught at the C API boundary.
 class Error : public std::runtime_error {
-public:
+  public:
     Error(basalt_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
     basalt_status status() const noexcept { return status_; }
 
-private:
+  private:
     basalt_status status_;
 };
 

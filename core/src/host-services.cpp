@@ -14,7 +14,9 @@ void host_log(void* /*ctx*/, basalt_log_level level, const char* component, cons
                message != nullptr ? std::string_view(message) : std::string_view());
 }
 
-void host_set_error(void* /*ctx*/, basalt_status status, const char* message) { set_plugin_error(status, message); }
+void host_set_error(void* /*ctx*/, basalt_status status, const char* message) {
+    set_plugin_error(status, message);
+}
 
 void* host_alloc(void* /*ctx*/, size_t size, size_t alignment) {
     if (alignment < sizeof(void*)) alignment = sizeof(void*);
@@ -24,15 +26,26 @@ void* host_alloc(void* /*ctx*/, size_t size, size_t alignment) {
     return p;
 }
 
-void host_free(void* /*ctx*/, void* ptr) { std::free(ptr); }
+void host_free(void* /*ctx*/, void* ptr) {
+    std::free(ptr);
+}
 
 const basalt_host kHost = {
-    sizeof(basalt_host), BASALT_ABI_VERSION_MAJOR, BASALT_ABI_VERSION_MINOR, 0, nullptr,
-    host_log,            host_set_error,           host_alloc,               host_free,
+    sizeof(basalt_host),
+    BASALT_ABI_VERSION_MAJOR,
+    BASALT_ABI_VERSION_MINOR,
+    0,
+    nullptr,
+    host_log,
+    host_set_error,
+    host_alloc,
+    host_free,
 };
 
 }  // namespace
 
-const basalt_host* host_services() noexcept { return &kHost; }
+const basalt_host* host_services() noexcept {
+    return &kHost;
+}
 
 }  // namespace basalt

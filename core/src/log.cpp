@@ -37,18 +37,26 @@ Sink& sink() {
 
 spdlog::level::level_enum to_spdlog(basalt_log_level level) noexcept {
     switch (level) {
-        case BASALT_LOG_TRACE: return spdlog::level::trace;
-        case BASALT_LOG_DEBUG: return spdlog::level::debug;
-        case BASALT_LOG_INFO: return spdlog::level::info;
-        case BASALT_LOG_WARN: return spdlog::level::warn;
-        case BASALT_LOG_ERROR: return spdlog::level::err;
-        default: return spdlog::level::off;
+        case BASALT_LOG_TRACE:
+            return spdlog::level::trace;
+        case BASALT_LOG_DEBUG:
+            return spdlog::level::debug;
+        case BASALT_LOG_INFO:
+            return spdlog::level::info;
+        case BASALT_LOG_WARN:
+            return spdlog::level::warn;
+        case BASALT_LOG_ERROR:
+            return spdlog::level::err;
+        default:
+            return spdlog::level::off;
     }
 }
 
 }  // namespace
 
-bool enabled(basalt_log_level level) noexcept { return level >= level_ref().load() && level < BASALT_LOG_OFF; }
+bool enabled(basalt_log_level level) noexcept {
+    return level >= level_ref().load() && level < BASALT_LOG_OFF;
+}
 
 void set_level(basalt_log_level lvl) noexcept {
     if (lvl < BASALT_LOG_TRACE) lvl = BASALT_LOG_TRACE;
@@ -56,7 +64,9 @@ void set_level(basalt_log_level lvl) noexcept {
     level_ref().store(lvl);
 }
 
-basalt_log_level level() noexcept { return level_ref().load(); }
+basalt_log_level level() noexcept {
+    return level_ref().load();
+}
 
 void set_callback(basalt_log_callback callback, void* user_data) noexcept {
     Sink& s = sink();
@@ -67,9 +77,8 @@ void set_callback(basalt_log_callback callback, void* user_data) noexcept {
 
 bool parse_level(std::string_view name, basalt_log_level* out) noexcept {
     static constexpr std::pair<std::string_view, basalt_log_level> kNames[] = {
-        {"trace", BASALT_LOG_TRACE}, {"debug", BASALT_LOG_DEBUG}, {"info", BASALT_LOG_INFO},
-        {"warn", BASALT_LOG_WARN},   {"warning", BASALT_LOG_WARN}, {"error", BASALT_LOG_ERROR},
-        {"off", BASALT_LOG_OFF}};
+        {"trace", BASALT_LOG_TRACE},  {"debug", BASALT_LOG_DEBUG}, {"info", BASALT_LOG_INFO}, {"warn", BASALT_LOG_WARN},
+        {"warning", BASALT_LOG_WARN}, {"error", BASALT_LOG_ERROR}, {"off", BASALT_LOG_OFF}};
     for (const auto& [n, l] : kNames) {
         if (n == name) {
             *out = l;
@@ -91,7 +100,8 @@ void write(basalt_log_level level, std::string_view component, std::string_view 
             return;
         }
         if (!s.logger) {
-            s.logger = std::make_shared<spdlog::logger>("basalt", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+            s.logger =
+                std::make_shared<spdlog::logger>("basalt", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
             s.logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
             s.logger->set_level(spdlog::level::trace);  // filtering happens in enabled()
         }

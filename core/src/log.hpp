@@ -34,10 +34,16 @@ void logf(basalt_log_level level, fmt::format_string<Args...> format, Args&&... 
 }
 
 template <typename... Args>
-void debug(fmt::format_string<Args...> f, Args&&... a) noexcept { logf(BASALT_LOG_DEBUG, f, std::forward<Args>(a)...); }
+void debug(fmt::format_string<Args...> f, Args&&... a) noexcept {
+    logf(BASALT_LOG_DEBUG, f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void info(fmt::format_string<Args...> f, Args&&... a) noexcept { logf(BASALT_LOG_INFO, f, std::forward<Args>(a)...); }
+void info(fmt::format_string<Args...> f, Args&&... a) noexcept {
+    logf(BASALT_LOG_INFO, f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void warn(fmt::format_string<Args...> f, Args&&... a) noexcept { logf(BASALT_LOG_WARN, f, std::forward<Args>(a)...); }
+void warn(fmt::format_string<Args...> f, Args&&... a) noexcept {
+    logf(BASALT_LOG_WARN, f, std::forward<Args>(a)...);
+}
 
 }  // namespace basalt::log

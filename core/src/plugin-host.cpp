@@ -47,7 +47,10 @@ struct RequiredEntry {
     const char* name;
 };
 
-#define BASALT_REQ(type, field) RequiredEntry{offsetof(type, field), #field}
+#define BASALT_REQ(type, field)       \
+    RequiredEntry {                   \
+        offsetof(type, field), #field \
+    }
 
 struct KindRules {
     basalt_component_kind kind;

@@ -45,7 +45,7 @@ SamplerVtable sampler_vtable(const Component& component);
 std::string component_label(basalt_component_kind kind, const std::string& name);
 
 class PluginHost {
-public:
+  public:
     PluginHost();
     ~PluginHost();
     PluginHost(const PluginHost&) = delete;
@@ -64,7 +64,7 @@ public:
     // Finds a component, or nullptr.
     const Component* find(basalt_component_kind kind, const std::string& name) const;
 
-private:
+  private:
     struct Library;
     void discover_file(const std::filesystem::path& file);
     std::vector<std::unique_ptr<Library>> libraries_;

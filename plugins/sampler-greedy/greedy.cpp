@@ -59,15 +59,28 @@ const basalt_sampler_iface kIface = {
 };
 
 const basalt_component_desc kComponent = {
-    sizeof(basalt_component_desc), BASALT_COMPONENT_SAMPLER, kName, "argmax over the candidates (ties: lowest id)",
-    1, 0, 0, 0, &kIface,
+    sizeof(basalt_component_desc),
+    BASALT_COMPONENT_SAMPLER,
+    kName,
+    "argmax over the candidates (ties: lowest id)",
+    1,
+    0,
+    0,
+    0,
+    &kIface,
 };
 
 const basalt_component_desc* const kComponents[] = {&kComponent};
 
 const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc), BASALT_ABI_VERSION_MAJOR, BASALT_ABI_VERSION_MINOR, 0, "sampler-greedy", 1,
-    kComponents, nullptr,
+    sizeof(basalt_plugin_desc),
+    BASALT_ABI_VERSION_MAJOR,
+    BASALT_ABI_VERSION_MINOR,
+    0,
+    "sampler-greedy",
+    1,
+    kComponents,
+    nullptr,
 };
 
 }  // namespace

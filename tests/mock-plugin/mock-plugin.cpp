@@ -42,20 +42,22 @@ basalt_status mock_create(const basalt_host*, const basalt_params* params, void*
     return basalt::sdk::guard([&] {
         basalt::sdk::params p(params, "sampler '" MOCK_SAMPLER_NAME "'");
         p.expect_only({"offset"});
-        auto* s = new MockState;
-        s->offset = p.get_int("offset", 0);
-        *out = s;
+        const long long offset = p.get_int("offset", 0);  // parse first: a bad value must not leak a state
+        *out = new MockState{offset, 0};
     });
 }
 
-void mock_destroy(void* inst) { delete static_cast<MockState*>(inst); }
+void mock_destroy(void* inst) {
+    delete static_cast<MockState*>(inst);
+}
 
 basalt_status mock_apply(void* const* inst, basalt_candidates* const* cands, size_t n) {
     return basalt::sdk::guard([&] {
         for (size_t i = 0; i < n; ++i) {
             const auto* s = static_cast<const MockState*>(inst[i]);
             if (cands[i]->size == 0) throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, "mock: no candidates");
-            cands[i]->selected = static_cast<int64_t>((s->offset + s->accepted) % static_cast<long long>(cands[i]->size));
+            cands[i]->selected =
+                static_cast<int64_t>((s->offset + s->accepted) % static_cast<long long>(cands[i]->size));
         }
     });
 }
@@ -78,10 +80,18 @@ basalt_status mock_clone(const void* inst, void** out) {
 [[noreturn]] void poison() {
     std::abort();
 }
-basalt_status poison_accept(void*, int32_t) { poison(); }
-basalt_status poison_reset(void*) { poison(); }
-basalt_status poison_clone(const void*, void**) { poison(); }
-void poison_shutdown() { poison(); }
+basalt_status poison_accept(void*, int32_t) {
+    poison();
+}
+basalt_status poison_reset(void*) {
+    poison();
+}
+basalt_status poison_clone(const void*, void**) {
+    poison();
+}
+void poison_shutdown() {
+    poison();
+}
 
 // Steering "mock" (same name, other kind: allowed).
 basalt_status steer_create(const basalt_host*, uint32_t, uint32_t, const basalt_params*, void** out) {
@@ -141,8 +151,15 @@ const basalt_steering_iface kSteering = {
 };
 
 const basalt_component_desc kSamplerDesc = {
-    sizeof(basalt_component_desc), BASALT_COMPONENT_SAMPLER, MOCK_SAMPLER_NAME, "mock sampler for ABI tests",
-    0, 3, 1, 0, &kSampler.base,
+    sizeof(basalt_component_desc),
+    BASALT_COMPONENT_SAMPLER,
+    MOCK_SAMPLER_NAME,
+    "mock sampler for ABI tests",
+    0,
+    3,
+    1,
+    0,
+    &kSampler.base,
 };
 const basalt_component_desc kSteeringDesc = {
     sizeof(basalt_component_desc), BASALT_COMPONENT_STEERING, MOCK_SAMPLER_NAME, nullptr, 1, 0, 0, 0, &kSteering,
@@ -194,7 +211,9 @@ const NextPluginDesc kPlugin = {
 }  // namespace
 
 #if MOCK_VARIANT == MOCK_NO_EXPORT
-BASALT_EXTERN_C BASALT_EXPORT int basalt_plugin_init_misspelled(void) { return 0; }
+BASALT_EXTERN_C BASALT_EXPORT int basalt_plugin_init_misspelled(void) {
+    return 0;
+}
 #else
 BASALT_PLUGIN_INIT {
 #if MOCK_VARIANT == MOCK_THROWS

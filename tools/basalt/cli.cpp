@@ -39,9 +39,13 @@ Runtime::Runtime(const GlobalOptions& g) {
     rt_ = rt;
 }
 
-Runtime::~Runtime() { basalt_runtime_destroy(rt_); }
+Runtime::~Runtime() {
+    basalt_runtime_destroy(rt_);
+}
 
-void print_error(std::string_view message) { std::cerr << "basalt: error: " << message << '\n'; }
+void print_error(std::string_view message) {
+    std::cerr << "basalt: error: " << message << '\n';
+}
 
 void Json::separator() {
     if (after_key_) {
@@ -92,11 +96,21 @@ Json& Json::value(std::string_view s) {
     os_ << '"';
     for (unsigned char c : s) {
         switch (c) {
-            case '"': os_ << "\\\""; break;
-            case '\\': os_ << "\\\\"; break;
-            case '\n': os_ << "\\n"; break;
-            case '\r': os_ << "\\r"; break;
-            case '\t': os_ << "\\t"; break;
+            case '"':
+                os_ << "\\\"";
+                break;
+            case '\\':
+                os_ << "\\\\";
+                break;
+            case '\n':
+                os_ << "\\n";
+                break;
+            case '\r':
+                os_ << "\\r";
+                break;
+            case '\t':
+                os_ << "\\t";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];

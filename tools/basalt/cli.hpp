@@ -48,7 +48,7 @@ po::options_description global_options(GlobalOptions& g);
 
 // Owns a basalt_runtime created per the global options; prints the error and sets ok=false on failure.
 class Runtime {
-public:
+  public:
     explicit Runtime(const GlobalOptions& g);
     ~Runtime();
     Runtime(const Runtime&) = delete;
@@ -56,7 +56,7 @@ public:
     bool ok() const { return rt_ != nullptr; }
     basalt_runtime* get() const { return rt_; }
 
-private:
+  private:
     basalt_runtime* rt_ = nullptr;
 };
 
@@ -65,7 +65,7 @@ void print_error(std::string_view message);
 
 // Minimal streaming JSON writer (objects, arrays, strings, numbers, booleans).
 class Json {
-public:
+  public:
     explicit Json(std::ostream& os) : os_(os) {}
     Json& begin_object();
     Json& end_object();
@@ -77,7 +77,7 @@ public:
     Json& value(long long n);
     Json& value(bool b);
 
-private:
+  private:
     void separator();
     std::ostream& os_;
     std::vector<bool> first_;  // per open container: no element written yet

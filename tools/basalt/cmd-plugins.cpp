@@ -62,18 +62,17 @@ int run_plugins(const po::variables_map& vm, const GlobalOptions& g) {
     for (const auto& c : infos) {
         std::cout << std::setw(10) << basalt_component_kind_name(c.kind) << std::setw(20) << c.name << std::setw(10)
                   << version_of(c) << std::setw(6)
-                  << (std::to_string(c.plugin_abi_major) + "." + std::to_string(c.plugin_abi_minor)) << c.file
-                  << '\n';
+                  << (std::to_string(c.plugin_abi_major) + "." + std::to_string(c.plugin_abi_minor)) << c.file << '\n';
     }
     return kExitOk;
 }
 
-const Registrar kPlugins{Command{
-    "plugins", "list every loaded component (kind, name, version, ABI, file)", "basalt plugins [--json]",
-    [](po::options_description& d, po::positional_options_description&) {
-        d.add_options()("json", po::bool_switch(), "print JSON");
-    },
-    run_plugins}};
+const Registrar kPlugins{Command{"plugins", "list every loaded component (kind, name, version, ABI, file)",
+                                 "basalt plugins [--json]",
+                                 [](po::options_description& d, po::positional_options_description&) {
+                                     d.add_options()("json", po::bool_switch(), "print JSON");
+                                 },
+                                 run_plugins}};
 
 }  // namespace
 }  // namespace basalt::cli

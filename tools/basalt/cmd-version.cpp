@@ -24,12 +24,11 @@ int run_version(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     return kExitOk;
 }
 
-const Registrar kVersion{Command{
-    "version", "print the library and ABI versions", "basalt version [--json]",
-    [](po::options_description& d, po::positional_options_description&) {
-        d.add_options()("json", po::bool_switch(), "print JSON");
-    },
-    run_version}};
+const Registrar kVersion{Command{"version", "print the library and ABI versions", "basalt version [--json]",
+                                 [](po::options_description& d, po::positional_options_description&) {
+                                     d.add_options()("json", po::bool_switch(), "print JSON");
+                                 },
+                                 run_version}};
 
 }  // namespace
 }  // namespace basalt::cli

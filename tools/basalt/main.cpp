@@ -12,11 +12,13 @@ using namespace basalt::cli;
 
 void print_overview(std::ostream& os) {
     os << "usage: basalt [global options] <command> [options]\n\ncommands:\n";
-    for (const auto& c : commands()) os << "  " << c.name << std::string(12 - std::min<size_t>(c.name.size(), 11), ' ') << c.summary << '\n';
+    for (const auto& c : commands())
+        os << "  " << c.name << std::string(12 - std::min<size_t>(c.name.size(), 11), ' ') << c.summary << '\n';
     os << "  help        show help for a command\n\n";
     GlobalOptions g;
-    os << global_options(g) << "\nenvironment: BASALT_LOG (log level), BASALT_PLUGIN_PATH (':'-separated plugin "
-                               "folders or files)\n";
+    os << global_options(g)
+       << "\nenvironment: BASALT_LOG (log level), BASALT_PLUGIN_PATH (':'-separated plugin "
+          "folders or files)\n";
 }
 
 const Command* find_command(const std::string& name) {

@@ -118,12 +118,12 @@ typedef struct basalt_token_data {
  */
 typedef struct basalt_candidates {
     uint32_t struct_size;
-    int32_t seq_id;           /* sequence the candidates belong to */
-    basalt_token_data* data;  /* borrowed, `size` entries */
-    size_t size;              /* number of live entries; samplers may shrink it */
-    int64_t selected;         /* index into data of the chosen token, -1 when none yet */
-    int32_t sorted;           /* non-zero when data is sorted by logit, descending */
-    int32_t probs_valid;      /* non-zero when every p is a normalised probability */
+    int32_t seq_id;          /* sequence the candidates belong to */
+    basalt_token_data* data; /* borrowed, `size` entries */
+    size_t size;             /* number of live entries; samplers may shrink it */
+    int64_t selected;        /* index into data of the chosen token, -1 when none yet */
+    int32_t sorted;          /* non-zero when data is sorted by logit, descending */
+    int32_t probs_valid;     /* non-zero when every p is a normalised probability */
 } basalt_candidates;
 
 BASALT_END_DECLS

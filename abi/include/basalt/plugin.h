@@ -81,7 +81,7 @@ typedef struct basalt_plugin_desc {
  * A plugin may refuse a host whose major differs from its own (BASALT_ERR_ABI_MISMATCH).
  */
 typedef basalt_status (*basalt_plugin_init_fn)(uint32_t host_abi_major, uint32_t host_abi_minor,
-                                                const basalt_host* host, const basalt_plugin_desc** out_desc);
+                                               const basalt_host* host, const basalt_plugin_desc** out_desc);
 
 BASALT_END_DECLS
 

@@ -52,19 +52,20 @@ enum {
     BASALT_OP_SCALE = 5,      /* out = in0 * fp[0] */
     BASALT_OP_RMS_NORM = 6,   /* out = in0 / sqrt(mean(in0^2) + fp[0]) */
     BASALT_OP_LAYER_NORM = 7, /* out = (in0 - mean) / sqrt(var + fp[0]) */
-    BASALT_OP_ROPE = 8,       /* in1: I32 positions; ip[0] mode (0 normal, 1 neox), ip[1] n_rot; fp[0] base, fp[1] scale */
-    BASALT_OP_SOFTMAX = 9,    /* row softmax of in0 * fp[0] */
+    BASALT_OP_ROPE = 8,    /* in1: I32 positions; ip[0] mode (0 normal, 1 neox), ip[1] n_rot; fp[0] base, fp[1] scale */
+    BASALT_OP_SOFTMAX = 9, /* row softmax of in0 * fp[0] */
     BASALT_OP_SILU = 10,
-    BASALT_OP_GELU = 11,      /* tanh approximation */
-    BASALT_OP_GELU_ERF = 12,  /* exact (erf) */
-    BASALT_OP_SWIGLU = 13,    /* out = silu(in0) * in1 */
-    BASALT_OP_GEGLU = 14,     /* out = gelu(in0) * in1 */
-    BASALT_OP_ATTENTION = 15, /* q=in0, K cache=in1, V cache=in2, slot table=in3; ip: window, n_sinks; fp: scale, soft-cap */
-    BASALT_OP_KV_WRITE = 16,  /* writes rows of in0 into cache in1 at slots in2 (I32) */
-    BASALT_OP_MOE_TOPK = 17,  /* router logits in0 -> top ip[0] expert ids and softmax weights */
+    BASALT_OP_GELU = 11,     /* tanh approximation */
+    BASALT_OP_GELU_ERF = 12, /* exact (erf) */
+    BASALT_OP_SWIGLU = 13,   /* out = silu(in0) * in1 */
+    BASALT_OP_GEGLU = 14,    /* out = gelu(in0) * in1 */
+    BASALT_OP_ATTENTION =
+        15, /* q=in0, K cache=in1, V cache=in2, slot table=in3; ip: window, n_sinks; fp: scale, soft-cap */
+    BASALT_OP_KV_WRITE = 16,   /* writes rows of in0 into cache in1 at slots in2 (I32) */
+    BASALT_OP_MOE_TOPK = 17,   /* router logits in0 -> top ip[0] expert ids and softmax weights */
     BASALT_OP_MOE_MATMUL = 18, /* per-row expert matmul: experts in0 [k, n, e], activations in1, ids in2 */
-    BASALT_OP_CAST = 19,      /* out = in0 converted to out's dtype */
-    BASALT_OP_COPY = 20       /* out = in0 (strided copy) */
+    BASALT_OP_CAST = 19,       /* out = in0 converted to out's dtype */
+    BASALT_OP_COPY = 20        /* out = in0 (strided copy) */
 };
 
 /* Opaque device buffer, created and destroyed by the backend that owns it. */
@@ -123,9 +124,9 @@ enum {
 typedef struct basalt_device_info {
     uint32_t struct_size;
     basalt_device_type type;
-    const char* name;     /* owned by the backend, valid until the plugin shuts down */
-    uint64_t memory_total; /* bytes, 0 when unknown */
-    uint64_t memory_free;  /* bytes, 0 when unknown */
+    const char* name;        /* owned by the backend, valid until the plugin shuts down */
+    uint64_t memory_total;   /* bytes, 0 when unknown */
+    uint64_t memory_free;    /* bytes, 0 when unknown */
     uint64_t max_allocation; /* largest single buffer, 0 when unlimited */
 } basalt_device_info;
 
@@ -157,7 +158,8 @@ typedef struct basalt_backend_iface {
     /* Frees a buffer; NULL is ignored. */
     void (*buffer_free)(void* backend, basalt_buffer* buffer);
     /* Copies `size` host bytes from src (borrowed) into the buffer at offset. */
-    basalt_status (*buffer_write)(void* backend, basalt_buffer* buffer, uint64_t offset, const void* src, uint64_t size);
+    basalt_status (*buffer_write)(void* backend, basalt_buffer* buffer, uint64_t offset, const void* src,
+                                  uint64_t size);
     /* Copies `size` bytes from the buffer at offset into dst (borrowed). */
     basalt_status (*buffer_read)(void* backend, basalt_buffer* buffer, uint64_t offset, void* dst, uint64_t size);
     /* Sets *out_supported to non-zero when the node (with its tensors' dtypes and shapes) can run here. */

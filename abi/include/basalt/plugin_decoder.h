@@ -54,10 +54,10 @@ typedef struct basalt_decoder_host {
 /* One request. Borrowed for the run call. */
 typedef struct basalt_decode_request {
     uint32_t struct_size;
-    int32_t seq_id;      /* sequence holding the prompt; the decoder may fork others */
+    int32_t seq_id; /* sequence holding the prompt; the decoder may fork others */
     const int32_t* prompt;
     size_t n_prompt;
-    int32_t max_tokens;  /* upper bound on emitted tokens */
+    int32_t max_tokens; /* upper bound on emitted tokens */
     int32_t reserved0;
 } basalt_decode_request;
 

@@ -22,8 +22,8 @@ typedef struct basalt_kv_cache_config {
     uint32_t n_kv_heads;
     uint32_t head_dim_k;
     uint32_t head_dim_v;
-    uint32_t n_slots;    /* capacity in tokens (all sequences together) */
-    uint32_t n_seq_max;  /* sequence ids are 0 .. n_seq_max-1 */
+    uint32_t n_slots;   /* capacity in tokens (all sequences together) */
+    uint32_t n_seq_max; /* sequence ids are 0 .. n_seq_max-1 */
     uint32_t reserved0;
     const int32_t* layer_window; /* n_layers entries: sliding window per layer, 0 = full attention; may be NULL */
 } basalt_kv_cache_config;

@@ -17,10 +17,9 @@
 #include <string_view>
 
 // Declares the single export of a plugin library (use once, in one source file).
-#define BASALT_PLUGIN_INIT                                                                             \
-    BASALT_EXTERN_C BASALT_EXPORT basalt_status basalt_plugin_init(uint32_t host_abi_major,            \
-                                                                   uint32_t host_abi_minor,            \
-                                                                   const basalt_host* host,            \
+#define BASALT_PLUGIN_INIT                                                                                           \
+    BASALT_EXTERN_C BASALT_EXPORT basalt_status basalt_plugin_init(uint32_t host_abi_major, uint32_t host_abi_minor, \
+                                                                   const basalt_host* host,                          \
                                                                    const basalt_plugin_desc** out_desc)
 
 namespace basalt::sdk {
@@ -33,11 +32,11 @@ inline const basalt_host*& host() noexcept {
 
 // An error with a status; thrown inside a plugin and turned into a status by guard().
 class error : public std::runtime_error {
-public:
+  public:
     error(basalt_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
     basalt_status status() const noexcept { return status_; }
 
-private:
+  private:
     basalt_status status_;
 };
 
@@ -81,7 +80,7 @@ inline void log(basalt_log_level level, const char* component, const std::string
 
 // Read-only view of a basalt_params list with typed getters whose errors name the component, key and value.
 class params {
-public:
+  public:
     params(const basalt_params* p, std::string component) : p_(p), component_(std::move(component)) {}
 
     size_t size() const noexcept { return p_ == nullptr ? 0 : p_->count; }
@@ -119,7 +118,8 @@ public:
         char* end = nullptr;
         errno = 0;
         const float f = std::strtof(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(f)) bad(k, *v, "a finite number");
+        if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(f))
+            bad(k, *v, "a finite number");
         return f;
     }
 
@@ -134,11 +134,11 @@ public:
     }
 
     [[noreturn]] void bad(std::string_view k, std::string_view v, const char* expected) const {
-        throw error(BASALT_ERR_INVALID_ARGUMENT, component_ + ": parameter '" + std::string(k) + "' = '" +
-                                                     std::string(v) + "' is not " + expected);
+        throw error(BASALT_ERR_INVALID_ARGUMENT,
+                    component_ + ": parameter '" + std::string(k) + "' = '" + std::string(v) + "' is not " + expected);
     }
 
-private:
+  private:
     const basalt_params* p_;
     std::string component_;
 };
