@@ -41,10 +41,10 @@ const char* value_type_name(ValueType t) noexcept;
 // One metadata value. Scalars use the matching field; arrays hold elements of `elem_type` (arrays nest).
 struct Value {
     ValueType type = ValueType::UINT8;
-    uint64_t u = 0;     // UINT8/16/32/64 and BOOL (0/1)
-    int64_t i = 0;      // INT8/16/32/64
-    double f = 0;       // FLOAT32/64
-    std::string s;      // STRING
+    uint64_t u = 0;                          // UINT8/16/32/64 and BOOL (0/1)
+    int64_t i = 0;                           // INT8/16/32/64
+    double f = 0;                            // FLOAT32/64
+    std::string s;                           // STRING
     ValueType elem_type = ValueType::UINT8;  // ARRAY
     std::vector<Value> array;                // ARRAY
 
@@ -72,7 +72,7 @@ struct TensorInfo {
 };
 
 class File {
-public:
+  public:
     // Parses a complete GGUF image. `source` names it in error messages (usually the path). The buffer
     // must outlive the File (tensor_data points into it). Throws basalt::Error(BASALT_ERR_FORMAT).
     static File parse(const uint8_t* data, size_t size, const std::string& source);
@@ -99,7 +99,7 @@ public:
     // Pointer to a tensor's bytes inside the parsed buffer (n_bytes long).
     const uint8_t* tensor_data(const TensorInfo& t) const noexcept { return base_ + data_offset_ + t.offset; }
 
-private:
+  private:
     const uint8_t* base_ = nullptr;
     size_t size_ = 0;
     std::string source_;
@@ -112,7 +112,7 @@ private:
 
 // A read-only memory mapping of a whole file. Throws Error(IO / NOT_FOUND) naming the path.
 class MappedFile {
-public:
+  public:
     explicit MappedFile(const std::filesystem::path& path);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
@@ -121,7 +121,7 @@ public:
     size_t size() const noexcept { return size_; }
     const std::string& path() const noexcept { return path_; }
 
-private:
+  private:
     std::string path_;
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
@@ -138,7 +138,7 @@ MappedGguf open(const std::filesystem::path& path);
 // Builds a GGUF v3 file: metadata in insertion order, tensors aligned to `alignment` (general.alignment is
 // written when it differs from 32).
 class Writer {
-public:
+  public:
     void set(const std::string& key, Value value);  // replaces an existing key
     void set_u32(const std::string& key, uint32_t v);
     void set_i32(const std::string& key, int32_t v);
@@ -153,7 +153,7 @@ public:
     void write(const std::filesystem::path& path) const;
     void set_alignment(uint64_t alignment) { alignment_ = alignment; }
 
-private:
+  private:
     struct PendingTensor {
         std::string name;
         basalt_dtype type;
