@@ -199,6 +199,36 @@ PIN(basalt_component_info, plugin_abi_minor, 40);
 PIN(basalt_component_info, plugin_name, 48);
 PIN(basalt_component_info, file, 56);
 PIN_SIZE(basalt_component_info, 64);
+PIN_SIZE(basalt_model_params, 8);
+PIN(basalt_model_info, arch, 8);
+PIN(basalt_model_info, name, 16);
+PIN(basalt_model_info, n_layer, 24);
+PIN(basalt_model_info, sliding_window, 68);
+PIN(basalt_model_info, n_params, 72);
+PIN(basalt_model_info, file_bytes, 88);
+PIN(basalt_model_info, n_tensors, 96);
+PIN(basalt_model_info, supported, 100);
+PIN_SIZE(basalt_model_info, 104);
+PIN(basalt_model_tensor, type, 4);
+PIN(basalt_model_tensor, name, 8);
+PIN(basalt_model_tensor, n_dims, 16);
+PIN(basalt_model_tensor, ne, 24);
+PIN(basalt_model_tensor, n_bytes, 56);
+PIN(basalt_model_tensor, offset, 64);
+PIN_SIZE(basalt_model_tensor, 72);
+PIN(basalt_plan_params, n_ctx, 4);
+PIN(basalt_plan_params, n_batch, 8);
+PIN(basalt_plan_params, k_type, 12);
+PIN(basalt_plan_params, v_type, 16);
+PIN_SIZE(basalt_plan_params, 20);
+PIN(basalt_memory_plan, n_ctx, 4);
+PIN(basalt_memory_plan, k_type, 12);
+PIN(basalt_memory_plan, weight_bytes, 24);
+PIN(basalt_memory_plan, kv_bytes_per_token, 32);
+PIN(basalt_memory_plan, kv_bytes, 40);
+PIN(basalt_memory_plan, scratch_bytes, 48);
+PIN(basalt_memory_plan, total_bytes, 56);
+PIN_SIZE(basalt_memory_plan, 64);
 #endif
 
 TEST_CASE("ABI structs have the same layout in C and C++", "[abi]") {

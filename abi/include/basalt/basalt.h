@@ -135,6 +135,106 @@ BASALT_API basalt_status basalt_sampler_clone(const basalt_sampler* sampler, bas
 /* Returns the component's BASALT_SAMPLER_* flags. Thread-safe. */
 BASALT_API uint32_t basalt_sampler_flags(const basalt_sampler* sampler);
 
+/* ---- models ---------------------------------------------------------------------------------------------------- */
+
+/* A loaded model file (memory-mapped GGUF, validated, with its hyper-parameters and tokenizer). */
+typedef struct basalt_model basalt_model;
+
+typedef struct basalt_model_params {
+    uint32_t struct_size;
+    uint32_t flags; /* reserved, 0 */
+} basalt_model_params;
+
+/*
+ * Maps and validates the GGUF file at path (v2/v3, every field checked) and reads its hyper-parameters.
+ * Fails with BASALT_ERR_NOT_FOUND / BASALT_ERR_IO / BASALT_ERR_FORMAT naming the file, field and value.
+ * runtime and params may be NULL. *out is owned by the caller (basalt_model_free). Thread-safe.
+ */
+BASALT_API basalt_status basalt_model_load(basalt_runtime* runtime, const char* path, const basalt_model_params* params,
+                                           basalt_model** out);
+/* Frees a model; NULL is ignored. Every object created from it must be destroyed first. */
+BASALT_API void basalt_model_free(basalt_model* model);
+
+/* Hyper-parameters and sizes of a model, filled by basalt_model_describe (caller sets struct_size). */
+typedef struct basalt_model_info {
+    uint32_t struct_size;
+    uint32_t gguf_version;
+    const char* arch; /* borrowed until the model is freed, e.g. "llama" */
+    const char* name; /* borrowed, "" when the file has none */
+    uint32_t n_layer;
+    uint32_t n_embd;
+    uint32_t n_head;
+    uint32_t n_head_kv;
+    uint32_t head_dim_k;
+    uint32_t head_dim_v;
+    uint32_t n_ff;
+    uint32_t n_ctx_train;
+    uint32_t n_vocab;
+    uint32_t n_expert;
+    uint32_t n_expert_used;
+    uint32_t sliding_window;
+    uint64_t n_params;
+    uint64_t weight_bytes;
+    uint64_t file_bytes;
+    uint32_t n_tensors;
+    int32_t supported; /* non-zero when Basalt has a graph builder for the architecture */
+} basalt_model_info;
+
+/* Describes the model into *out. Thread-safe. */
+BASALT_API basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info* out);
+/* Renders metadata `key` as text into *out (borrowed until the model is freed; arrays are summarised).
+ * BASALT_ERR_NOT_FOUND when absent. Thread-safe. */
+BASALT_API basalt_status basalt_model_meta(const basalt_model* model, const char* key, const char** out);
+
+/* One tensor of a model file, filled by basalt_model_tensor_info (caller sets struct_size). */
+typedef struct basalt_model_tensor {
+    uint32_t struct_size;
+    int32_t type;     /* basalt_dtype */
+    const char* name; /* borrowed until the model is freed */
+    uint32_t n_dims;
+    uint32_t reserved0;
+    int64_t ne[4]; /* ne[0] contiguous; unused dims are 1 */
+    uint64_t n_bytes;
+    uint64_t offset; /* from the start of the file */
+} basalt_model_tensor;
+
+/* Returns the number of tensors in the model file. Thread-safe. */
+BASALT_API size_t basalt_model_tensor_count(const basalt_model* model);
+/* Describes tensor `index` (file order) into *out. Thread-safe. */
+BASALT_API basalt_status basalt_model_tensor_info(const basalt_model* model, size_t index, basalt_model_tensor* out);
+
+/* What to plan for. Zero fields take the defaults noted. */
+typedef struct basalt_plan_params {
+    uint32_t struct_size;
+    uint32_t n_ctx;      /* 0: the training context, at most 4096 */
+    uint32_t n_batch;    /* 0: 512 (capped at n_ctx) */
+    basalt_dtype k_type; /* stored type of keys; -1: F16 */
+    basalt_dtype v_type; /* stored type of values; -1: F16 */
+} basalt_plan_params;
+
+/* The memory a session of the given shape needs, computed before anything is allocated. */
+typedef struct basalt_memory_plan {
+    uint32_t struct_size;
+    uint32_t n_ctx;
+    uint32_t n_batch;
+    int32_t k_type;
+    int32_t v_type;
+    uint32_t reserved0;
+    uint64_t weight_bytes;
+    uint64_t kv_bytes_per_token; /* K+V of one token over all attention layers */
+    uint64_t kv_bytes;           /* the whole cache (sliding-window layers capped at window + batch) */
+    uint64_t scratch_bytes;      /* activations of one layer for n_batch tokens, logits, inputs */
+    uint64_t total_bytes;
+} basalt_memory_plan;
+
+/* Computes the memory plan for params (NULL: defaults) into *out (caller sets struct_size). Thread-safe. */
+BASALT_API basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_params* params,
+                                           basalt_memory_plan* out);
+/* Parses a type name ("f16", "q8_0", "Q4_K", ...) into *out (a basalt_dtype). Thread-safe. */
+BASALT_API basalt_status basalt_dtype_from_name(const char* name, int32_t* out);
+/* Returns the static lower-case name of a basalt_dtype, or "unknown". Thread-safe. */
+BASALT_API const char* basalt_dtype_name(int32_t dtype);
+
 BASALT_END_DECLS
 
 #endif /* BASALT_BASALT_H */

@@ -16,31 +16,6 @@
 
 BASALT_BEGIN_DECLS
 
-/* Element types. Numbering follows GGUF's tensor type ids so file types map 1:1. */
-typedef int32_t basalt_dtype;
-enum {
-    BASALT_DTYPE_F32 = 0,
-    BASALT_DTYPE_F16 = 1,
-    BASALT_DTYPE_Q4_0 = 2,
-    BASALT_DTYPE_Q4_1 = 3,
-    BASALT_DTYPE_Q5_0 = 6,
-    BASALT_DTYPE_Q5_1 = 7,
-    BASALT_DTYPE_Q8_0 = 8,
-    BASALT_DTYPE_Q8_1 = 9,
-    BASALT_DTYPE_Q2_K = 10,
-    BASALT_DTYPE_Q3_K = 11,
-    BASALT_DTYPE_Q4_K = 12,
-    BASALT_DTYPE_Q5_K = 13,
-    BASALT_DTYPE_Q6_K = 14,
-    BASALT_DTYPE_Q8_K = 15,
-    BASALT_DTYPE_I8 = 24,
-    BASALT_DTYPE_I16 = 25,
-    BASALT_DTYPE_I32 = 26,
-    BASALT_DTYPE_I64 = 27,
-    BASALT_DTYPE_F64 = 28,
-    BASALT_DTYPE_BF16 = 30
-};
-
 /* Graph operations. Parameters of each op are documented at its value (ip = iparams, fp = fparams). */
 typedef int32_t basalt_op;
 enum {

@@ -1,0 +1,21 @@
+// The object behind the opaque basalt_model handle: the mapped file, its hyper-parameters, and strings
+// handed out through the C API.
+#pragma once
+
+#include <basalt/basalt.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gguf.hpp"
+#include "model-hparams.hpp"
+
+struct basalt_model {
+    basalt::gguf::MappedGguf gguf;
+    basalt::ModelHparams hparams;
+    // Renderings returned by basalt_model_meta, kept alive until the model is freed.
+    mutable std::mutex meta_mutex;
+    mutable std::map<std::string, std::string> meta_text;
+};

@@ -1,0 +1,106 @@
+// The memory plan against hand computation (docs/memory-plan.md) for two golden models, plus hparams.
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+
+#include "error.hpp"
+#include "memory-plan.hpp"
+#include "model-hparams.hpp"
+
+namespace fs = std::filesystem;
+using namespace basalt;
+using Catch::Matchers::Contains;
+
+namespace {
+
+gguf::MappedGguf open_golden(const std::string& name) {
+    const fs::path p = fs::path(BASALT_TESTDATA_DIR) / "golden" / "models" / name;
+    REQUIRE(fs::exists(p));  // missing test data fails
+    return gguf::open(p);
+}
+
+}  // namespace
+
+TEST_CASE("tiny-llama: plan by hand", "[memory-plan]") {
+    const auto g = open_golden("tiny-llama-f32.gguf");
+    const ModelHparams hp = read_hparams(g.file);
+    // From the file: 4 layers, embd 64, 4 heads, 2 kv heads, head dim 16, ffn 192, vocab 512, train ctx 256.
+    CHECK(hp.n_layer == 4);
+    CHECK(hp.n_head_kv == 2);
+    CHECK(hp.head_dim_k == 16);
+    CHECK(hp.n_rot == 16);
+    CHECK(hp.n_vocab == 512);
+    CHECK(hp.n_ctx_train == 256);
+
+    PlanRequest req;  // ctx 0 -> training ctx 256; batch 512 -> capped at 256; K/V f16
+    const MemoryPlan p = plan_memory(g.file, hp, req);
+    CHECK(p.n_ctx == 256);
+    CHECK(p.n_batch == 256);
+    CHECK(p.n_params == 262720);  // 512*64*2 + 4*(64 + 64*64 + 2*64*32 + 64*64 + 64 + 3*64*192) + 64
+    CHECK(p.n_params == 512 * 64 * 2 + 4 * (64 + 64 * 64 + 2 * 64 * 32 + 64 * 64 + 64 + 3 * 64 * 192) + 64);
+    CHECK(p.weight_bytes == 262720 * 4);
+    // K row = 2 kv heads * 16 dims * 2 bytes (f16) = 64 B, V the same; 4 layers.
+    CHECK(p.kv_bytes_per_token == 4 * (64 + 64));
+    CHECK(p.kv_bytes == 4 * (64 + 64) * 256);
+    // One layer for 256 tokens, in floats: residual etc. 4*T*64, qkv T*(4*16 + 2*(16+16)), context T*4*16,
+    // scores 4*T*256, ffn 3*T*192, logits T*512; plus ids/positions/seq 3*T*4 B and slot lists 256*2*4 B.
+    const uint64_t T = 256;
+    const uint64_t floats = 4 * T * 64 + T * 128 + T * 64 + 4 * T * 256 + 3 * T * 192 + T * 512;
+    CHECK(p.scratch_bytes == floats * 4 + 3 * T * 4 + 256 * 2 * 4);
+    CHECK(p.scratch_bytes == 2626560);
+    CHECK(p.total_bytes == 1050880 + 131072 + 2626560);
+}
+
+TEST_CASE("tiny-gemma3: sliding-window layers are capped at window + batch", "[memory-plan]") {
+    const auto g = open_golden("tiny-gemma3-q8_0.gguf");
+    const ModelHparams hp = read_hparams(g.file);
+    CHECK(hp.n_layer == 6);
+    CHECK(hp.sliding_window == 8);
+    CHECK(hp.head_dim_k == 32);  // key_length, not embd / heads (= 16)
+    REQUIRE(hp.layer_sliding.size() == 6);
+    CHECK(hp.layer_sliding == std::vector<bool>{true, true, true, true, true, false});  // 5 local : 1 global
+
+    PlanRequest req;
+    req.n_ctx = 512;
+    req.n_batch = 16;
+    const MemoryPlan p = plan_memory(g.file, hp, req);
+    // K row = 1 kv head * 32 * 2 B = 64 B, V the same: 128 B per layer and token.
+    CHECK(p.kv_bytes_per_token == 6 * 128);
+    CHECK(p.kv_cells_window == 8 + 16);
+    CHECK(p.kv_bytes == 5 * (8 + 16) * 128 + 1 * 512 * 128);
+
+    req.k_type = BASALT_DTYPE_Q8_0;  // 32 values -> 34 bytes
+    req.v_type = BASALT_DTYPE_F32;   // 32 values -> 128 bytes
+    const MemoryPlan q = plan_memory(g.file, hp, req);
+    CHECK(q.kv_bytes_per_token == 6 * (34 + 128));
+    // Q8_0 weights: 43 tensors; their bytes are 34/32 of their element count.
+    REQUIRE(q.types.count(BASALT_DTYPE_Q8_0) == 1);
+    CHECK(q.types.at(BASALT_DTYPE_Q8_0).bytes == q.types.at(BASALT_DTYPE_Q8_0).elements / 32 * 34);
+}
+
+TEST_CASE("an unusable KV type is refused with the reason", "[memory-plan]") {
+    const auto g = open_golden("tiny-llama-f32.gguf");
+    const ModelHparams hp = read_hparams(g.file);
+    PlanRequest req;
+    req.k_type = BASALT_DTYPE_Q4_K;  // 256-value blocks do not divide the 32-value K row
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("K cache type q4_k") && Contains("row of 32 values"));
+}
+
+TEST_CASE("encoder-decoder and MoE hyper-parameters", "[memory-plan]") {
+    const auto t5 = open_golden("tiny-t5-f32.gguf");
+    const ModelHparams h5 = read_hparams(t5.file);
+    CHECK(h5.encoder_decoder);
+    CHECK(h5.n_layer_dec == 2);
+    CHECK(h5.n_rot == 0);
+    PlanRequest req;
+    req.n_ctx = 64;
+    const MemoryPlan p5 = plan_memory(t5.file, h5, req);
+    // decoder self-attention + cross-attention: 2 * 2 layers * (4 heads * 16 * 2 B * 2)
+    CHECK(p5.kv_bytes_per_token == 2 * 2 * (4 * 16 * 2 * 2));
+    CHECK(p5.kv_bytes == p5.kv_bytes_per_token * 64);
+
+    const auto moe = open_golden("tiny-llama-moe-f32.gguf");
+    const ModelHparams hm = read_hparams(moe.file);
+    CHECK(hm.n_expert == 4);
+    CHECK(hm.n_expert_used == 2);
+}

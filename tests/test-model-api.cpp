@@ -1,0 +1,93 @@
+// Models through the C API: load, describe, metadata, tensors, memory plan, and errors.
+#include <basalt/basalt.h>
+
+#include <string>
+
+#include "test-support.hpp"
+
+using Catch::Matchers::Contains;
+using test::last_error;
+
+namespace {
+std::string golden(const std::string& name) {
+    return std::string(BASALT_TEST_DATA_DIR) + "/golden/models/" + name;
+}
+struct Model {
+    basalt_model* m = nullptr;
+    explicit Model(const std::string& path) {
+        REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK);
+    }
+    ~Model() { basalt_model_free(m); }
+};
+}  // namespace
+
+TEST_CASE("a model loads and describes itself", "[model-api]") {
+    Model model(golden("tiny-qwen2-q8_0.gguf"));
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    REQUIRE(basalt_model_describe(model.m, &info) == BASALT_OK);
+    CHECK(std::string(info.arch) == "qwen2");
+    CHECK(info.n_layer == 3);
+    CHECK(info.n_head_kv == 2);
+    CHECK(info.n_vocab == 515);
+    CHECK(info.supported != 0);
+    CHECK(info.gguf_version == 3);
+    CHECK(info.n_tensors == basalt_model_tensor_count(model.m));
+
+    const char* text = nullptr;
+    REQUIRE(basalt_model_meta(model.m, "qwen2.attention.head_count", &text) == BASALT_OK);
+    CHECK(std::string(text) == "4");
+    REQUIRE(basalt_model_meta(model.m, "tokenizer.ggml.tokens", &text) == BASALT_OK);
+    CHECK(std::string(text) == "[515 string]");
+    CHECK(basalt_model_meta(model.m, "no.such.key", &text) == BASALT_ERR_NOT_FOUND);
+    CHECK_THAT(last_error(), Contains("no metadata key 'no.such.key'"));
+
+    uint64_t q8_bytes = 0;
+    for (size_t i = 0; i < basalt_model_tensor_count(model.m); ++i) {
+        basalt_model_tensor t{};
+        t.struct_size = sizeof(t);
+        REQUIRE(basalt_model_tensor_info(model.m, i, &t) == BASALT_OK);
+        CHECK(t.offset % 32 == 0);
+        if (t.type == BASALT_DTYPE_Q8_0) q8_bytes += t.n_bytes;
+    }
+    CHECK(q8_bytes > 0);
+}
+
+TEST_CASE("the memory plan through the C API", "[model-api]") {
+    Model model(golden("tiny-llama-f16.gguf"));
+    basalt_plan_params pp{};
+    pp.struct_size = sizeof(pp);
+    pp.n_ctx = 64;
+    pp.n_batch = 8;
+    pp.k_type = BASALT_DTYPE_F32;
+    pp.v_type = -1;  // f16
+    basalt_memory_plan plan{};
+    plan.struct_size = sizeof(plan);
+    REQUIRE(basalt_model_plan(model.m, &pp, &plan) == BASALT_OK);
+    CHECK(plan.n_ctx == 64);
+    CHECK(plan.n_batch == 8);
+    CHECK(plan.kv_bytes_per_token == 4 * (32 * 4 + 32 * 2));
+    CHECK(plan.kv_bytes == 64 * plan.kv_bytes_per_token);
+    CHECK(plan.total_bytes == plan.weight_bytes + plan.kv_bytes + plan.scratch_bytes);
+
+    pp.k_type = 12345;
+    basalt_memory_plan untouched{};
+    untouched.struct_size = sizeof(untouched);
+    CHECK(basalt_model_plan(model.m, &pp, &untouched) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("K cache type id 12345 is unknown"));
+    CHECK(untouched.total_bytes == 0);
+}
+
+TEST_CASE("loading a broken or missing model fails with the file and reason", "[model-api]") {
+    basalt_model* m = nullptr;
+    CHECK(basalt_model_load(nullptr, "/no/such/file.gguf", nullptr, &m) == BASALT_ERR_NOT_FOUND);
+    CHECK_THAT(last_error(), Contains("/no/such/file.gguf: cannot open"));
+    const std::string text = std::string(BASALT_TEST_MOCK_DIR) + "/not-a-library.so";
+    CHECK(basalt_model_load(nullptr, text.c_str(), nullptr, &m) == BASALT_ERR_FORMAT);
+    CHECK_THAT(last_error(), Contains("bad magic"));
+    CHECK(m == nullptr);
+    int32_t t = 0;
+    CHECK(basalt_dtype_from_name("Q4_K", &t) == BASALT_OK);
+    CHECK(t == BASALT_DTYPE_Q4_K);
+    CHECK(std::string(basalt_dtype_name(BASALT_DTYPE_BF16)) == "bf16");
+}

@@ -1,0 +1,187 @@
+// `basalt inspect MODEL`: architecture, hyper-parameters, parameter count, tensor types, and the memory plan
+// (weights + KV cache + scratch) for a context and batch size, as a table or JSON.
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "cli.hpp"
+
+namespace basalt::cli {
+namespace {
+
+std::string human(uint64_t bytes) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(2);
+    if (bytes >= (1ull << 30)) {
+        os << static_cast<double>(bytes) / static_cast<double>(1ull << 30) << " GiB";
+    } else if (bytes >= (1ull << 20)) {
+        os << static_cast<double>(bytes) / static_cast<double>(1ull << 20) << " MiB";
+    } else if (bytes >= (1ull << 10)) {
+        os << static_cast<double>(bytes) / 1024.0 << " KiB";
+    } else {
+        os.str("");
+        os << bytes << " B";
+    }
+    return os.str();
+}
+
+struct Usage {
+    uint64_t tensors = 0, params = 0, bytes = 0;
+};
+
+int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
+    const std::string path = vm["model"].as<std::string>();
+    basalt_model* model = nullptr;
+    if (basalt_model_load(nullptr, path.c_str(), nullptr, &model) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return kExitError;
+    }
+    struct Guard {
+        basalt_model* m;
+        ~Guard() { basalt_model_free(m); }
+    } guard{model};
+
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    if (basalt_model_describe(model, &info) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return kExitError;
+    }
+    basalt_plan_params pp{};
+    pp.struct_size = sizeof(pp);
+    pp.n_ctx = vm["ctx"].as<uint32_t>();
+    pp.n_batch = vm["batch"].as<uint32_t>();
+    pp.k_type = -1;
+    pp.v_type = -1;
+    if (vm.count("kv-type") != 0U) {
+        int32_t t = 0;
+        if (basalt_dtype_from_name(vm["kv-type"].as<std::string>().c_str(), &t) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitUsage;
+        }
+        pp.k_type = pp.v_type = t;
+    }
+    for (const char* opt : {"k-type", "v-type"}) {
+        if (vm.count(opt) == 0U) continue;
+        int32_t t = 0;
+        if (basalt_dtype_from_name(vm[opt].as<std::string>().c_str(), &t) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitUsage;
+        }
+        (std::string(opt) == "k-type" ? pp.k_type : pp.v_type) = t;
+    }
+    basalt_memory_plan plan{};
+    plan.struct_size = sizeof(plan);
+    if (basalt_model_plan(model, &pp, &plan) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return kExitError;
+    }
+    std::map<std::string, Usage> types;
+    for (size_t i = 0; i < basalt_model_tensor_count(model); ++i) {
+        basalt_model_tensor t{};
+        t.struct_size = sizeof(t);
+        if (basalt_model_tensor_info(model, i, &t) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+        Usage& u = types[basalt_dtype_name(t.type)];
+        u.tensors += 1;
+        u.params += static_cast<uint64_t>(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+        u.bytes += t.n_bytes;
+    }
+
+    if (vm["json"].as<bool>()) {
+        Json j(std::cout);
+        j.begin_object();
+        j.key("file").value(path);
+        j.key("file_bytes").value(static_cast<long long>(info.file_bytes));
+        j.key("gguf_version").value(static_cast<long long>(info.gguf_version));
+        j.key("arch").value(info.arch);
+        j.key("name").value(info.name);
+        j.key("supported").value(info.supported != 0);
+        j.key("hparams").begin_object();
+        j.key("n_layer").value(static_cast<long long>(info.n_layer));
+        j.key("n_embd").value(static_cast<long long>(info.n_embd));
+        j.key("n_head").value(static_cast<long long>(info.n_head));
+        j.key("n_head_kv").value(static_cast<long long>(info.n_head_kv));
+        j.key("head_dim_k").value(static_cast<long long>(info.head_dim_k));
+        j.key("head_dim_v").value(static_cast<long long>(info.head_dim_v));
+        j.key("n_ff").value(static_cast<long long>(info.n_ff));
+        j.key("n_vocab").value(static_cast<long long>(info.n_vocab));
+        j.key("n_ctx_train").value(static_cast<long long>(info.n_ctx_train));
+        j.key("n_expert").value(static_cast<long long>(info.n_expert));
+        j.key("n_expert_used").value(static_cast<long long>(info.n_expert_used));
+        j.key("sliding_window").value(static_cast<long long>(info.sliding_window));
+        j.end_object();
+        j.key("n_params").value(static_cast<long long>(info.n_params));
+        j.key("n_tensors").value(static_cast<long long>(info.n_tensors));
+        j.key("tensor_types").begin_array();
+        for (const auto& [name, u] : types) {
+            j.begin_object();
+            j.key("type").value(name);
+            j.key("tensors").value(static_cast<long long>(u.tensors));
+            j.key("params").value(static_cast<long long>(u.params));
+            j.key("bytes").value(static_cast<long long>(u.bytes));
+            j.end_object();
+        }
+        j.end_array();
+        j.key("plan").begin_object();
+        j.key("n_ctx").value(static_cast<long long>(plan.n_ctx));
+        j.key("n_batch").value(static_cast<long long>(plan.n_batch));
+        j.key("k_type").value(basalt_dtype_name(plan.k_type));
+        j.key("v_type").value(basalt_dtype_name(plan.v_type));
+        j.key("weight_bytes").value(static_cast<long long>(plan.weight_bytes));
+        j.key("kv_bytes_per_token").value(static_cast<long long>(plan.kv_bytes_per_token));
+        j.key("kv_bytes").value(static_cast<long long>(plan.kv_bytes));
+        j.key("scratch_bytes").value(static_cast<long long>(plan.scratch_bytes));
+        j.key("total_bytes").value(static_cast<long long>(plan.total_bytes));
+        j.end_object();
+        j.end_object();
+        std::cout << '\n';
+        return kExitOk;
+    }
+
+    std::cout << "file         " << path << " (" << human(info.file_bytes) << ", GGUF v" << info.gguf_version << ")\n"
+              << "model        " << (info.name[0] != '\0' ? info.name : "(unnamed)") << ", architecture " << info.arch
+              << (info.supported != 0 ? "" : " (no graph builder in this build)") << '\n'
+              << "shape        " << info.n_layer << " layers, embd " << info.n_embd << ", heads " << info.n_head
+              << " (kv " << info.n_head_kv << "), head dim " << info.head_dim_k << "/" << info.head_dim_v << ", ffn "
+              << info.n_ff << ", vocab " << info.n_vocab << ", train ctx " << info.n_ctx_train << '\n';
+    if (info.n_expert > 0)
+        std::cout << "experts      " << info.n_expert << " (" << info.n_expert_used << " used per token)\n";
+    if (info.sliding_window > 0)
+        std::cout << "window       " << info.sliding_window << " tokens on sliding-window layers\n";
+    std::cout << "parameters   " << info.n_params << " in " << info.n_tensors << " tensors\n"
+              << "tensor types\n";
+    for (const auto& [name, u] : types) {
+        std::cout << "  " << std::left << std::setw(8) << name << std::right << std::setw(6) << u.tensors << " tensors "
+                  << std::setw(14) << u.params << " params " << std::setw(12) << human(u.bytes) << '\n';
+    }
+    std::cout << "memory plan  ctx " << plan.n_ctx << ", batch " << plan.n_batch << ", K "
+              << basalt_dtype_name(plan.k_type) << ", V " << basalt_dtype_name(plan.v_type) << '\n'
+              << "  weights    " << std::setw(12) << human(plan.weight_bytes) << '\n'
+              << "  KV cache   " << std::setw(12) << human(plan.kv_bytes) << "  (" << plan.kv_bytes_per_token
+              << " B per token)\n"
+              << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << '\n'
+              << "  total      " << std::setw(12) << human(plan.total_bytes) << '\n';
+    return kExitOk;
+}
+
+const Registrar kInspect{Command{
+    "inspect", "show a model's architecture, tensors and memory plan",
+    "basalt inspect MODEL [--ctx N] [--batch N] [--kv-type T] [--json]",
+    [](po::options_description& d, po::positional_options_description& pos) {
+        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+            "ctx,c", po::value<uint32_t>()->default_value(0), "context size (0: training context, at most 4096)")(
+            "batch,b", po::value<uint32_t>()->default_value(512), "tokens per forward pass")(
+            "kv-type", po::value<std::string>(), "stored type of K and V (f32, f16, q8_0, ...; default f16)")(
+            "k-type", po::value<std::string>(), "stored type of K only")(
+            "v-type", po::value<std::string>(), "stored type of V only")("json", po::bool_switch(), "print JSON");
+        pos.add("model", 1);
+    },
+    run_inspect}};
+
+}  // namespace
+}  // namespace basalt::cli
