@@ -115,7 +115,8 @@ PIN(basalt_backend_iface, buffer_write, 56);
 PIN(basalt_backend_iface, buffer_read, 64);
 PIN(basalt_backend_iface, supports_node, 72);
 PIN(basalt_backend_iface, graph_compute, 80);
-PIN_SIZE(basalt_backend_iface, 88);
+PIN(basalt_backend_iface, buffer_wrap_host, 88);
+PIN_SIZE(basalt_backend_iface, 96);
 
 PIN(basalt_kv_cache_config, n_layers, 4);
 PIN(basalt_kv_cache_config, n_slots, 20);

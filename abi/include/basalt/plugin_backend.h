@@ -16,31 +16,69 @@
 
 BASALT_BEGIN_DECLS
 
-/* Graph operations. Parameters of each op are documented at its value (ip = iparams, fp = fparams). */
+/*
+ * Graph operations. Shapes are written [ne0, ne1, ...] with ne0 contiguous; "rows" are the ne0-runs of a
+ * tensor (ne1*ne2*ne3 of them). Activations are F32 unless stated; weights may be any type the backend
+ * reports for the op. ip = iparams, fp = fparams, inN = inputs[N]. Every backend computes exactly this
+ * (docs/ops.md has the formulas); accumulation is at least F32.
+ */
 typedef int32_t basalt_op;
 enum {
     BASALT_OP_NONE = 0,
-    BASALT_OP_GET_ROWS = 1,   /* out[i] = in0[in1[i]] (in1: I32 ids); dequantizes rows of in0 */
-    BASALT_OP_MATMUL = 2,     /* out = in1 x in0^T: in0 weights [k, n] (any weight dtype), in1 activations [k, m] */
-    BASALT_OP_ADD = 3,        /* out = in0 + in1 (in1 broadcast over rows) */
-    BASALT_OP_MUL = 4,        /* out = in0 * in1 (in1 broadcast over rows) */
-    BASALT_OP_SCALE = 5,      /* out = in0 * fp[0] */
-    BASALT_OP_RMS_NORM = 6,   /* out = in0 / sqrt(mean(in0^2) + fp[0]) */
-    BASALT_OP_LAYER_NORM = 7, /* out = (in0 - mean) / sqrt(var + fp[0]) */
-    BASALT_OP_ROPE = 8,    /* in1: I32 positions; ip[0] mode (0 normal, 1 neox), ip[1] n_rot; fp[0] base, fp[1] scale */
-    BASALT_OP_SOFTMAX = 9, /* row softmax of in0 * fp[0] */
-    BASALT_OP_SILU = 10,
-    BASALT_OP_GELU = 11,     /* tanh approximation */
-    BASALT_OP_GELU_ERF = 12, /* exact (erf) */
-    BASALT_OP_SWIGLU = 13,   /* out = silu(in0) * in1 */
-    BASALT_OP_GEGLU = 14,    /* out = gelu(in0) * in1 */
-    BASALT_OP_ATTENTION =
-        15, /* q=in0, K cache=in1, V cache=in2, slot table=in3; ip: window, n_sinks; fp: scale, soft-cap */
-    BASALT_OP_KV_WRITE = 16,   /* writes rows of in0 into cache in1 at slots in2 (I32) */
-    BASALT_OP_MOE_TOPK = 17,   /* router logits in0 -> top ip[0] expert ids and softmax weights */
-    BASALT_OP_MOE_MATMUL = 18, /* per-row expert matmul: experts in0 [k, n, e], activations in1, ids in2 */
-    BASALT_OP_CAST = 19,       /* out = in0 converted to out's dtype */
-    BASALT_OP_COPY = 20        /* out = in0 (strided copy) */
+    /* out[:, i] = dequant(in0[:, in1[i]]). in0 [n, rows] any type; in1 I32 [m]; out F32 [n, m]. */
+    BASALT_OP_GET_ROWS = 1,
+    /* out[j, i] = sum_k in0[k, j] * in1[k, i]. in0 weights [K, N] any type; in1 F32 [K, M]; out F32 [N, M]. */
+    BASALT_OP_MATMUL = 2,
+    /* out = in0 + in1; in1 [n] or [n, 1] broadcasts over in0's rows, or has in0's shape. */
+    BASALT_OP_ADD = 3,
+    /* out = in0 * in1; broadcasting as ADD. */
+    BASALT_OP_MUL = 4,
+    /* out = in0 * fp[0]. */
+    BASALT_OP_SCALE = 5,
+    /* per row: out = x / sqrt(mean(x^2) + fp[0]). */
+    BASALT_OP_RMS_NORM = 6,
+    /* per row: out = (x - mean(x)) / sqrt(var(x) + fp[0]) (population variance). */
+    BASALT_OP_LAYER_NORM = 7,
+    /* in0 [head_dim, n_head, T]; in1 I32 positions [T]. ip[0] mode: 0 = pairs (x[2i], x[2i+1]), 1 = neox halves
+     * (x[i], x[i + n_rot/2]); ip[1] n_rot (even, <= head_dim; dims >= n_rot pass through). fp[0] freq_base,
+     * fp[1] freq_scale: theta_i = pos * fp[1] * fp[0]^(-2i/n_rot). */
+    BASALT_OP_ROPE = 8,
+    /* per row: out = softmax(x * fp[0]). */
+    BASALT_OP_SOFTMAX = 9,
+    BASALT_OP_SILU = 10,     /* x * sigmoid(x) */
+    BASALT_OP_GELU = 11,     /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    BASALT_OP_GELU_ERF = 12, /* 0.5 x (1 + erf(x / sqrt(2))) */
+    BASALT_OP_SWIGLU = 13,   /* out = silu(in0) * in1 (same shapes) */
+    BASALT_OP_GEGLU = 14,    /* out = gelu(in0) * in1 (tanh gelu, same shapes) */
+    /*
+     * Attention through slot lists, ragged over sequences. in0 q [hd_k, n_head, T]; in1 K cache
+     * [hd_k * n_kv_head, n_slots]; in2 V cache [hd_v * n_kv_head, n_slots] (cache types: F32, F16, or any
+     * type the backend reports); in3 I32 [2 * n_vis, n_lists]: per list, (slot, position) pairs, unused
+     * pairs have slot -1; in4 I32 [2, T]: per query token (list index, query position).
+     * Query t in list g sees pair (s, p) when s >= 0, p <= pos_t and (ip[0] == 0 or p > pos_t - ip[0] or
+     * p < ip[1]): ip[0] sliding window (0 none), ip[1] attention sinks (first positions always visible).
+     * score = fp[0] * dot(q, k); fp[1] > 0 soft-caps: score = fp[1] * tanh(score / fp[1]).
+     * Head h reads kv head h / (n_head / n_kv_head). out [hd_v * n_head, T]. No visible pair: zeros.
+     */
+    BASALT_OP_ATTENTION = 15,
+    /* Writes rows: cache[:, in2[i]] = convert(in0[:, i]). in0 F32 [n, T]; in1 cache [n, n_slots] (also the
+     * node's output: the write is in place); in2 I32 slots [T]. */
+    BASALT_OP_KV_WRITE = 16,
+    /* in0 router logits [n_expert, T] -> out I32 [ip[0], T]: indices of the ip[0] largest, descending
+     * (ties: lower index first). */
+    BASALT_OP_TOPK = 17,
+    /* Expert matmul: in0 experts [K, N, n_expert] any type; in1 F32 [K, T] (shared by the selected experts)
+     * or [K, k, T] (one input per selected expert); in2 I32 ids [k, T]. out [N, k, T]:
+     * out[:, j, t] = in0[:, :, in2[j, t]]^T x in1[:, (j,) t]. */
+    BASALT_OP_MOE_MATMUL = 18,
+    /* out[:, t] = sum_j in1[j, t] * in0[:, j, t]. in0 [N, k, T]; in1 weights [k, T]; out [N, T]. */
+    BASALT_OP_MOE_COMBINE = 19,
+    /* out[j, t] = in0[in1[j, t], t]: gather along rows. in0 F32 [n, T]; in1 I32 [k, T]; out F32 [k, T].
+     * ip[0] != 0: each column of out is then divided by its sum (renormalised routing weights). */
+    BASALT_OP_GATHER = 20,
+    BASALT_OP_CAST = 21, /* out = in0 converted to out's type (same shape) */
+    BASALT_OP_COPY = 22, /* out = in0 (same type and element count; strides may differ) */
+    BASALT_OP_COUNT = 23 /* number of op values (not an op) */
 };
 
 /* Opaque device buffer, created and destroyed by the backend that owns it. */
@@ -141,6 +179,10 @@ typedef struct basalt_backend_iface {
     basalt_status (*supports_node)(void* backend, const basalt_graph* graph, size_t node, int32_t* out_supported);
     /* Executes every node of the graph in order; fails naming the first unsupported or failing node. */
     basalt_status (*graph_compute)(void* backend, const basalt_graph* graph);
+    /* Optional (NULL: the host allocates a buffer and writes into it). Wraps `size` bytes of host memory at ptr
+     * (borrowed: must outlive the buffer; read-only use) as a buffer without copying, e.g. memory-mapped
+     * weights on a backend that computes on host memory. */
+    basalt_status (*buffer_wrap_host)(void* backend, const void* ptr, uint64_t size, basalt_buffer** out_buffer);
 } basalt_backend_iface;
 
 #define BASALT_BACKEND_IFACE_MIN_SIZE (offsetof(basalt_backend_iface, graph_compute) + sizeof(void*))
