@@ -20,8 +20,6 @@ using basalt::guard;
 
 namespace {
 
-const char* const kKindNames[] = {"", "backend", "kv_cache", "sampler", "decoder", "steering"};
-
 void fill_info(const basalt::Component& c, basalt_component_info* out) {
     // Write only the fields that fit the caller's struct_size.
     basalt_component_info tmp{};
@@ -62,14 +60,13 @@ const char* basalt_status_name(basalt_status status) {
 }
 
 const char* basalt_component_kind_name(basalt_component_kind kind) {
-    if (kind >= BASALT_COMPONENT_BACKEND && kind <= BASALT_COMPONENT_STEERING) return kKindNames[kind];
-    return "unknown";
+    return basalt::kind_name(kind);
 }
 
 basalt_component_kind basalt_component_kind_from_name(const char* name) {
     if (name == nullptr) return 0;
     for (basalt_component_kind k = BASALT_COMPONENT_BACKEND; k <= BASALT_COMPONENT_STEERING; ++k) {
-        if (std::strcmp(kKindNames[k], name) == 0) return k;
+        if (std::strcmp(basalt::kind_name(k), name) == 0) return k;
     }
     return 0;
 }

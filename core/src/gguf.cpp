@@ -23,6 +23,9 @@ constexpr uint32_t kMaxDims = 4;
 constexpr size_t kMaxTensorName = 64;
 constexpr size_t kMaxKeyLength = 65535;
 constexpr int kMaxArrayDepth = 8;
+// Counts are only bounded by the bytes left, and a parsed element takes far more memory than its encoding (96
+// bytes for a 1-byte bool), so reserve at most this many up front; vectors grow past it as elements really parse.
+constexpr uint64_t kMaxReserve = 4096;
 
 // Bounds-checked little-endian reader over the file image. Every read names what it reads for errors.
 class Cursor {
@@ -155,7 +158,7 @@ Value read_value(Cursor& c, ValueType type, const std::string& what, int depth) 
                 c.error("{} claims {} elements of type {}, more than the {} bytes left can hold", what, n,
                         value_type_name(v.elem_type), c.remaining());
             }
-            v.array.reserve(static_cast<size_t>(n));
+            v.array.reserve(static_cast<size_t>(std::min(n, kMaxReserve)));
             for (uint64_t k = 0; k < n; ++k) {
                 v.array.push_back(read_value(c, v.elem_type, what + "[" + std::to_string(k) + "]", depth + 1));
             }
@@ -288,7 +291,7 @@ File File::parse(const uint8_t* data, size_t size, const std::string& source) {
     }
 
     std::unordered_set<std::string> keys;
-    f.metadata_.reserve(static_cast<size_t>(n_kv));
+    f.metadata_.reserve(static_cast<size_t>(std::min(n_kv, kMaxReserve)));
     for (uint64_t k = 0; k < n_kv; ++k) {
         const std::string label = "metadata #" + std::to_string(k);
         std::string key = c.read_string(label + " key", kMaxKeyLength);
@@ -302,11 +305,12 @@ File File::parse(const uint8_t* data, size_t size, const std::string& source) {
     }
 
     if (const Value* a = f.find("general.alignment")) {
-        const auto av = a->as_int();
-        if (!a->is_integer() || !av)
+        if (!a->is_integer())
             c.error("metadata 'general.alignment' has type {}, expected uint32", value_type_name(a->type));
-        if (*av <= 0 || (*av & (*av - 1)) != 0 || *av > (1 << 30)) {
-            c.error("metadata 'general.alignment' = {} is not a power of two", *av);
+        const auto av = a->as_int();  // nullopt only for uint64 values above INT64_MAX
+        if (!av || *av <= 0 || (*av & (*av - 1)) != 0 || *av > (1 << 30)) {
+            c.error("metadata 'general.alignment' = {} is not a power of two between 1 and 2^30",
+                    av ? std::to_string(*av) : std::to_string(a->u));
         }
         f.alignment_ = static_cast<uint64_t>(*av);
     } else {
@@ -314,7 +318,7 @@ File File::parse(const uint8_t* data, size_t size, const std::string& source) {
     }
 
     std::unordered_set<std::string> names;
-    f.tensors_.reserve(static_cast<size_t>(n_tensors));
+    f.tensors_.reserve(static_cast<size_t>(std::min(n_tensors, kMaxReserve)));
     for (uint64_t t = 0; t < n_tensors; ++t) {
         TensorInfo ti;
         const std::string label = "tensor #" + std::to_string(t);
@@ -328,16 +332,21 @@ File File::parse(const uint8_t* data, size_t size, const std::string& source) {
         ti.n_dims = c.read<uint32_t>(what + " n_dims");
         if (ti.n_dims == 0 || ti.n_dims > kMaxDims)
             c.error("{} has n_dims {} (expected 1..{})", what, ti.n_dims, kMaxDims);
-        uint64_t n_elements = 1;
+        // Overflow checks count a zero dim as 1: a zero must not hide an overflowing product of the other dims
+        // (strides multiply them in order), and the verdict must not depend on where the zero is.
+        std::string shape;
+        uint64_t span = 1;
+        bool overflow = false;
         for (uint32_t d = 0; d < ti.n_dims; ++d) {
             const auto ne = c.read<uint64_t>(what + " dim");
             if (ne > static_cast<uint64_t>(INT64_MAX)) c.error("{} dim {} = {} is out of range", what, d, ne);
             ti.ne[d] = static_cast<int64_t>(ne);
-            if (ne != 0 && n_elements > static_cast<uint64_t>(INT64_MAX) / ne) {
-                c.error("{} shape overflows: the element count exceeds 2^63", what);
-            }
-            n_elements *= ne;
+            shape += (d == 0 ? "" : ", ") + std::to_string(ne);
+            const uint64_t x = std::max<uint64_t>(ne, 1);
+            if (span > static_cast<uint64_t>(INT64_MAX) / x) overflow = true;
+            span *= x;
         }
+        if (overflow) c.error("{} shape [{}] overflows: the element count exceeds 2^63 - 1", what, shape);
         const auto type = c.read<uint32_t>(what + " type");
         const DtypeTraits* traits = dtype_traits(static_cast<int32_t>(type));
         if (traits == nullptr) c.error("{} has unknown or retired type id {}", what, type);
@@ -346,8 +355,12 @@ File File::parse(const uint8_t* data, size_t size, const std::string& source) {
             c.error("{} row length {} is not a multiple of the {} block size {}", what, ti.ne[0], traits->name,
                     traits->block_size);
         }
-        const auto bytes = dtype_bytes(ti.type, n_elements);
-        if (!bytes) c.error("{} byte size overflows", what);
+        const auto block_size = static_cast<uint64_t>(traits->block_size);
+        const uint64_t span_blocks = span / block_size + (span % block_size != 0 ? 1 : 0);
+        const auto bytes = dtype_bytes(ti.type, ti.n_elements());  // fits when the span's bytes fit
+        if (span_blocks > UINT64_MAX / traits->type_size || !bytes) {
+            c.error("{} shape [{}] of {} spans more than 2^64 bytes", what, shape, traits->name);
+        }
         ti.n_bytes = *bytes;
         ti.offset = c.read<uint64_t>(what + " offset");
         if (ti.offset % f.alignment_ != 0) {
@@ -371,15 +384,19 @@ File File::parse(const uint8_t* data, size_t size, const std::string& source) {
         }
         by_offset.push_back(&ti);
     }
-    std::sort(by_offset.begin(), by_offset.end(),
-              [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
-    for (size_t k = 1; k < by_offset.size(); ++k) {
-        const TensorInfo* prev = by_offset[k - 1];
-        const TensorInfo* cur = by_offset[k];
-        if (prev->offset + prev->n_bytes > cur->offset && prev->n_bytes != 0 && cur->n_bytes != 0) {
+    // Stable, so that tensors at the same offset are reported in file order.
+    std::stable_sort(by_offset.begin(), by_offset.end(),
+                     [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+    // Compare each non-empty tensor with the previous non-empty one (the one ending last so far): an empty tensor
+    // occupies no bytes, and must not stand between two overlapping ones and hide their overlap.
+    const TensorInfo* prev = nullptr;
+    for (const TensorInfo* cur : by_offset) {
+        if (cur->n_bytes == 0) continue;
+        if (prev != nullptr && prev->offset + prev->n_bytes > cur->offset) {
             c.error("tensor '{}' data [{}, +{}) overlaps tensor '{}' at {}", prev->name, prev->offset, prev->n_bytes,
                     cur->name, cur->offset);
         }
+        prev = cur;
     }
     return f;
 }

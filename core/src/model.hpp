@@ -11,6 +11,7 @@
 
 #include "gguf.hpp"
 #include "model-hparams.hpp"
+#include "tokenizer.hpp"
 
 struct basalt_model {
     basalt::gguf::MappedGguf gguf;
@@ -18,4 +19,14 @@ struct basalt_model {
     // Renderings returned by basalt_model_meta, kept alive until the model is freed.
     mutable std::mutex meta_mutex;
     mutable std::map<std::string, std::string> meta_text;
+    // Built on first use (so `inspect` works on files whose vocabulary is not supported).
+    mutable std::mutex tokenizer_mutex;
+    mutable std::unique_ptr<basalt::Tokenizer> tokenizer;
+
+    // Returns the tokenizer, building it on first use; throws Error naming the vocabulary problem.
+    const basalt::Tokenizer& tok() const {
+        std::lock_guard lock(tokenizer_mutex);
+        if (!tokenizer) tokenizer = basalt::Tokenizer::create(gguf.file);
+        return *tokenizer;
+    }
 };

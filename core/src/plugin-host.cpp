@@ -128,8 +128,13 @@ std::string loader_reason(const std::string& what) {
 
 }  // namespace
 
+const char* kind_name(basalt_component_kind kind) noexcept {
+    static const char* const kNames[] = {"", "backend", "kv_cache", "sampler", "decoder", "steering"};
+    return kind >= BASALT_COMPONENT_BACKEND && kind <= BASALT_COMPONENT_STEERING ? kNames[kind] : "unknown";
+}
+
 std::string component_label(basalt_component_kind kind, const std::string& name) {
-    return fmt::format("{} '{}'", basalt_component_kind_name(kind), name);
+    return fmt::format("{} '{}'", kind_name(kind), name);
 }
 
 SamplerVtable sampler_vtable(const Component& c) {

@@ -6,6 +6,7 @@
 #include <basalt/plugin.h>
 
 #include <array>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -41,6 +42,8 @@ struct SamplerVtable {
 // Reads a sampler component's table without touching bytes past its struct_size.
 SamplerVtable sampler_vtable(const Component& component);
 
+// Returns the static name of a component kind ("backend", "kv_cache", ...; "unknown" otherwise).
+const char* kind_name(basalt_component_kind kind) noexcept;
 // Returns "sampler 'greedy'" style labels for messages.
 std::string component_label(basalt_component_kind kind, const std::string& name);
 
@@ -70,5 +73,20 @@ class PluginHost {
     std::vector<std::unique_ptr<Library>> libraries_;
     std::vector<Component> components_;
 };
+
+}  // namespace basalt
+
+namespace basalt {
+
+// Copies a component's interface table into a full-size, zero-initialised struct of the host's version:
+// entries past the plugin's struct_size read as NULL / 0. T is the kind's *_iface type.
+template <typename T>
+T read_table(const Component& c) {
+    T t{};
+    const size_t n = c.iface_size < sizeof(T) ? c.iface_size : sizeof(T);
+    std::memcpy(&t, c.iface, n);
+    t.struct_size = static_cast<uint32_t>(n);
+    return t;
+}
 
 }  // namespace basalt

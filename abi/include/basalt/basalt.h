@@ -235,6 +235,101 @@ BASALT_API basalt_status basalt_dtype_from_name(const char* name, int32_t* out);
 /* Returns the static lower-case name of a basalt_dtype, or "unknown". Thread-safe. */
 BASALT_API const char* basalt_dtype_name(int32_t dtype);
 
+/* ---- sessions -------------------------------------------------------------------------------------------------- */
+
+/* A session: one model on one backend instance with one KV-cache manager, decoding ragged batches. */
+typedef struct basalt_session basalt_session;
+
+typedef struct basalt_session_params {
+    uint32_t struct_size;
+    uint32_t n_ctx;     /* cache slots for all sequences together; 0: training context, at most 4096 */
+    uint32_t n_batch;   /* tokens per forward pass (bigger batches are split); 0: 512 */
+    uint32_t n_seq_max; /* sequence ids 0 .. n_seq_max-1; 0: 1 */
+    uint32_t n_threads; /* backend threads; 0: the backend's default */
+    uint32_t reserved0;
+    const char* backend;                 /* backend component name; NULL: "cpu" */
+    const char* kv_cache;                /* KV cache manager name; NULL: "paged" */
+    const basalt_params* backend_params; /* may be NULL; borrowed for the call */
+    const basalt_params* kv_params;      /* may be NULL; borrowed for the call */
+} basalt_session_params;
+
+/*
+ * Creates a session for model on the runtime's plugins. Fails naming the missing backend / cache manager,
+ * an unsupported architecture, or what the backend refused. The model and runtime must outlive the
+ * session. *out is owned by the caller. Thread-safe; a session is used by one thread at a time.
+ */
+BASALT_API basalt_status basalt_session_create(basalt_runtime* runtime, const basalt_model* model,
+                                               const basalt_session_params* params, basalt_session** out);
+/* Frees a session; NULL is ignored. */
+BASALT_API void basalt_session_free(basalt_session* session);
+/*
+ * Runs a ragged batch: tokens of several sequences with their positions (each sequence's positions must
+ * continue where it stopped) and sequence ids; logits are computed for rows with want_logits[i] != 0 (NULL:
+ * the last row only). Everything is validated first (ids, positions, context room: BASALT_ERR_CAPACITY
+ * names the sequence and the context) so a refused batch changes nothing.
+ */
+BASALT_API basalt_status basalt_session_decode(basalt_session* session, const basalt_batch* batch);
+/* Number of logits rows produced by the last decode. */
+BASALT_API size_t basalt_session_n_outputs(const basalt_session* session);
+/* Logits (n_vocab floats) of output row `row` of the last decode, in batch order; borrowed until the next
+ * decode or free. */
+BASALT_API basalt_status basalt_session_logits(const basalt_session* session, size_t row, const float** out);
+/* Vocabulary size (length of a logits row) and the session's context size. */
+BASALT_API size_t basalt_session_n_vocab(const basalt_session* session);
+BASALT_API uint32_t basalt_session_n_ctx(const basalt_session* session);
+/* Tokens currently cached for a sequence. */
+BASALT_API basalt_status basalt_session_seq_length(const basalt_session* session, int32_t seq_id, uint32_t* out);
+/* Forgets a sequence (its cache slots are released). */
+BASALT_API basalt_status basalt_session_seq_drop(basalt_session* session, int32_t seq_id);
+/* Makes empty sequence dst a copy-on-write copy of src (beams, speculation). */
+BASALT_API basalt_status basalt_session_seq_fork(basalt_session* session, int32_t src_seq_id, int32_t dst_seq_id);
+
+/* ---- tokenization ---------------------------------------------------------------------------------------------- */
+
+enum {
+    BASALT_TOKENIZE_ADD_SPECIAL = 1u << 0,  /* add BOS/EOS as the vocabulary asks */
+    BASALT_TOKENIZE_PARSE_SPECIAL = 1u << 1 /* text like "<s>" becomes the control token, not plain text */
+};
+enum {
+    BASALT_DETOKENIZE_REMOVE_SPECIAL = 1u << 0, /* drop a leading BOS / trailing EOS the vocabulary adds */
+    BASALT_DETOKENIZE_UNPARSE_SPECIAL = 1u << 1 /* render control tokens as their text */
+};
+
+/*
+ * Tokenizes text_len bytes of UTF-8 text. Writes the ids into out_tokens (capacity entries) and their count
+ * into *out_count. When capacity is too small: BASALT_ERR_CAPACITY, *out_count = the count needed, nothing
+ * written. The tokenizer is built on first use (an unsupported vocabulary fails here, naming the key).
+ * Thread-safe.
+ */
+BASALT_API basalt_status basalt_tokenize(const basalt_model* model, const char* text, size_t text_len, uint32_t flags,
+                                         int32_t* out_tokens, size_t capacity, size_t* out_count);
+/* Renders tokens as UTF-8 into out (capacity bytes incl. a terminating NUL); *out_len = bytes without the NUL.
+ * Too small: BASALT_ERR_CAPACITY with *out_len = length needed. Bad ids: BASALT_ERR_INVALID_ARGUMENT. */
+BASALT_API basalt_status basalt_detokenize(const basalt_model* model, const int32_t* tokens, size_t n_tokens,
+                                           uint32_t flags, char* out, size_t capacity, size_t* out_len);
+/* The text of one token (special != 0 renders control tokens), with the same buffer rules as detokenize. */
+BASALT_API basalt_status basalt_token_to_piece(const basalt_model* model, int32_t token, int32_t special, char* out,
+                                               size_t capacity, size_t* out_len);
+
+/* Special tokens of a model's vocabulary; -1 when absent. Filled by basalt_model_special_tokens. */
+typedef struct basalt_special_tokens {
+    uint32_t struct_size;
+    int32_t bos;
+    int32_t eos;
+    int32_t eot;
+    int32_t unk;
+    int32_t pad;
+    int32_t sep;
+    int32_t nl;
+    int32_t add_bos; /* non-zero when tokenize with ADD_SPECIAL prepends BOS */
+    int32_t add_eos;
+} basalt_special_tokens;
+
+/* Describes the vocabulary's special tokens into *out (caller sets struct_size). Thread-safe. */
+BASALT_API basalt_status basalt_model_special_tokens(const basalt_model* model, basalt_special_tokens* out);
+/* Non-zero when token ends generation (EOS, EOT, ...). Thread-safe. */
+BASALT_API int32_t basalt_token_is_eog(const basalt_model* model, int32_t token);
+
 BASALT_END_DECLS
 
 #endif /* BASALT_BASALT_H */

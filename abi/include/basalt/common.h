@@ -151,6 +151,21 @@ typedef struct basalt_candidates {
     int32_t probs_valid;     /* non-zero when every p is a normalised probability */
 } basalt_candidates;
 
+/*
+ * A ragged batch: tokens of several sequences packed with their positions and
+ * sequence ids, no padding; logits are produced only where want_logits[i] != 0.
+ * Arrays are borrowed for the call, n_tokens entries each.
+ */
+typedef struct basalt_batch {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    size_t n_tokens;
+    const int32_t* tokens;
+    const int32_t* positions;
+    const int32_t* seq_ids;
+    const int8_t* want_logits;
+} basalt_batch;
+
 BASALT_END_DECLS
 
 #endif /* BASALT_COMMON_H */

@@ -14,21 +14,6 @@
 
 BASALT_BEGIN_DECLS
 
-/*
- * A ragged batch: tokens of several sequences packed with their positions and
- * sequence ids, no padding; logits are produced only where want_logits[i] != 0.
- * Arrays are borrowed for the call, n_tokens entries each.
- */
-typedef struct basalt_batch {
-    uint32_t struct_size;
-    uint32_t reserved0;
-    size_t n_tokens;
-    const int32_t* tokens;
-    const int32_t* positions;
-    const int32_t* seq_ids;
-    const int8_t* want_logits;
-} basalt_batch;
-
 /* Session callbacks for one request. `model` is 0 for the main model, 1 for the second one (draft/amateur). */
 typedef struct basalt_decoder_host {
     uint32_t struct_size;

@@ -1,8 +1,8 @@
-#include "dtype.hpp"
+#include <basalt/blocks/dtype.hpp>
 
 #include <cctype>
 
-namespace basalt {
+namespace basalt::blocks {
 namespace {
 
 // Block layouts from the GGUF specification (ggml's type_traits). Ids 4, 5, 31-33 and 36-38 are retired.
@@ -61,4 +61,4 @@ std::optional<uint64_t> dtype_bytes(int32_t id, uint64_t n_elements) noexcept {
     return blocks * t->type_size;
 }
 
-}  // namespace basalt
+}  // namespace basalt::blocks

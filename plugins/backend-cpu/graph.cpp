@@ -1,0 +1,358 @@
+#include "graph.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace basalt::cpu {
+
+namespace {
+
+const OpImpl kOps[BASALT_OP_COUNT] = {
+    {"NONE", 0, 0, nullptr, nullptr},
+    {"GET_ROWS", 2, 2, check_get_rows, run_get_rows},
+    {"MATMUL", 2, 2, check_matmul, run_matmul},
+    {"ADD", 2, 2, check_binary, run_add},
+    {"MUL", 2, 2, check_binary, run_mul},
+    {"SCALE", 1, 1, check_unary, run_scale},
+    {"RMS_NORM", 1, 1, check_unary, run_rms_norm},
+    {"LAYER_NORM", 1, 1, check_unary, run_layer_norm},
+    {"ROPE", 2, 2, check_rope, run_rope},
+    {"SOFTMAX", 1, 1, check_unary, run_softmax},
+    {"SILU", 1, 1, check_unary, run_silu},
+    {"GELU", 1, 1, check_unary, run_gelu},
+    {"GELU_ERF", 1, 1, check_unary, run_gelu_erf},
+    {"SWIGLU", 2, 2, check_glu, run_swiglu},
+    {"GEGLU", 2, 2, check_glu, run_geglu},
+    {"ATTENTION", 5, 5, check_attention, run_attention},
+    {"KV_WRITE", 3, 3, check_kv_write, run_kv_write},
+    {"TOPK", 1, 1, check_topk, run_topk},
+    {"MOE_MATMUL", 3, 3, check_moe_matmul, run_moe_matmul},
+    {"MOE_COMBINE", 2, 2, check_moe_combine, run_moe_combine},
+    {"GATHER", 2, 2, check_gather, run_gather},
+    {"CAST", 1, 1, check_cast, run_cast},
+    {"COPY", 1, 1, check_copy, run_copy},
+};
+
+std::string node_name(const basalt_graph_node* n, size_t index) {
+    if (n != nullptr && n->name != nullptr) return n->name;
+    return "#" + std::to_string(index);
+}
+
+std::string tensor_name(const basalt_tensor* t, int32_t index) {
+    // append() rather than operator+ on literals: GCC 12 reports a bogus -Wrestrict for the latter.
+    std::string s;
+    if (t != nullptr && t->name != nullptr) {
+        s.append("'").append(t->name).append("'");
+    } else {
+        s.append("#").append(std::to_string(index));
+    }
+    return s;
+}
+
+[[noreturn]] void fail_node(const basalt_graph_node* n, size_t index, basalt_status st, const std::string& what) {
+    std::string op = n != nullptr ? op_name(n->op) : "?";
+    throw sdk::error(st, "backend 'cpu': node '" + node_name(n, index) + "' (" + op + "): " + what);
+}
+
+__extension__ typedef __int128 i128;
+
+// Byte extent of a tensor from its start: (ne[i]-1)*nb[i] summed, plus one row's bytes; -1 when absurd.
+int64_t tensor_extent(const TensorView& v) {
+    const TypeInfo* ti = type_info(v.type);
+    i128 ext = static_cast<i128>(v.ne[0] / ti->block) * ti->bytes;
+    for (int i = 1; i < 4; ++i) ext += static_cast<i128>(v.ne[i] - 1) * v.nb[i];
+    if (ext > (static_cast<i128>(1) << 50)) return -1;
+    return static_cast<int64_t>(ext);
+}
+
+// Fills the view from the tensor and checks what every op needs; fails naming the node and the tensor.
+TensorView make_view(const Backend* be, const basalt_graph* g, const basalt_graph_node* n, size_t ni, int32_t index,
+                     const char* role) {
+    if (index < 0 || static_cast<size_t>(index) >= g->n_tensors) {
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                  std::string(role) + " tensor index " + std::to_string(index) + " is outside the graph's " +
+                      std::to_string(g->n_tensors) + " tensors");
+    }
+    const basalt_tensor* t = g->tensors[index];
+    const std::string who = std::string(role) + " " + tensor_name(t, index);
+    if (t == nullptr || t->struct_size < sizeof(basalt_tensor)) {
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " is NULL or has a too small struct_size");
+    }
+    TensorView v;
+    v.t = t;
+    v.type = t->dtype;
+    const TypeInfo* ti = type_info(t->dtype);
+    if (ti == nullptr) fail_node(n, ni, BASALT_ERR_UNSUPPORTED, who + " has unsupported type " + type_name(t->dtype));
+    if (t->n_dims < 1 || t->n_dims > 4) {
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " has n_dims " + std::to_string(t->n_dims) + " (1..4)");
+    }
+    for (int i = 0; i < t->n_dims; ++i) {
+        if (t->ne[i] < 1 || t->ne[i] > (int64_t{1} << 40)) {
+            fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                      who + " has ne[" + std::to_string(i) + "] = " + std::to_string(t->ne[i]));
+        }
+        if (t->nb[i] < 0 || t->nb[i] % ti->align != 0) {
+            fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                      who + " has nb[" + std::to_string(i) + "] = " + std::to_string(t->nb[i]) +
+                          " (must be >= 0 and a multiple of " + std::to_string(ti->align) + ")");
+        }
+        v.ne[i] = t->ne[i];
+        v.nb[i] = t->nb[i];
+    }
+    for (int i = t->n_dims; i < 4; ++i) v.nb[i] = v.nb[i - 1] * v.ne[i - 1];
+    if (v.ne[0] % ti->block != 0) {
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                  who + " has ne[0] = " + std::to_string(v.ne[0]) + ", not a multiple of " + ti->name + "'s block of " +
+                      std::to_string(ti->block));
+    }
+    if (v.nb[0] != ti->bytes) {
+        fail_node(n, ni, BASALT_ERR_UNSUPPORTED,
+                  who + " has nb[0] = " + std::to_string(v.nb[0]) + "; rows must be contiguous (" +
+                      std::to_string(ti->bytes) + " bytes per " + (ti->block > 1 ? "block" : "element") + ")");
+    }
+    if (static_cast<i128>(v.ne[0]) * v.ne[1] * v.ne[2] * v.ne[3] > (static_cast<i128>(1) << 40)) {
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " has too many elements");
+    }
+    const int64_t ext = tensor_extent(v);
+    if (ext < 0) fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " spans an absurd number of bytes");
+    if (t->buffer != nullptr && be != nullptr) {
+        if (be->buffers.count(t->buffer) == 0) {
+            fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " refers to a buffer this backend does not own");
+        }
+        if (t->offset % static_cast<uint64_t>(ti->align) != 0) {
+            fail_node(
+                n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                who + " has offset " + std::to_string(t->offset) + ", not a multiple of " + std::to_string(ti->align));
+        }
+        if (t->offset > t->buffer->size || static_cast<uint64_t>(ext) > t->buffer->size - t->offset) {
+            fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                      who + " (offset " + std::to_string(t->offset) + ", " + std::to_string(ext) +
+                          " bytes) exceeds its buffer of " + std::to_string(t->buffer->size) + " bytes");
+        }
+        v.data = t->buffer->data + t->offset;
+    }
+    return v;
+}
+
+// Output rows must not overlap each other (inputs may broadcast with zero strides).
+void check_output_layout(const NodeCtx& c) {
+    const TensorView& o = c.out;
+    const TypeInfo* ti = type_info(o.type);
+    const int64_t row = o.ne[0] / ti->block * ti->bytes;
+    if ((o.ne[1] > 1 && o.nb[1] < row) || (o.ne[2] > 1 && o.nb[2] < o.nb[1] * o.ne[1]) ||
+        (o.ne[3] > 1 && o.nb[3] < o.nb[2] * o.ne[2])) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + o.shape() + " has overlapping rows (strides " +
+                                                std::to_string(o.nb[1]) + ", " + std::to_string(o.nb[2]) + ", " +
+                                                std::to_string(o.nb[3]) + ")");
+    }
+    if (o.t->buffer != nullptr && o.t->buffer->read_only) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output is in a read-only (wrapped host) buffer");
+    }
+}
+
+// Builds the node's context (views without arena placement) and runs the generic + op-specific checks.
+NodeCtx check_node(Backend* be, const basalt_graph* g, size_t ni) {
+    const basalt_graph_node* n = g->nodes[ni];
+    if (n == nullptr || n->struct_size < sizeof(basalt_graph_node)) {
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, "node is NULL or has a too small struct_size");
+    }
+    const OpImpl* impl = op_impl(n->op);
+    if (impl == nullptr)
+        fail_node(n, ni, BASALT_ERR_UNSUPPORTED, "op " + std::to_string(n->op) + " is not implemented");
+    if (n->n_inputs < impl->min_inputs || n->n_inputs > impl->max_inputs) {
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                  "has " + std::to_string(n->n_inputs) + " inputs, expected " + std::to_string(impl->min_inputs));
+    }
+    NodeCtx c;
+    c.be = be;
+    c.node = n;
+    c.n_in = n->n_inputs;
+    static const char* const kRoles[] = {"input 0", "input 1", "input 2", "input 3",
+                                         "input 4", "input 5", "input 6", "input 7"};
+    for (int i = 0; i < n->n_inputs; ++i) c.in[i] = make_view(be, g, n, ni, n->inputs[i], kRoles[i]);
+    c.out = make_view(be, g, n, ni, n->output, "output");
+    check_output_layout(c);
+    impl->check(c);
+    return c;
+}
+
+// First-fit placement of intermediates with reuse after their last reader.
+class ArenaPlan {
+  public:
+    uint64_t place(uint64_t size) {
+        size = (size + kAlign - 1) / kAlign * kAlign;
+        for (size_t i = 0; i < free_.size(); ++i) {
+            if (free_[i].second >= size) {
+                const uint64_t off = free_[i].first;
+                free_[i].first += size;
+                free_[i].second -= size;
+                if (free_[i].second == 0) free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+                return off;
+            }
+        }
+        const uint64_t off = top_;
+        top_ += size;
+        return off;
+    }
+    void release(uint64_t off, uint64_t size) {
+        size = (size + kAlign - 1) / kAlign * kAlign;
+        free_.emplace_back(off, size);
+        std::sort(free_.begin(), free_.end());
+        std::vector<std::pair<uint64_t, uint64_t>> merged;
+        for (const auto& f : free_) {
+            if (!merged.empty() && merged.back().first + merged.back().second == f.first) {
+                merged.back().second += f.second;
+            } else {
+                merged.push_back(f);
+            }
+        }
+        free_ = std::move(merged);
+    }
+    uint64_t peak() const noexcept { return top_; }
+
+  private:
+    std::vector<std::pair<uint64_t, uint64_t>> free_;
+    uint64_t top_ = 0;
+};
+
+void check_graph_header(const basalt_graph* g) {
+    if (g == nullptr || g->struct_size < sizeof(basalt_graph)) {
+        throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': graph is NULL or has a too small struct_size");
+    }
+    if ((g->n_tensors > 0 && g->tensors == nullptr) || (g->n_nodes > 0 && g->nodes == nullptr)) {
+        throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': graph has NULL tensor or node arrays");
+    }
+}
+
+}  // namespace
+
+const OpImpl* op_impl(basalt_op op) noexcept {
+    if (op <= BASALT_OP_NONE || op >= BASALT_OP_COUNT) return nullptr;
+    return &kOps[op];
+}
+
+std::string op_name(basalt_op op) {
+    const OpImpl* impl = op_impl(op);
+    return impl != nullptr ? impl->name : "op " + std::to_string(op);
+}
+
+bool TensorView::rows_packed() const noexcept {
+    const TypeInfo* ti = type_info(type);
+    const int64_t row = ne[0] / ti->block * ti->bytes;
+    return (ne[1] == 1 || nb[1] == row) && (ne[2] == 1 || nb[2] == row * ne[1]) &&
+           (ne[3] == 1 || nb[3] == row * ne[1] * ne[2]);
+}
+
+std::string TensorView::shape() const {
+    std::string s = "[";
+    const int nd = t != nullptr ? t->n_dims : 4;
+    for (int i = 0; i < nd; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+    return s + "] " + type_name(type);
+}
+
+std::string NodeCtx::label() const {
+    return "node '" + std::string(node->name != nullptr ? node->name : "?") + "' (" + op_name(node->op) + ")";
+}
+
+void NodeCtx::fail(basalt_status status, const std::string& what) const {
+    throw sdk::error(status, "backend 'cpu': " + label() + ": " + what);
+}
+
+void NodeCtx::expect_type(const TensorView& t, const char* role, basalt_dtype type) const {
+    if (t.type != type) {
+        fail(t.type == type || type_info(t.type) == nullptr ? BASALT_ERR_INVALID_ARGUMENT : BASALT_ERR_UNSUPPORTED,
+             std::string(role) + " has type " + type_name(t.type) + ", expected " + type_name(type));
+    }
+}
+
+void NodeCtx::expect_same_shape(const TensorView& a, const char* ra, const TensorView& b, const char* rb) const {
+    for (int i = 0; i < 4; ++i) {
+        if (a.ne[i] != b.ne[i]) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 std::string(ra) + " " + a.shape() + " and " + rb + " " + b.shape() + " must have the same shape");
+        }
+    }
+}
+
+int64_t chunk_count(int64_t n, int threads, int64_t min_chunk) noexcept {
+    if (n <= 0) return 0;
+    if (min_chunk < 1) min_chunk = 1;
+    const int64_t by_size = (n + min_chunk - 1) / min_chunk;
+    const int64_t by_threads = static_cast<int64_t>(threads) * 4;
+    return std::max<int64_t>(1, std::min(by_size, by_threads));
+}
+
+bool graph_supports_node(Backend& be, const basalt_graph* graph, size_t node, std::string* why) {
+    check_graph_header(graph);
+    if (node >= graph->n_nodes) {
+        throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': node index " + std::to_string(node) +
+                                                          " is outside the graph's " + std::to_string(graph->n_nodes) +
+                                                          " nodes");
+    }
+    try {
+        check_node(&be, graph, node);
+    } catch (const sdk::error& e) {
+        if (e.status() != BASALT_ERR_UNSUPPORTED) throw;
+        if (why != nullptr) *why = e.what();
+        return false;
+    }
+    return true;
+}
+
+void graph_compute(Backend& be, const basalt_graph* graph) {
+    check_graph_header(graph);
+    const size_t nn = graph->n_nodes;
+    std::vector<NodeCtx> ctx;
+    ctx.reserve(nn);
+    for (size_t i = 0; i < nn; ++i) ctx.push_back(check_node(&be, graph, i));
+
+    // Intermediates: written before read, placed in the arena, released after their last use.
+    const size_t nt = graph->n_tensors;
+    std::vector<int64_t> first_write(nt, -1);
+    std::vector<int64_t> last_use(nt, -1);
+    for (size_t i = 0; i < nn; ++i) {
+        const basalt_graph_node* n = graph->nodes[i];
+        for (int k = 0; k < n->n_inputs; ++k) {
+            const auto t = static_cast<size_t>(n->inputs[k]);
+            if (graph->tensors[t]->buffer != nullptr) continue;
+            if (first_write[t] < 0) {
+                fail_node(n, i, BASALT_ERR_INVALID_ARGUMENT,
+                          "reads intermediate " + tensor_name(graph->tensors[t], n->inputs[k]) +
+                              " (no buffer) before any node writes it");
+            }
+            last_use[t] = static_cast<int64_t>(i);
+        }
+        const auto o = static_cast<size_t>(n->output);
+        if (graph->tensors[o]->buffer == nullptr) {
+            if (first_write[o] < 0) first_write[o] = static_cast<int64_t>(i);
+            last_use[o] = std::max(last_use[o], static_cast<int64_t>(i));
+        }
+    }
+    ArenaPlan plan;
+    std::vector<uint64_t> offset(nt, 0);
+    std::vector<std::vector<size_t>> release_after(nn);
+    for (size_t i = 0; i < nn; ++i) {
+        const auto o = static_cast<size_t>(graph->nodes[i]->output);
+        if (first_write[o] == static_cast<int64_t>(i)) {
+            offset[o] = plan.place(static_cast<uint64_t>(tensor_extent(ctx[i].out)));
+            release_after[static_cast<size_t>(last_use[o])].push_back(o);
+        }
+        // A tensor's memory becomes free after the node that reads it last (not before it runs).
+        for (size_t t : release_after[i]) {
+            TensorView v = ctx[static_cast<size_t>(first_write[t])].out;
+            plan.release(offset[t], static_cast<uint64_t>(tensor_extent(v)));
+        }
+    }
+    uint8_t* base = plan.peak() > 0 ? be.arena->reserve(plan.peak()) : nullptr;
+    for (size_t i = 0; i < nn; ++i) {
+        NodeCtx& c = ctx[i];
+        const basalt_graph_node* n = graph->nodes[i];
+        for (int k = 0; k < n->n_inputs; ++k) {
+            if (c.in[k].data == nullptr) c.in[k].data = base + offset[static_cast<size_t>(n->inputs[k])];
+        }
+        if (c.out.data == nullptr) c.out.data = base + offset[static_cast<size_t>(n->output)];
+        op_impl(n->op)->run(c);
+    }
+}
+
+}  // namespace basalt::cpu

@@ -1,0 +1,130 @@
+// Graph validation and execution: resolves tensors to memory (buffers, or the arena for intermediates),
+// checks every node against its op's contract before anything runs, then executes nodes in order.
+#pragma once
+
+#include <basalt/plugin_backend.h>
+#include <basalt/sdk/plugin.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "buffers.hpp"
+#include "kernels.hpp"
+#include "thread-pool.hpp"
+
+namespace basalt::cpu {
+
+// One backend instance (create/destroy).
+struct Backend {
+    const basalt_host* host = nullptr;
+    Kernels kernels;
+    std::unique_ptr<ThreadPool> pool;
+    std::unordered_set<basalt_buffer*> buffers;
+    std::unique_ptr<Arena> arena;
+    std::vector<uint8_t> scratch;  // converted activations of the current matmul (reused)
+};
+
+// A tensor as an op sees it: dims beyond n_dims are 1, data resolved (nullptr while only validating).
+struct TensorView {
+    const basalt_tensor* t = nullptr;
+    basalt_dtype type = 0;
+    int64_t ne[4] = {1, 1, 1, 1};
+    int64_t nb[4] = {0, 0, 0, 0};
+    uint8_t* data = nullptr;
+
+    int64_t nrows() const noexcept { return ne[1] * ne[2] * ne[3]; }
+    int64_t nelements() const noexcept { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    // Row r of the ne1*ne2*ne3 rows, in (i1 fastest) order.
+    uint8_t* row(int64_t r) const noexcept {
+        const int64_t i1 = r % ne[1];
+        const int64_t i23 = r / ne[1];
+        return data + i1 * nb[1] + (i23 % ne[2]) * nb[2] + (i23 / ne[2]) * nb[3];
+    }
+    uint8_t* at(int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const noexcept {
+        return data + i0 * nb[0] + i1 * nb[1] + i2 * nb[2] + i3 * nb[3];
+    }
+    float* frow(int64_t r) const noexcept { return reinterpret_cast<float*>(row(r)); }
+    // True when the rows are packed one after another (row r at r * row bytes).
+    bool rows_packed() const noexcept;
+    std::string shape() const;
+};
+
+// What an op's check and run functions see.
+struct NodeCtx {
+    Backend* be = nullptr;
+    const basalt_graph_node* node = nullptr;
+    int n_in = 0;
+    TensorView in[BASALT_MAX_NODE_INPUTS];
+    TensorView out;
+
+    std::string label() const;
+    [[noreturn]] void fail(basalt_status status, const std::string& what) const;
+    // Shorthands for the usual checks; each fails naming the node.
+    void expect_type(const TensorView& t, const char* role, basalt_dtype type) const;
+    void expect_same_shape(const TensorView& a, const char* ra, const TensorView& b, const char* rb) const;
+    int ip(int i) const noexcept { return node->iparams[i]; }
+    float fp(int i) const noexcept { return node->fparams[i]; }
+};
+
+struct OpImpl {
+    const char* name;
+    int min_inputs;
+    int max_inputs;
+    void (*check)(const NodeCtx& c);  // shapes/types only (data may be nullptr); throws sdk::error
+    void (*run)(NodeCtx& c);          // may still fail on data (e.g. an index out of range)
+};
+
+// Returns nullptr for an op this backend does not implement.
+const OpImpl* op_impl(basalt_op op) noexcept;
+std::string op_name(basalt_op op);
+
+// Per-file op tables (ops-*.cpp).
+void check_get_rows(const NodeCtx&);
+void run_get_rows(NodeCtx&);
+void check_matmul(const NodeCtx&);
+void run_matmul(NodeCtx&);
+void check_moe_matmul(const NodeCtx&);
+void run_moe_matmul(NodeCtx&);
+void check_binary(const NodeCtx&);
+void run_add(NodeCtx&);
+void run_mul(NodeCtx&);
+void check_unary(const NodeCtx&);
+void run_scale(NodeCtx&);
+void run_rms_norm(NodeCtx&);
+void run_layer_norm(NodeCtx&);
+void run_softmax(NodeCtx&);
+void run_silu(NodeCtx&);
+void run_gelu(NodeCtx&);
+void run_gelu_erf(NodeCtx&);
+void check_glu(const NodeCtx&);
+void run_swiglu(NodeCtx&);
+void run_geglu(NodeCtx&);
+void check_rope(const NodeCtx&);
+void run_rope(NodeCtx&);
+void check_attention(const NodeCtx&);
+void run_attention(NodeCtx&);
+void check_kv_write(const NodeCtx&);
+void run_kv_write(NodeCtx&);
+void check_topk(const NodeCtx&);
+void run_topk(NodeCtx&);
+void check_moe_combine(const NodeCtx&);
+void run_moe_combine(NodeCtx&);
+void check_gather(const NodeCtx&);
+void run_gather(NodeCtx&);
+void check_cast(const NodeCtx&);
+void run_cast(NodeCtx&);
+void check_copy(const NodeCtx&);
+void run_copy(NodeCtx&);
+
+// Entry points used by backend.cpp. Both throw sdk::error naming the node.
+void graph_compute(Backend& be, const basalt_graph* graph);
+// Returns false (with the reason in *why) when the node cannot run here; throws on a malformed graph.
+bool graph_supports_node(Backend& be, const basalt_graph* graph, size_t node, std::string* why);
+
+// Splits [0, n) into chunks for `threads` workers (at least min_chunk per task, a few tasks per thread).
+int64_t chunk_count(int64_t n, int threads, int64_t min_chunk) noexcept;
+
+}  // namespace basalt::cpu

@@ -1,0 +1,57 @@
+// Inner loops of the CPU backend, one table per instruction set (scalar, AVX2, AVX-512), chosen once per
+// backend instance. Every table computes the same thing; only the order of float additions differs.
+// Activation quantization is shared by all tables (scalar), so every ISA sees bit-identical quantized inputs.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "types.hpp"
+
+namespace basalt::cpu {
+
+// Dot product of a weight row (n elements of the weight type) with an activation row in the weight type's
+// ActFormat; n is a multiple of the weight's block. Accumulates in F32 (integers within blocks).
+using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
+
+constexpr int kMaxDtype = 31;
+
+struct Kernels {
+    const char* isa = "scalar";
+    VecDotFn vec_dot[kMaxDtype] = {};
+    // Attention helpers: dot(q, k) over F32/F16 keys, v-accumulation y += a * x, y *= a.
+    float (*dot_f32)(int64_t n, const float* a, const float* b) = nullptr;
+    float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;
+    void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
+    void (*axpy_f16)(int64_t n, float a, const uint16_t* x, float* y) = nullptr;
+};
+
+// Fills the scalar table (the reference, always available).
+void init_kernels_scalar(Kernels& k);
+// Overwrite the entries they accelerate; return false when the CPU lacks the instructions.
+bool init_kernels_avx2(Kernels& k);
+bool init_kernels_avx512(Kernels& k);
+
+// Picks the table for `isa` ("auto", "scalar", "avx2", "avx512"); throws sdk::error naming an unknown or
+// unavailable choice.
+Kernels select_kernels(const std::string& isa);
+
+// Activation conversion (shared by all ISAs): F32 row -> the ActFormat row (act_row_bytes(f, n) bytes).
+void convert_activations(ActFormat f, const float* x, void* y, int64_t n);
+
+// Reference conversions for single blocks / rows, used by GET_ROWS, CAST, KV_WRITE.
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+// Dequantizes n elements (a multiple of the type's block) of `type` at src into dst. False: unsupported type.
+bool dequantize_row(basalt_dtype type, const void* src, float* dst, int64_t n);
+bool can_dequantize(basalt_dtype type) noexcept;
+// Quantizes/converts n floats into `type` (F32, F16, BF16, Q8_0 here; more through basalt_blocks when linked).
+bool quantize_row(basalt_dtype type, const float* src, void* dst, int64_t n);
+bool can_quantize(basalt_dtype type) noexcept;
+
+// Round half away from zero (what roundf does), as an int.
+inline int round_away(float v) noexcept {
+    return static_cast<int>(std::round(v));
+}
+
+}  // namespace basalt::cpu

@@ -1,0 +1,231 @@
+// ATTENTION over slot lists (ragged, paged, windowed, with sinks, soft-capped, GQA) and KV_WRITE.
+// One pass per (query token, head) with an online softmax in F32; caches may be F32, F16 or Q8_0.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "graph.hpp"
+
+namespace basalt::cpu {
+namespace {
+
+bool cache_type_ok(basalt_dtype t) {
+    return t == BASALT_DTYPE_F32 || t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_Q8_0;
+}
+
+// Pointer to head `h` (of width hd elements) inside a cache row.
+const uint8_t* head_ptr(const TensorView& cache, int64_t slot, int64_t h, int64_t hd) {
+    const TypeInfo* ti = type_info(cache.type);
+    return cache.row(slot) + h * hd / ti->block * ti->bytes;
+}
+
+float dot_cache(const Kernels& k, basalt_dtype type, int64_t n, const float* q, const uint8_t* kp) {
+    switch (type) {
+        case BASALT_DTYPE_F32:
+            return k.dot_f32(n, q, reinterpret_cast<const float*>(kp));
+        case BASALT_DTYPE_F16:
+            return k.dot_f16(n, q, reinterpret_cast<const uint16_t*>(kp));
+        default: {
+            const auto* b = reinterpret_cast<const BlockQ8_0*>(kp);
+            float s = 0;
+            for (int64_t i = 0; i < n / kQK; ++i) {
+                float bs = 0;
+                for (int j = 0; j < kQK; ++j) bs += q[i * kQK + j] * static_cast<float>(b[i].qs[j]);
+                s += bs * fp16_to_fp32(b[i].d);
+            }
+            return s;
+        }
+    }
+}
+
+void axpy_cache(const Kernels& k, basalt_dtype type, int64_t n, float a, const uint8_t* vp, float* acc) {
+    switch (type) {
+        case BASALT_DTYPE_F32:
+            return k.axpy_f32(n, a, reinterpret_cast<const float*>(vp), acc);
+        case BASALT_DTYPE_F16:
+            return k.axpy_f16(n, a, reinterpret_cast<const uint16_t*>(vp), acc);
+        default: {
+            const auto* b = reinterpret_cast<const BlockQ8_0*>(vp);
+            for (int64_t i = 0; i < n / kQK; ++i) {
+                const float ad = a * fp16_to_fp32(b[i].d);
+                for (int j = 0; j < kQK; ++j) acc[i * kQK + j] += ad * static_cast<float>(b[i].qs[j]);
+            }
+        }
+    }
+}
+
+struct AttnShape {
+    int64_t hd_k, hd_v, n_head, n_kv, tokens, n_vis, n_lists;
+};
+
+AttnShape attn_shape(const NodeCtx& c) {
+    AttnShape s{};
+    s.hd_k = c.in[0].ne[0];
+    s.n_head = c.in[0].ne[1];
+    s.tokens = c.in[0].ne[2];
+    s.n_kv = c.in[1].ne[0] / s.hd_k;
+    s.hd_v = s.n_kv > 0 ? c.in[2].ne[0] / s.n_kv : 0;
+    s.n_vis = c.in[3].ne[0] / 2;
+    s.n_lists = c.in[3].nrows();
+    return s;
+}
+
+}  // namespace
+
+void check_attention(const NodeCtx& c) {
+    c.expect_type(c.in[0], "q", BASALT_DTYPE_F32);
+    c.expect_type(c.in[3], "slot lists", BASALT_DTYPE_I32);
+    c.expect_type(c.in[4], "query table", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    for (int i = 1; i <= 2; ++i) {
+        if (!cache_type_ok(c.in[i].type)) {
+            c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " cache type " + type_name(c.in[i].type) +
+                                               " is not supported (f32, f16, q8_0)");
+        }
+    }
+    const AttnShape s = attn_shape(c);
+    if (c.in[0].ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "q " + c.in[0].shape() + " must be [hd_k, n_head, T]");
+    if (c.in[1].ne[0] % s.hd_k != 0 || s.n_kv < 1 || s.n_head % s.n_kv != 0) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "K cache " + c.in[1].shape() + " is not [hd_k * n_kv_head, n_slots] with " +
+                                                "hd_k = " + std::to_string(s.hd_k) + " and n_head " +
+                                                std::to_string(s.n_head) + " a multiple of n_kv_head");
+    }
+    if (c.in[2].ne[0] % s.n_kv != 0 || c.in[2].nrows() != c.in[1].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "V cache " + c.in[2].shape() + " is not [hd_v * " + std::to_string(s.n_kv) +
+                                                ", n_slots] like K " + c.in[1].shape());
+    }
+    for (int i = 1; i <= 2; ++i) {
+        const int64_t hd = i == 1 ? s.hd_k : s.hd_v;
+        if (hd % type_info(c.in[i].type)->block != 0) {
+            c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " head size " + std::to_string(hd) +
+                                               " is not a multiple of " + type_name(c.in[i].type) + "'s block");
+        }
+    }
+    if (c.in[3].ne[0] % 2 != 0 || !c.in[3].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slot lists " + c.in[3].shape() + " must be packed [2 * n_vis, n_lists]");
+    }
+    if (c.in[4].ne[0] != 2 || c.in[4].nrows() != s.tokens || !c.in[4].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "query table " + c.in[4].shape() + " must be packed [2, T] with T = " + std::to_string(s.tokens));
+    }
+    const bool flat = c.out.ne[0] == s.hd_v * s.n_head && c.out.nrows() == s.tokens;
+    const bool split = c.out.ne[0] == s.hd_v && c.out.ne[1] == s.n_head && c.out.ne[2] == s.tokens;
+    if (!flat && !split) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [hd_v * n_head, T] = [" +
+                                                std::to_string(s.hd_v * s.n_head) + ", " + std::to_string(s.tokens) +
+                                                "]");
+    }
+    if (c.ip(0) < 0 || c.ip(1) < 0 || !(c.fp(1) >= 0.0f) || !std::isfinite(c.fp(0)) || !std::isfinite(c.fp(1))) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "window ip[0] = " + std::to_string(c.ip(0)) + ", sinks ip[1] = " +
+                                                std::to_string(c.ip(1)) + ", scale fp[0] = " + std::to_string(c.fp(0)) +
+                                                ", soft-cap fp[1] = " + std::to_string(c.fp(1)) + " are not valid");
+    }
+}
+
+void run_attention(NodeCtx& c) {
+    const AttnShape s = attn_shape(c);
+    const TensorView& kc = c.in[1];
+    const TensorView& vc = c.in[2];
+    const auto* lists = reinterpret_cast<const int32_t*>(c.in[3].data);
+    const auto* qtab = reinterpret_cast<const int32_t*>(c.in[4].data);
+    const int64_t n_slots = kc.nrows();
+    for (int64_t i = 0; i < s.n_lists * s.n_vis; ++i) {
+        if (lists[2 * i] >= n_slots) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "slot " + std::to_string(lists[2 * i]) + " in list " +
+                                                    std::to_string(i / s.n_vis) + " is outside the cache's " +
+                                                    std::to_string(n_slots) + " slots");
+        }
+    }
+    for (int64_t t = 0; t < s.tokens; ++t) {
+        if (qtab[2 * t] < 0 || qtab[2 * t] >= s.n_lists) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "query " + std::to_string(t) + " names list " +
+                                                    std::to_string(qtab[2 * t]) + " of " + std::to_string(s.n_lists));
+        }
+    }
+    const bool split = !(c.out.ne[0] == s.hd_v * s.n_head);
+    const float scale = c.fp(0);
+    const float cap = c.fp(1);
+    const int64_t window = c.ip(0);
+    const int64_t sinks = c.ip(1);
+    const int64_t group = s.n_head / s.n_kv;
+    const Kernels& k = c.be->kernels;
+    const int64_t work = s.tokens * s.n_head;
+    const int64_t tasks = chunk_count(work, c.be->pool->size(), 1);
+    const int64_t per = (work + tasks - 1) / tasks;
+    c.be->pool->parallel_for(tasks, [&](int64_t task, int) {
+        std::vector<float> acc(static_cast<size_t>(s.hd_v));
+        for (int64_t w = task * per; w < std::min(work, (task + 1) * per); ++w) {
+            const int64_t t = w / s.n_head;
+            const int64_t h = w % s.n_head;
+            const int32_t* list = lists + 2 * s.n_vis * qtab[2 * t];
+            const int64_t pos = qtab[2 * t + 1];
+            const auto* q = reinterpret_cast<const float*>(c.in[0].at(0, h, t));
+            const int64_t kvh = h / group;
+            float m = -INFINITY;
+            float l = 0;
+            std::fill(acc.begin(), acc.end(), 0.0f);
+            for (int64_t i = 0; i < s.n_vis; ++i) {
+                const int64_t slot = list[2 * i];
+                const int64_t p = list[2 * i + 1];
+                if (slot < 0 || p > pos) continue;
+                if (window != 0 && !(p > pos - window || p < sinks)) continue;
+                float score = scale * dot_cache(k, kc.type, s.hd_k, q, head_ptr(kc, slot, kvh, s.hd_k));
+                if (cap > 0.0f) score = cap * std::tanh(score / cap);
+                if (score > m) {
+                    const float r = std::exp(m - score);  // 0 on the first visible pair
+                    l *= r;
+                    for (float& a : acc) a *= r;
+                    m = score;
+                }
+                const float e = std::exp(score - m);
+                l += e;
+                axpy_cache(k, vc.type, s.hd_v, e, head_ptr(vc, slot, kvh, s.hd_v), acc.data());
+            }
+            float* y = split ? reinterpret_cast<float*>(c.out.at(0, h, t))
+                             : reinterpret_cast<float*>(c.out.row(t)) + h * s.hd_v;
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            for (int64_t d = 0; d < s.hd_v; ++d) y[d] = acc[static_cast<size_t>(d)] * inv;
+        }
+    });
+}
+
+void check_kv_write(const NodeCtx& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[2], "slots", BASALT_DTYPE_I32);
+    const TensorView& cache = c.in[1];
+    if (!cache_type_ok(cache.type)) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(cache.type) + " is not supported (f32, f16, q8_0)");
+    }
+    if (c.node->output != c.node->inputs[1]) {
+        const basalt_tensor* a = c.out.t;
+        const basalt_tensor* b = cache.t;
+        bool same = a->buffer == b->buffer && a->offset == b->offset && a->dtype == b->dtype && a->buffer != nullptr;
+        for (int i = 0; i < 4 && same; ++i) same = c.out.ne[i] == cache.ne[i] && c.out.nb[i] == cache.nb[i];
+        if (!same) c.fail(BASALT_ERR_INVALID_ARGUMENT, "output must be the cache (input 1): the write is in place");
+    }
+    if (c.in[0].ne[0] != cache.ne[0]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "input 0 " + c.in[0].shape() + " and cache " + cache.shape() + " differ in row length");
+    }
+    if (c.in[2].nelements() != c.in[0].nrows() || !c.in[2].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slots " + c.in[2].shape() + " must be packed, one per row of input 0 (" +
+                                                std::to_string(c.in[0].nrows()) + ")");
+    }
+}
+
+void run_kv_write(NodeCtx& c) {
+    const TensorView& cache = c.out;
+    const auto* slots = reinterpret_cast<const int32_t*>(c.in[2].data);
+    const int64_t rows = c.in[0].nrows();
+    const int64_t n_slots = cache.nrows();
+    for (int64_t i = 0; i < rows; ++i) {
+        if (slots[i] < 0 || slots[i] >= n_slots) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "slot " + std::to_string(slots[i]) + " of row " + std::to_string(i) +
+                                                    " is outside the cache's " + std::to_string(n_slots) + " slots");
+        }
+    }
+    // In order, so a slot written twice keeps the later row (as a sequential write would).
+    for (int64_t i = 0; i < rows; ++i) quantize_row(cache.type, c.in[0].frow(i), cache.row(slots[i]), cache.ne[0]);
+}
+
+}  // namespace basalt::cpu

@@ -1,0 +1,238 @@
+// Row-wise F32 ops: ADD, MUL, SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, SWIGLU, GEGLU, ROPE.
+// Reductions accumulate in double: these are the reference numerics and cost little next to the matmuls.
+#include <cmath>
+#include <vector>
+
+#include "graph.hpp"
+
+namespace basalt::cpu {
+namespace {
+
+// Runs body(row_begin, row_end) over the output's rows, in parallel when the tensor is big enough.
+template <typename F>
+void for_rows(NodeCtx& c, F&& body) {
+    const int64_t rows = c.out.nrows();
+    const int64_t min_rows = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, c.out.ne[0]));
+    const int64_t tasks = chunk_count(rows, c.be->pool->size(), min_rows);
+    const int64_t per = (rows + tasks - 1) / tasks;
+    c.be->pool->parallel_for(tasks, [&](int64_t t, int) {
+        const int64_t r0 = t * per;
+        const int64_t r1 = std::min(rows, r0 + per);
+        for (int64_t r = r0; r < r1; ++r) body(r);
+    });
+}
+
+template <typename F>
+void unary(NodeCtx& c, F&& f) {
+    const int64_t n = c.out.ne[0];
+    for_rows(c, [&](int64_t r) {
+        const float* x = c.in[0].frow(r);
+        float* y = c.out.frow(r);
+        f(x, y, n);
+    });
+}
+
+template <typename F>
+void binary(NodeCtx& c, F&& f) {
+    const int64_t n = c.out.ne[0];
+    const bool bcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1;
+    for_rows(c, [&](int64_t r) {
+        const float* a = c.in[0].frow(r);
+        const float* b = c.in[1].frow(bcast ? 0 : r);
+        float* y = c.out.frow(r);
+        for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    });
+}
+
+float gelu_tanh(float x) {
+    constexpr float kC = 0.7978845608028654f;  // sqrt(2/pi)
+    return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
+}
+
+float silu(float x) {
+    return x / (1.0f + std::exp(-x));
+}
+
+}  // namespace
+
+void check_binary(const NodeCtx& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    const bool same = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].ne[1] == c.in[0].ne[1] &&
+                      c.in[1].ne[2] == c.in[0].ne[2] && c.in[1].ne[3] == c.in[0].ne[3];
+    const bool row = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].nrows() == 1;
+    if (!same && !row) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + c.in[1].shape() + " neither matches input 0 " +
+                                                c.in[0].shape() + " nor is one row of " +
+                                                std::to_string(c.in[0].ne[0]));
+    }
+}
+
+void run_add(NodeCtx& c) {
+    binary(c, [](float a, float b) { return a + b; });
+}
+
+void run_mul(NodeCtx& c) {
+    binary(c, [](float a, float b) { return a * b; });
+}
+
+void check_unary(const NodeCtx& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    if ((c.node->op == BASALT_OP_RMS_NORM || c.node->op == BASALT_OP_LAYER_NORM) && !(c.fp(0) >= 0.0f)) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "epsilon fp[0] = " + std::to_string(c.fp(0)) + " must be >= 0");
+    }
+}
+
+void run_scale(NodeCtx& c) {
+    const float s = c.fp(0);
+    unary(c, [s](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+    });
+}
+
+void run_rms_norm(NodeCtx& c) {
+    const double eps = c.fp(0);
+    unary(c, [eps](const float* x, float* y, int64_t n) {
+        double ss = 0;
+        for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+        const auto scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+    });
+}
+
+void run_layer_norm(NodeCtx& c) {
+    const double eps = c.fp(0);
+    unary(c, [eps](const float* x, float* y, int64_t n) {
+        double sum = 0;
+        for (int64_t i = 0; i < n; ++i) sum += x[i];
+        const double mean = sum / static_cast<double>(n);
+        double var = 0;
+        for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+        const double inv = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+        for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((x[i] - mean) * inv);
+    });
+}
+
+void run_softmax(NodeCtx& c) {
+    const float s = c.fp(0);
+    unary(c, [s](const float* x, float* y, int64_t n) {
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n; ++i) mx = std::fmax(mx, x[i] * s);
+        if (std::isinf(mx) && mx < 0) {  // every input is -inf: no preference
+            for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / static_cast<float>(n);
+            return;
+        }
+        double sum = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            y[i] = std::exp(x[i] * s - mx);
+            sum += y[i];
+        }
+        const auto inv = static_cast<float>(1.0 / sum);
+        for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+    });
+}
+
+void run_silu(NodeCtx& c) {
+    unary(c, [](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = silu(x[i]);
+    });
+}
+
+void run_gelu(NodeCtx& c) {
+    unary(c, [](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(x[i]);
+    });
+}
+
+void run_gelu_erf(NodeCtx& c) {
+    unary(c, [](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    });
+}
+
+void check_glu(const NodeCtx& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    c.expect_same_shape(c.in[1], "input 1", c.out, "output");
+}
+
+void run_swiglu(NodeCtx& c) {
+    binary(c, [](float a, float b) { return silu(a) * b; });
+}
+
+void run_geglu(NodeCtx& c) {
+    binary(c, [](float a, float b) { return gelu_tanh(a) * b; });
+}
+
+void check_rope(const NodeCtx& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "positions", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    const int64_t hd = c.in[0].ne[0];
+    const int64_t tokens = c.in[0].ne[2] * c.in[0].ne[3];
+    if (c.in[1].nelements() != tokens || !c.in[1].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "positions " + c.in[1].shape() + " must hold one packed I32 per token (" + std::to_string(tokens) + ")");
+    }
+    if (c.ip(0) != 0 && c.ip(0) != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "mode ip[0] = " + std::to_string(c.ip(0)) + " (0 pairs, 1 neox)");
+    }
+    if (c.ip(1) <= 0 || c.ip(1) % 2 != 0 || c.ip(1) > hd) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "n_rot ip[1] = " + std::to_string(c.ip(1)) + " must be even and in 2.." + std::to_string(hd));
+    }
+    if (!(c.fp(0) > 0.0f) || !std::isfinite(c.fp(1))) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "freq_base fp[0] = " + std::to_string(c.fp(0)) + " must be > 0 and freq_scale fp[1] finite");
+    }
+}
+
+void run_rope(NodeCtx& c) {
+    const int64_t hd = c.in[0].ne[0];
+    const int64_t n_head = c.in[0].ne[1];
+    const int64_t tokens = c.in[0].ne[2] * c.in[0].ne[3];
+    const int half = c.ip(1) / 2;
+    const bool neox = c.ip(0) == 1;
+    const double base = c.fp(0);
+    const double fscale = c.fp(1);
+    const auto* pos = reinterpret_cast<const int32_t*>(c.in[1].data);
+    const int64_t tasks = chunk_count(tokens, c.be->pool->size(), std::max<int64_t>(1, 4096 / (hd * n_head)));
+    const int64_t per = (tokens + tasks - 1) / tasks;
+    c.be->pool->parallel_for(tasks, [&](int64_t task, int) {
+        std::vector<float> cs(static_cast<size_t>(2 * half));
+        for (int64_t t = task * per; t < std::min(tokens, (task + 1) * per); ++t) {
+            for (int i = 0; i < half; ++i) {
+                const double theta = pos[t] * fscale * std::pow(base, -2.0 * i / (2.0 * half));
+                cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(theta));
+                cs[static_cast<size_t>(2 * i + 1)] = static_cast<float>(std::sin(theta));
+            }
+            for (int64_t h = 0; h < n_head; ++h) {
+                const int64_t r = t * n_head + h;
+                const float* x = c.in[0].frow(r);
+                float* y = c.out.frow(r);
+                for (int i = 0; i < half; ++i) {
+                    const int64_t a = neox ? i : 2 * i;
+                    const int64_t b = neox ? i + half : 2 * i + 1;
+                    const float x0 = x[a];
+                    const float x1 = x[b];
+                    const float co = cs[static_cast<size_t>(2 * i)];
+                    const float si = cs[static_cast<size_t>(2 * i + 1)];
+                    y[a] = x0 * co - x1 * si;
+                    y[b] = x0 * si + x1 * co;
+                }
+                if (y != x) {
+                    for (int64_t i = 2 * half; i < hd; ++i) y[i] = x[i];
+                }
+            }
+        }
+    });
+}
+
+}  // namespace basalt::cpu

@@ -1,0 +1,214 @@
+// MATMUL, MOE_MATMUL and GET_ROWS. Matmuls convert the activations once to the weight type's ActFormat
+// (Q8_0 / Q8_1 / Q8_K / F16 / F32) and run the ISA's dot product on the weight blocks directly; threads
+// split the output rows (weight rows), and each task walks tokens in tiles so a weight row stays in cache.
+#include <cstring>
+#include <vector>
+
+#include "graph.hpp"
+
+namespace basalt::cpu {
+namespace {
+
+// One weight matrix applied to a list of activation rows: out[col][n] = dot(W row n, act[col]).
+struct MatJob {
+    const uint8_t* w = nullptr;  // row n at w + n * w_stride
+    int64_t w_stride = 0;
+    int64_t n_rows = 0;
+    std::vector<const void*> act;  // converted activation rows
+    std::vector<float*> out;       // output row per activation (element n at out[col][n])
+};
+
+constexpr int64_t kTokenTile = 16;
+
+// Converts rows of F32 activations into the ActFormat (F32: used in place).
+std::vector<const void*> convert_rows(NodeCtx& c, ActFormat f, const TensorView& x) {
+    const int64_t rows = x.nrows();
+    const int64_t k = x.ne[0];
+    std::vector<const void*> ptr(static_cast<size_t>(rows));
+    if (f == ActFormat::F32) {
+        for (int64_t r = 0; r < rows; ++r) ptr[static_cast<size_t>(r)] = x.row(r);
+        return ptr;
+    }
+    const int64_t rb = act_row_bytes(f, k);
+    c.be->scratch.resize(static_cast<size_t>(rb * rows));
+    uint8_t* base = c.be->scratch.data();
+    const int64_t tasks = chunk_count(rows, c.be->pool->size(), std::max<int64_t>(1, 8192 / k));
+    const int64_t per = (rows + tasks - 1) / tasks;
+    c.be->pool->parallel_for(tasks, [&](int64_t t, int) {
+        for (int64_t r = t * per; r < std::min(rows, (t + 1) * per); ++r) {
+            convert_activations(f, x.frow(r), base + r * rb, k);
+        }
+    });
+    for (int64_t r = 0; r < rows; ++r) ptr[static_cast<size_t>(r)] = base + r * rb;
+    return ptr;
+}
+
+void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJob>& jobs) {
+    const VecDotFn dot = c.be->kernels.vec_dot[wtype];
+    const int threads = c.be->pool->size();
+    // Tasks: (job, row chunk). Aim for a few chunks per thread over all jobs together.
+    int64_t total_rows = 0;
+    for (const MatJob& j : jobs) total_rows += j.n_rows;
+    const int64_t chunk = std::max<int64_t>(4, total_rows / (static_cast<int64_t>(threads) * 4) + 1);
+    struct Task {
+        size_t job;
+        int64_t r0;
+        int64_t r1;
+    };
+    std::vector<Task> tasks;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        if (jobs[j].act.empty()) continue;
+        for (int64_t r = 0; r < jobs[j].n_rows; r += chunk)
+            tasks.push_back({j, r, std::min(jobs[j].n_rows, r + chunk)});
+    }
+    c.be->pool->parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t ti, int) {
+        const Task& t = tasks[static_cast<size_t>(ti)];
+        const MatJob& job = jobs[t.job];
+        const auto cols = static_cast<int64_t>(job.act.size());
+        for (int64_t c0 = 0; c0 < cols; c0 += kTokenTile) {
+            const int64_t c1 = std::min(cols, c0 + kTokenTile);
+            for (int64_t n = t.r0; n < t.r1; ++n) {
+                const uint8_t* wr = job.w + n * job.w_stride;
+                for (int64_t col = c0; col < c1; ++col) {
+                    job.out[static_cast<size_t>(col)][n] = dot(k, wr, job.act[static_cast<size_t>(col)]);
+                }
+            }
+        }
+    });
+}
+
+void check_weights(const NodeCtx& c, const TensorView& w) {
+    if (w.type < 0 || w.type >= kMaxDtype || !matmul_weight_supported(w.type) ||
+        c.be->kernels.vec_dot[w.type] == nullptr) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "weight type " + type_name(w.type) + " is not supported");
+    }
+}
+
+}  // namespace
+
+void check_matmul(const NodeCtx& c) {
+    const TensorView& w = c.in[0];
+    check_weights(c, w);
+    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    if (w.ne[2] != 1 || w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "weights " + w.shape() + " must be 2-D");
+    if (c.in[1].ne[0] != w.ne[0]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "input 1 " + c.in[1].shape() + " does not have the weights' K = " + std::to_string(w.ne[0]));
+    }
+    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != c.in[1].ne[1] || c.out.ne[2] != c.in[1].ne[2] ||
+        c.out.ne[3] != c.in[1].ne[3]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(w.ne[1]) +
+                                                ", M] for weights " + w.shape() + " and input " + c.in[1].shape());
+    }
+}
+
+void run_matmul(NodeCtx& c) {
+    const TensorView& w = c.in[0];
+    std::vector<MatJob> jobs(1);
+    MatJob& job = jobs[0];
+    job.w = w.data;
+    job.w_stride = w.nb[1];
+    job.n_rows = w.ne[1];
+    job.act = convert_rows(c, act_format(w.type), c.in[1]);
+    job.out.resize(job.act.size());
+    for (int64_t r = 0; r < c.out.nrows(); ++r) job.out[static_cast<size_t>(r)] = c.out.frow(r);
+    run_jobs(c, w.type, w.ne[0], jobs);
+}
+
+void check_moe_matmul(const NodeCtx& c) {
+    const TensorView& w = c.in[0];
+    check_weights(c, w);
+    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
+    c.expect_type(c.in[2], "expert ids", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    const TensorView& ids = c.in[2];
+    const int64_t k = ids.ne[0];
+    const int64_t tokens = ids.ne[1];
+    if (w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "experts " + w.shape() + " must be [K, N, n_expert]");
+    if (ids.ne[2] != 1 || ids.ne[3] != 1 || !ids.rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expert ids " + ids.shape() + " must be packed [k, T]");
+    }
+    const TensorView& x = c.in[1];
+    const bool per_expert = x.ne[1] == k && x.ne[2] == tokens && x.ne[3] == 1 && (x.t->n_dims >= 3 || tokens == 1);
+    const bool shared = x.ne[1] == tokens && x.ne[2] == 1 && x.ne[3] == 1;
+    if (x.ne[0] != w.ne[0] || (!per_expert && !shared)) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + x.shape() +
+                                                " must be [K, T] or [K, k, T] with K = " + std::to_string(w.ne[0]) +
+                                                ", k = " + std::to_string(k) + ", T = " + std::to_string(tokens));
+    }
+    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != k || c.out.ne[2] != tokens || c.out.ne[3] != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [N, k, T] = [" +
+                                                std::to_string(w.ne[1]) + ", " + std::to_string(k) + ", " +
+                                                std::to_string(tokens) + "]");
+    }
+}
+
+void run_moe_matmul(NodeCtx& c) {
+    const TensorView& w = c.in[0];
+    const TensorView& x = c.in[1];
+    const TensorView& ids = c.in[2];
+    const int64_t k = ids.ne[0];
+    const int64_t tokens = ids.ne[1];
+    const int64_t n_expert = w.ne[2];
+    const bool shared = !(x.ne[1] == k && x.ne[2] == tokens && (x.t->n_dims >= 3 || tokens == 1));
+    const auto* id = reinterpret_cast<const int32_t*>(ids.data);
+    for (int64_t i = 0; i < k * tokens; ++i) {
+        if (id[i] < 0 || id[i] >= n_expert) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "expert id " + std::to_string(id[i]) + " at (" + std::to_string(i % k) +
+                                                    ", " + std::to_string(i / k) + ") is outside 0.." +
+                                                    std::to_string(n_expert - 1));
+        }
+    }
+    const std::vector<const void*> act = convert_rows(c, act_format(w.type), x);
+    std::vector<MatJob> jobs(static_cast<size_t>(n_expert));
+    for (int64_t e = 0; e < n_expert; ++e) {
+        MatJob& j = jobs[static_cast<size_t>(e)];
+        j.w = w.data + e * w.nb[2];
+        j.w_stride = w.nb[1];
+        j.n_rows = w.ne[1];
+    }
+    for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t s = 0; s < k; ++s) {
+            MatJob& j = jobs[static_cast<size_t>(id[t * k + s])];
+            j.act.push_back(act[static_cast<size_t>(shared ? t : t * k + s)]);
+            j.out.push_back(reinterpret_cast<float*>(c.out.at(0, s, t)));
+        }
+    }
+    run_jobs(c, w.type, w.ne[0], jobs);
+}
+
+void check_get_rows(const NodeCtx& c) {
+    const TensorView& src = c.in[0];
+    if (!can_dequantize(src.type))
+        c.fail(BASALT_ERR_UNSUPPORTED, "source type " + type_name(src.type) + " is not supported");
+    c.expect_type(c.in[1], "row ids", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    if (!c.in[1].rows_packed()) c.fail(BASALT_ERR_INVALID_ARGUMENT, "row ids must be packed");
+    if (c.out.ne[0] != src.ne[0] || c.out.nrows() != c.in[1].nelements()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(src.ne[0]) +
+                                                ", " + std::to_string(c.in[1].nelements()) + "]");
+    }
+}
+
+void run_get_rows(NodeCtx& c) {
+    const TensorView& src = c.in[0];
+    const auto* id = reinterpret_cast<const int32_t*>(c.in[1].data);
+    const int64_t m = c.in[1].nelements();
+    const int64_t rows = src.nrows();
+    for (int64_t i = 0; i < m; ++i) {
+        if (id[i] < 0 || id[i] >= rows) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "row id " + std::to_string(id[i]) + " at " + std::to_string(i) +
+                                                    " is outside 0.." + std::to_string(rows - 1));
+        }
+    }
+    const int64_t tasks = chunk_count(m, c.be->pool->size(), std::max<int64_t>(1, 16384 / src.ne[0]));
+    const int64_t per = (m + tasks - 1) / tasks;
+    c.be->pool->parallel_for(tasks, [&](int64_t t, int) {
+        for (int64_t i = t * per; i < std::min(m, (t + 1) * per); ++i) {
+            dequantize_row(src.type, src.row(id[i]), c.out.frow(i), src.ne[0]);
+        }
+    });
+}
+
+}  // namespace basalt::cpu

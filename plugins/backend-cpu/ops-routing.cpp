@@ -1,0 +1,112 @@
+// MoE routing: TOPK (router logits -> expert ids), GATHER (weights of the chosen experts, optionally
+// renormalised) and MOE_COMBINE (weighted sum of the experts' outputs).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "graph.hpp"
+
+namespace basalt::cpu {
+
+void check_topk(const NodeCtx& c) {
+    c.expect_type(c.in[0], "router logits", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_I32);
+    const int64_t n = c.in[0].ne[0];
+    if (c.ip(0) < 1 || c.ip(0) > n) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "k ip[0] = " + std::to_string(c.ip(0)) + " must be in 1.." + std::to_string(n));
+    }
+    if (c.out.ne[0] != c.ip(0) || c.out.nrows() != c.in[0].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(c.ip(0)) + ", " +
+                                                std::to_string(c.in[0].nrows()) + "]");
+    }
+}
+
+void run_topk(NodeCtx& c) {
+    const int64_t n = c.in[0].ne[0];
+    const int k = c.ip(0);
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    for (int64_t r = 0; r < c.in[0].nrows(); ++r) {
+        const float* x = c.in[0].frow(r);
+        std::iota(idx.begin(), idx.end(), 0);
+        // NaN ranks below everything; ties keep the lower index first.
+        auto key = [x](int32_t i) { return std::isnan(x[i]) ? -INFINITY : x[i]; };
+        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
+            const float ka = key(a);
+            const float kb = key(b);
+            return ka > kb || (ka == kb && a < b);
+        });
+        auto* y = reinterpret_cast<int32_t*>(c.out.row(r));
+        std::copy(idx.begin(), idx.begin() + k, y);
+    }
+}
+
+void check_moe_combine(const NodeCtx& c) {
+    c.expect_type(c.in[0], "expert outputs", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "weights", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    const TensorView& x = c.in[0];
+    if (x.ne[3] != 1 || c.in[1].ne[0] != x.ne[1] || c.in[1].nrows() != x.ne[2] || c.out.ne[0] != x.ne[0] ||
+        c.out.nrows() != x.ne[2]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expects [N, k, T] " + x.shape() + ", weights [k, T] " + c.in[1].shape() +
+                                                " and output [N, T] " + c.out.shape());
+    }
+}
+
+void run_moe_combine(NodeCtx& c) {
+    const TensorView& x = c.in[0];
+    const int64_t n = x.ne[0];
+    const int64_t k = x.ne[1];
+    const int64_t tokens = x.ne[2];
+    c.be->pool->parallel_for(chunk_count(tokens, c.be->pool->size(), 1), [&](int64_t task, int) {
+        const int64_t tasks = chunk_count(tokens, c.be->pool->size(), 1);
+        const int64_t per = (tokens + tasks - 1) / tasks;
+        for (int64_t t = task * per; t < std::min(tokens, (task + 1) * per); ++t) {
+            const float* w = c.in[1].frow(t);
+            float* y = c.out.frow(t);
+            std::fill(y, y + n, 0.0f);
+            for (int64_t j = 0; j < k; ++j) {
+                const auto* xr = reinterpret_cast<const float*>(x.at(0, j, t));
+                for (int64_t i = 0; i < n; ++i) y[i] += w[j] * xr[i];
+            }
+        }
+    });
+}
+
+void check_gather(const NodeCtx& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "indices", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    if (c.in[1].nrows() != c.in[0].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "indices " + c.in[1].shape() + " and input 0 " + c.in[0].shape() + " differ in T");
+    }
+    c.expect_same_shape(c.in[1], "indices", c.out, "output");
+}
+
+void run_gather(NodeCtx& c) {
+    const int64_t n = c.in[0].ne[0];
+    const int64_t k = c.in[1].ne[0];
+    for (int64_t t = 0; t < c.in[0].nrows(); ++t) {
+        const float* x = c.in[0].frow(t);
+        const auto* id = reinterpret_cast<const int32_t*>(c.in[1].row(t));
+        float* y = c.out.frow(t);
+        double sum = 0;
+        for (int64_t j = 0; j < k; ++j) {
+            if (id[j] < 0 || id[j] >= n) {
+                c.fail(BASALT_ERR_INVALID_ARGUMENT, "index " + std::to_string(id[j]) + " at (" + std::to_string(j) +
+                                                        ", " + std::to_string(t) + ") is outside 0.." +
+                                                        std::to_string(n - 1));
+            }
+            y[j] = x[id[j]];
+            sum += y[j];
+        }
+        if (c.ip(0) != 0) {
+            const auto inv = static_cast<float>(1.0 / sum);
+            for (int64_t j = 0; j < k; ++j) y[j] *= inv;
+        }
+    }
+}
+
+}  // namespace basalt::cpu

@@ -1,0 +1,62 @@
+// A persistent pool: threads are created once per backend instance and woken per parallel region (no thread
+// creation per token). Workers spin briefly before sleeping so back-to-back ops of a decode step stay cheap.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace basalt::cpu {
+
+class ThreadPool {
+  public:
+    // Task body: (task index, thread index in [0, size())).
+    using TaskFn = void (*)(void* ctx, int64_t task, int thread);
+
+    explicit ThreadPool(int n_threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const noexcept { return n_threads_; }
+
+    // Runs fn(ctx, t, thread) for t in [0, n_tasks) on the caller and the workers; returns when all are done.
+    // The first exception thrown by a task is rethrown here (remaining tasks are skipped).
+    void run(int64_t n_tasks, TaskFn fn, void* ctx);
+
+    // Convenience wrapper for lambdas: f(task, thread).
+    template <typename F>
+    void parallel_for(int64_t n_tasks, F&& f) {
+        if (n_tasks <= 0) return;
+        run(
+            n_tasks, [](void* c, int64_t t, int th) { (*static_cast<F*>(c))(t, th); }, &f);
+    }
+
+  private:
+    void worker(int index);
+    void work(int thread, uint64_t gen);
+
+    int n_threads_;
+    std::vector<std::thread> threads_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::atomic<uint64_t> generation_{0};
+    // Task claims: (generation << 44) | (n_tasks << 22) | next. A worker that wakes late cannot claim a task
+    // of a newer run, and the caller waits for finished tasks, not for every worker to check in.
+    std::atomic<uint64_t> claim_{0};
+    std::atomic<int64_t> done_{0};
+    std::atomic<bool> failed_{false};
+    std::atomic<int> sleeping_{0};
+    bool stop_ = false;
+    int64_t n_tasks_ = 0;
+    TaskFn fn_ = nullptr;
+    void* ctx_ = nullptr;
+    std::exception_ptr error_;
+    std::mutex error_mutex_;
+};
+
+}  // namespace basalt::cpu

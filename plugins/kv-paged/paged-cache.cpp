@@ -1,0 +1,334 @@
+#include "paged-cache.hpp"
+
+#include <basalt/sdk/plugin.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+namespace basalt::kv_paged {
+
+const char* const kLabel = "kv_cache 'paged'";
+
+namespace {
+
+[[noreturn]] void fail(basalt_status status, const std::string& message) {
+    throw sdk::error(status, std::string(kLabel) + ": " + message);
+}
+
+std::string str(uint64_t v) {
+    return std::to_string(v);
+}
+
+// The block size in use: the one given, else the largest divisor of n_slots up to kDefaultBlockSize.
+uint32_t block_size_for(const basalt_kv_cache_config& c, const Options& o) {
+    if (o.block_size != 0) return o.block_size;
+    uint32_t bs = kDefaultBlockSize;
+    while (c.n_slots % bs != 0) --bs;
+    return bs;
+}
+
+// Checks the session's config and the chosen options; returns the number of whole blocks.
+uint32_t validate(const basalt_kv_cache_config& c, const Options& o) {
+    if (c.struct_size < offsetof(basalt_kv_cache_config, n_seq_max) + sizeof(c.n_seq_max)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "config struct_size " + str(c.struct_size) + " is too small (need at least " +
+                                              str(offsetof(basalt_kv_cache_config, n_seq_max) + sizeof(uint32_t)) +
+                                              ")");
+    }
+    if (c.n_layers == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "config n_layers is 0");
+    if (c.n_kv_heads == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "config n_kv_heads is 0");
+    if (c.head_dim_k == 0 || c.head_dim_v == 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "config head dimensions must be positive (head_dim_k " + str(c.head_dim_k) +
+                                              ", head_dim_v " + str(c.head_dim_v) + ")");
+    }
+    if (c.n_slots == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "config n_slots is 0: the cache needs at least one block");
+    if (c.n_slots > static_cast<uint32_t>(INT32_MAX)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "config n_slots " + str(c.n_slots) + " exceeds the slot index range " + str(INT32_MAX));
+    }
+    if (c.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "config n_seq_max is 0: no sequence could be stored");
+    if (c.n_seq_max > static_cast<uint32_t>(INT32_MAX)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "config n_seq_max " + str(c.n_seq_max) + " exceeds the sequence id range");
+    }
+    const bool has_windows = c.struct_size >= offsetof(basalt_kv_cache_config, layer_window) + sizeof(c.layer_window);
+    if (has_windows && c.layer_window != nullptr) {
+        for (uint32_t l = 0; l < c.n_layers; ++l) {
+            if (c.layer_window[l] < 0) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "config layer_window[" + str(l) + "] is " +
+                                                      std::to_string(c.layer_window[l]) +
+                                                      " (0 = full attention, else a positive window in tokens)");
+            }
+        }
+    }
+    const uint32_t bs = block_size_for(c, o);
+    if (c.n_slots < bs) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "config n_slots " + str(c.n_slots) + " is smaller than block_size " +
+                                              str(bs) + ": not even one block fits");
+    }
+    // q8_0 rows are quantized in groups of 32 along the head dimension.
+    if (o.k_type == BASALT_DTYPE_Q8_0 && c.head_dim_k % 32 != 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "k_type 'q8_0' needs head_dim_k to be a multiple of 32, but it is " + str(c.head_dim_k));
+    }
+    if (o.v_type == BASALT_DTYPE_Q8_0 && c.head_dim_v % 32 != 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "v_type 'q8_0' needs head_dim_v to be a multiple of 32, but it is " + str(c.head_dim_v));
+    }
+    return c.n_slots / bs;
+}
+
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+    return (a + b - 1) / b;
+}
+
+}  // namespace
+
+PagedCache::PagedCache(const basalt_kv_cache_config& config, const Options& options)
+    : n_blocks_(validate(config, options)),
+      n_layers_(config.n_layers),
+      block_size_(block_size_for(config, options)),
+      k_type_(options.k_type),
+      v_type_(options.v_type),
+      pool_(n_blocks_),
+      index_(pool_.n_blocks(), block_size_),
+      seqs_(config.n_seq_max),
+      batch_added_(config.n_seq_max, 0),
+      cow_planned_(pool_.n_blocks(), 0) {
+    batch_seqs_.reserve(config.n_seq_max);
+    cow_blocks_.reserve(std::min<size_t>(config.n_seq_max, pool_.n_blocks()));
+    matched_.reserve(pool_.n_blocks());
+}
+
+PagedCache::Sequence& PagedCache::sequence(int32_t seq_id, const char* call) {
+    return const_cast<Sequence&>(static_cast<const PagedCache*>(this)->sequence(seq_id, call));
+}
+
+const PagedCache::Sequence& PagedCache::sequence(int32_t seq_id, const char* call) const {
+    if (seq_id < 0 || static_cast<size_t>(seq_id) >= seqs_.size()) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, std::string(call) + ": sequence id " + std::to_string(seq_id) +
+                                              " is out of range (n_seq_max " + str(seqs_.size()) + ")");
+    }
+    return seqs_[static_cast<size_t>(seq_id)];
+}
+
+int32_t PagedCache::take_block() noexcept {
+    bool evicted = false;
+    const int32_t b = pool_.take(&evicted);
+    index_.reset(b);  // forgets an evicted block's prefix registration
+    return b;
+}
+
+void PagedCache::release_block(int32_t block) noexcept {
+    pool_.release(block, index_.registered(block));
+}
+
+void PagedCache::layout(basalt_kv_cache_layout* out) const {
+    if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "layout: out is NULL");
+    if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, k_type)) out->k_type = k_type_;
+    if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, v_type)) out->v_type = v_type_;
+    if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, block_size)) out->block_size = block_size_;
+}
+
+void PagedCache::reserve(basalt_kv_reservation* r) {
+    if (r == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "reserve: reservation is NULL");
+    if (!BASALT_HAS_FIELD(r, basalt_kv_reservation, out_n_copies)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "reserve: reservation struct_size " + str(r->struct_size) +
+                                              " is too small (need " + str(sizeof(basalt_kv_reservation)) + ")");
+    }
+    const size_t n = r->n_tokens;
+    if (n == 0) {
+        r->out_n_copies = 0;
+        return;
+    }
+    if (r->positions == nullptr || r->seq_ids == nullptr || r->out_slots == nullptr) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, std::string("reserve: ") +
+                                              (r->positions == nullptr ? "positions"
+                                               : r->seq_ids == nullptr ? "seq_ids"
+                                                                       : "out_slots") +
+                                              " is NULL for " + str(n) + " tokens");
+    }
+    if (r->copies_capacity > 0 && r->out_copies == nullptr) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "reserve: out_copies is NULL but copies_capacity is " + str(r->copies_capacity));
+    }
+
+    // The scratch arrays are back to all-zero/empty when this call returns, whatever happens.
+    struct ScratchReset {
+        PagedCache& c;
+        ~ScratchReset() {
+            for (int32_t s : c.batch_seqs_) c.batch_added_[static_cast<size_t>(s)] = 0;
+            c.batch_seqs_.clear();
+            for (int32_t b : c.cow_blocks_) c.cow_planned_[static_cast<size_t>(b)] = 0;
+            c.cow_blocks_.clear();
+        }
+    } scratch_reset{*this};
+
+    // 1. Validate ids and positions, group tokens by sequence. Nothing is changed until step 3.
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t s = r->seq_ids[i];
+        if (s < 0 || static_cast<size_t>(s) >= seqs_.size()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "reserve: token " + str(i) + " has sequence id " + std::to_string(s) +
+                                                  ", but ids are 0.." + str(seqs_.size() - 1) + " (n_seq_max " +
+                                                  str(seqs_.size()) + ")");
+        }
+        const auto si = static_cast<size_t>(s);
+        const int64_t expected = static_cast<int64_t>(seqs_[si].length) + batch_added_[si];
+        if (r->positions[i] != expected) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "reserve: sequence " + std::to_string(s) + ": token " + str(i) + " has position " +
+                     std::to_string(r->positions[i]) + ", expected " + std::to_string(expected) +
+                     " (the sequence holds " + str(seqs_[si].length) + " tokens and " + str(batch_added_[si]) +
+                     " earlier tokens of this batch; positions must continue it in order)");
+        }
+        if (batch_added_[si]++ == 0) batch_seqs_.push_back(s);  // capacity n_seq_max: never reallocates
+    }
+
+    // 2. Plan: new blocks (including copy-on-write targets) and copies, simulating the order of step 3.
+    uint64_t need_blocks = 0;
+    size_t need_copies = 0;
+    for (int32_t s : batch_seqs_) {
+        const Sequence& q = seqs_[static_cast<size_t>(s)];
+        const uint64_t after = ceil_div(uint64_t{q.length} + batch_added_[static_cast<size_t>(s)], block_size_);
+        need_blocks += after - q.blocks.size();
+        if (q.length % block_size_ != 0) {
+            const int32_t b = q.blocks.back();
+            auto& planned = cow_planned_[static_cast<size_t>(b)];
+            if (pool_.refcount(b) - planned > 1) {  // still shared when this sequence writes: copy it away
+                if (planned++ == 0) cow_blocks_.push_back(b);
+                ++need_blocks;
+                ++need_copies;
+            }
+        }
+    }
+    if (need_blocks > pool_.n_free()) {
+        fail(BASALT_ERR_CAPACITY, "reserve: the batch of " + str(n) + " tokens needs " +
+                                      str(need_blocks * block_size_) + " free slots (" + str(need_blocks) +
+                                      " blocks of " + str(block_size_) + "), but only " + str(free_slots()) +
+                                      " slots are free");
+    }
+    if (need_copies > r->copies_capacity) {
+        r->out_n_copies = need_copies;
+        fail(BASALT_ERR_CAPACITY, "reserve: the batch needs " + str(need_copies) +
+                                      " copy-on-write copies, but copies_capacity is " + str(r->copies_capacity) +
+                                      " (out_n_copies holds the number needed)");
+    }
+    for (int32_t s : batch_seqs_) {  // may throw bad_alloc; still nothing changed
+        Sequence& q = seqs_[static_cast<size_t>(s)];
+        const auto after =
+            static_cast<size_t>(ceil_div(uint64_t{q.length} + batch_added_[static_cast<size_t>(s)], block_size_));
+        if (after > q.blocks.capacity()) q.blocks.reserve(std::max(after, 2 * q.blocks.capacity()));
+    }
+
+    // 3. Commit; nothing below can fail.
+    size_t n_copies = 0;
+    for (int32_t s : batch_seqs_) {
+        Sequence& q = seqs_[static_cast<size_t>(s)];
+        const uint64_t end = uint64_t{q.length} + batch_added_[static_cast<size_t>(s)];
+        const uint32_t fill = q.length % block_size_;
+        if (fill != 0 && pool_.refcount(q.blocks.back()) > 1) {
+            const int32_t src = q.blocks.back();
+            const int32_t dst = take_block();
+            index_.copy_prefix(src, dst, fill);
+            const auto bs = static_cast<int32_t>(block_size_);
+            r->out_copies[n_copies++] = basalt_kv_copy{src * bs, dst * bs, static_cast<int32_t>(fill)};
+            release_block(src);  // still held by the other sharers
+            q.blocks.back() = dst;
+        }
+        while (uint64_t{q.blocks.size()} * block_size_ < end) q.blocks.push_back(take_block());
+    }
+    for (size_t i = 0; i < n; ++i) {
+        const Sequence& q = seqs_[static_cast<size_t>(r->seq_ids[i])];
+        const auto pos = static_cast<uint32_t>(r->positions[i]);
+        const int32_t slot = slot_of(q, pos);
+        r->out_slots[i] = slot;
+        if (r->tokens != nullptr) {
+            index_.write_token(slot, r->tokens[i]);
+        } else {
+            index_.mark_unknown(q.blocks[pos / block_size_]);  // no ids: this block can never match a prefix
+        }
+    }
+    for (int32_t s : batch_seqs_) {
+        Sequence& q = seqs_[static_cast<size_t>(s)];
+        const uint32_t start = q.length;
+        q.length += batch_added_[static_cast<size_t>(s)];
+        for (size_t k = start / block_size_; (k + 1) * block_size_ <= q.length; ++k) {
+            index_.on_full(q.blocks[k], k > 0 ? q.blocks[k - 1] : -1);
+        }
+    }
+    r->out_n_copies = n_copies;
+}
+
+void PagedCache::visible(int32_t seq_id, uint32_t layer, int32_t* out_slots, int32_t* out_positions, size_t capacity,
+                         size_t* out_count) const {
+    const Sequence& q = sequence(seq_id, "visible");
+    if (layer >= n_layers_) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "visible: layer " + str(layer) + " is out of range (the cache has " + str(n_layers_) + " layers)");
+    }
+    if (out_count == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "visible: out_count is NULL");
+    if (capacity < q.length) {
+        *out_count = q.length;  // the one output written on this error: the size to retry with
+        fail(BASALT_ERR_CAPACITY, "visible: sequence " + std::to_string(seq_id) + " has " + str(q.length) +
+                                      " visible slots, but capacity is " + str(capacity) +
+                                      " (out_count holds the size needed)");
+    }
+    if (q.length > 0 && (out_slots == nullptr || out_positions == nullptr)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             std::string("visible: ") + (out_slots == nullptr ? "out_slots" : "out_positions") + " is NULL");
+    }
+    uint32_t pos = 0;
+    for (int32_t b : q.blocks) {
+        const int32_t base = b * static_cast<int32_t>(block_size_);
+        for (uint32_t j = 0; j < block_size_ && pos < q.length; ++j, ++pos) {
+            out_slots[pos] = base + static_cast<int32_t>(j);
+            out_positions[pos] = static_cast<int32_t>(pos);
+        }
+    }
+    *out_count = q.length;
+}
+
+void PagedCache::drop(int32_t seq_id) {
+    Sequence& q = sequence(seq_id, "seq_drop");
+    // Last block first: cached blocks are evicted oldest first, so a chain loses its tail before its head.
+    for (auto it = q.blocks.rbegin(); it != q.blocks.rend(); ++it) release_block(*it);
+    q.blocks.clear();
+    q.length = 0;
+}
+
+void PagedCache::fork(int32_t src_id, int32_t dst_id) {
+    const Sequence& src = sequence(src_id, "seq_fork");
+    Sequence& dst = sequence(dst_id, "seq_fork");
+    if (src_id == dst_id) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "seq_fork: source and destination are both sequence " + std::to_string(src_id));
+    }
+    if (dst.length != 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "seq_fork: destination sequence " + std::to_string(dst_id) +
+                                              " is not empty (holds " + str(dst.length) + " tokens); drop it first");
+    }
+    if (dst.blocks.capacity() < src.blocks.size()) dst.blocks.reserve(src.blocks.size());  // may throw: no change
+    dst.blocks.assign(src.blocks.begin(), src.blocks.end());
+    for (int32_t b : dst.blocks) pool_.retain(b);
+    dst.length = src.length;
+}
+
+void PagedCache::prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_tokens, size_t* out_n_matched) {
+    Sequence& q = sequence(seq_id, "prefix_attach");
+    if (out_n_matched == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: out_n_matched is NULL");
+    if (tokens == nullptr && n_tokens > 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: tokens is NULL for " + str(n_tokens) + " tokens");
+    }
+    if (q.length != 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: sequence " + std::to_string(seq_id) +
+                                              " is not empty (holds " + str(q.length) + " tokens)");
+    }
+    matched_.clear();
+    index_.match(tokens, n_tokens, matched_);  // matched_ has capacity n_blocks: a chain never repeats a block
+    if (q.blocks.capacity() < matched_.size()) q.blocks.reserve(matched_.size());  // may throw: no change
+    q.blocks.assign(matched_.begin(), matched_.end());
+    for (int32_t b : q.blocks) pool_.retain(b);  // a cached block leaves the LRU list
+    q.length = static_cast<uint32_t>(matched_.size()) * block_size_;
+    *out_n_matched = q.length;
+}
+
+}  // namespace basalt::kv_paged

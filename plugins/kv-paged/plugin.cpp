@@ -1,0 +1,144 @@
+// kv-paged: the default KV cache manager, component kv_cache 'paged'. This file holds the parameter parsing and
+// the C interface table; every entry point converts exceptions into a status through basalt::sdk::guard.
+//
+// Params: block_size (tokens per block, 1..65536; default: the largest divisor of n_slots up to 16, so no slot is
+// wasted), k_type / v_type (f32 | f16 | q8_0, default f16).
+#include <basalt/plugin_kv_cache.h>
+#include <basalt/sdk/plugin.hpp>
+
+#include <memory>
+#include <string>
+
+#include "paged-cache.hpp"
+
+namespace {
+
+using basalt::kv_paged::kDefaultBlockSize;
+using basalt::kv_paged::kLabel;
+using basalt::kv_paged::Options;
+using basalt::kv_paged::PagedCache;
+
+constexpr long long kMaxBlockSize = 65536;
+
+basalt_dtype parse_type(const basalt::sdk::params& p, const char* key, basalt_dtype fallback) {
+    const auto v = p.find(key);
+    if (!v) return fallback;
+    if (*v == "f32") return BASALT_DTYPE_F32;
+    if (*v == "f16") return BASALT_DTYPE_F16;
+    if (*v == "q8_0") return BASALT_DTYPE_Q8_0;
+    p.bad(key, *v, "one of f32, f16, q8_0");
+}
+
+Options parse_options(const basalt_params* params) {
+    const basalt::sdk::params p(params, kLabel);
+    p.expect_only({"block_size", "k_type", "v_type"});
+    Options o;
+    const long long bs = p.get_int("block_size", kDefaultBlockSize);
+    if (bs < 1 || bs > kMaxBlockSize) p.bad("block_size", *p.find("block_size"), "an integer from 1 to 65536");
+    if (p.find("block_size")) o.block_size = static_cast<uint32_t>(bs);
+    o.k_type = parse_type(p, "k_type", o.k_type);
+    o.v_type = parse_type(p, "v_type", o.v_type);
+    return o;
+}
+
+PagedCache& self(void* cache) {
+    if (cache == nullptr)
+        throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": cache is NULL");
+    return *static_cast<PagedCache*>(cache);
+}
+
+basalt_status paged_create(const basalt_host* /*host*/, const basalt_kv_cache_config* config,
+                           const basalt_params* params, void** out_cache) {
+    return basalt::sdk::guard([&] {
+        if (config == nullptr || out_cache == nullptr) {
+            throw basalt::sdk::error(
+                BASALT_ERR_INVALID_ARGUMENT,
+                std::string(kLabel) + ": create: " + (config == nullptr ? "config" : "out_cache") + " is NULL");
+        }
+        const Options o = parse_options(params);
+        auto cache = std::make_unique<PagedCache>(*config, o);
+        *out_cache = cache.release();
+    });
+}
+
+void paged_destroy(void* cache) {
+    delete static_cast<PagedCache*>(cache);
+}
+
+basalt_status paged_layout(void* cache, basalt_kv_cache_layout* out) {
+    return basalt::sdk::guard([&] { self(cache).layout(out); });
+}
+
+basalt_status paged_reserve(void* cache, basalt_kv_reservation* reservation) {
+    return basalt::sdk::guard([&] { self(cache).reserve(reservation); });
+}
+
+// On BASALT_ERR_CAPACITY (capacity below the sequence's length) nothing is written except *out_count, which
+// receives the number of entries needed, so the caller can grow its arrays and call again.
+basalt_status paged_visible(void* cache, int32_t seq_id, uint32_t layer, int32_t* out_slots, int32_t* out_positions,
+                            size_t capacity, size_t* out_count) {
+    return basalt::sdk::guard(
+        [&] { self(cache).visible(seq_id, layer, out_slots, out_positions, capacity, out_count); });
+}
+
+basalt_status paged_seq_drop(void* cache, int32_t seq_id) {
+    return basalt::sdk::guard([&] { self(cache).drop(seq_id); });
+}
+
+basalt_status paged_seq_fork(void* cache, int32_t src_seq_id, int32_t dst_seq_id) {
+    return basalt::sdk::guard([&] { self(cache).fork(src_seq_id, dst_seq_id); });
+}
+
+basalt_status paged_prefix_attach(void* cache, int32_t seq_id, const int32_t* tokens, size_t n_tokens,
+                                  size_t* out_n_matched) {
+    return basalt::sdk::guard([&] { self(cache).prefix_attach(seq_id, tokens, n_tokens, out_n_matched); });
+}
+
+size_t paged_free_slots(void* cache) {
+    return cache == nullptr ? 0 : static_cast<const PagedCache*>(cache)->free_slots();
+}
+
+const basalt_kv_cache_iface kIface = {
+    sizeof(basalt_kv_cache_iface),
+    0,
+    paged_create,
+    paged_destroy,
+    paged_layout,
+    paged_reserve,
+    paged_visible,
+    paged_seq_drop,
+    paged_seq_fork,
+    paged_prefix_attach,
+    paged_free_slots,
+};
+
+const basalt_component_desc kComponent = {
+    sizeof(basalt_component_desc),
+    BASALT_COMPONENT_KV_CACHE,
+    "paged",
+    "paged KV cache: reference-counted blocks, copy on write, prefix caching with LRU reuse",
+    1,
+    0,
+    0,
+    0,
+    &kIface,
+};
+
+const basalt_component_desc* const kComponents[] = {&kComponent};
+
+const basalt_plugin_desc kPlugin = {
+    sizeof(basalt_plugin_desc),
+    BASALT_ABI_VERSION_MAJOR,
+    BASALT_ABI_VERSION_MINOR,
+    0,
+    "kv-paged",
+    1,
+    kComponents,
+    nullptr,
+};
+
+}  // namespace
+
+BASALT_PLUGIN_INIT {
+    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
+}

@@ -1,0 +1,1321 @@
+// Cross-backend op consistency (ggml's test-backend-ops idea). One table of cases (op x type x shape, each with
+// an NMSE tolerance); the reference is plain double-precision loops written here from plugin_backend.h's
+// formulas, on dequantized weights. Every backend in backends_under_test() runs every case through the real
+// plugin path (PluginHost -> basalt_backend_iface); a case a backend does not support is reported, and for
+// backends marked `complete` it fails. The CPU backend runs once per instruction set so scalar and SIMD paths
+// are both checked against the reference and against each other.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "error.hpp"
+#include "host-services.hpp"
+#include "plugin-host.hpp"
+
+#if __has_include(<basalt/blocks/dequantize.hpp>)
+#include <basalt/blocks/dequantize.hpp>
+#include <basalt/blocks/half.hpp>
+namespace blk = basalt::blocks;
+constexpr bool kHaveBlocks = true;
+#else
+#include "dequantize.hpp"
+#include "half.hpp"
+namespace blk = basalt;
+// Until basalt_blocks exists the CPU plugin dequantizes only f32/f16/bf16/q8_0/q4_0 itself (GET_ROWS, CAST).
+constexpr bool kHaveBlocks = false;
+#endif
+
+// plugin-host.cpp labels components with basalt_component_kind_name, which lives in the shared library's API
+// layer, not in basalt_core; this weak stand-in lets a basalt_core-only binary link the plugin host.
+extern "C" __attribute__((weak)) const char* basalt_component_kind_name(basalt_component_kind kind) {
+    static const char* const kNames[] = {"", "backend", "kv_cache", "sampler", "decoder", "steering"};
+    return kind >= BASALT_COMPONENT_BACKEND && kind <= BASALT_COMPONENT_STEERING ? kNames[kind] : "unknown";
+}
+
+#ifndef BASALT_TEST_BACKEND_CPU
+#error "BASALT_TEST_BACKEND_CPU must name basalt-backend-cpu.so"
+#endif
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Types and host-side tensors
+
+struct TypeFacts {
+    basalt_dtype type;
+    const char* name;
+    int block;
+    int bytes;
+};
+
+const TypeFacts kTypes[] = {
+    {BASALT_DTYPE_F32, "f32", 1, 4},       {BASALT_DTYPE_F16, "f16", 1, 2},       {BASALT_DTYPE_BF16, "bf16", 1, 2},
+    {BASALT_DTYPE_I32, "i32", 1, 4},       {BASALT_DTYPE_Q4_0, "q4_0", 32, 18},   {BASALT_DTYPE_Q4_1, "q4_1", 32, 20},
+    {BASALT_DTYPE_Q5_0, "q5_0", 32, 22},   {BASALT_DTYPE_Q5_1, "q5_1", 32, 24},   {BASALT_DTYPE_Q8_0, "q8_0", 32, 34},
+    {BASALT_DTYPE_Q2_K, "q2_K", 256, 84},  {BASALT_DTYPE_Q3_K, "q3_K", 256, 110}, {BASALT_DTYPE_Q4_K, "q4_K", 256, 144},
+    {BASALT_DTYPE_Q5_K, "q5_K", 256, 176}, {BASALT_DTYPE_Q6_K, "q6_K", 256, 210},
+};
+
+const TypeFacts& facts(basalt_dtype t) {
+    for (const auto& f : kTypes) {
+        if (f.type == t) return f;
+    }
+    throw std::runtime_error("unknown type in test");
+}
+
+int64_t row_bytes(basalt_dtype t, int64_t ne0) {
+    return ne0 / facts(t).block * facts(t).bytes;
+}
+
+enum class Kind { Input, Output, Intermediate };
+
+struct HostTensor {
+    std::string name;
+    basalt_dtype type = BASALT_DTYPE_F32;
+    std::vector<int64_t> ne;
+    Kind kind = Kind::Input;
+    std::vector<uint8_t> data;  // packed rows (inputs)
+    int64_t row_pad = 0;        // extra bytes after each row in the device layout (strided views)
+
+    int64_t nrows() const {
+        int64_t r = 1;
+        for (size_t i = 1; i < ne.size(); ++i) r *= ne[i];
+        return r;
+    }
+    int64_t nelements() const { return ne[0] * nrows(); }
+};
+
+struct NodeSpec {
+    basalt_op op;
+    std::string name;
+    int out;
+    std::vector<int> in;
+    std::vector<int32_t> ip;
+    std::vector<float> fp;
+};
+
+struct Case {
+    std::string name;
+    std::vector<HostTensor> tensors;
+    std::vector<NodeSpec> nodes;
+    int result = -1;
+    std::vector<double> expected;
+    double tol = 1e-7;
+    bool matmul_like = false;   // compared across ISAs with the tighter consistency tolerance
+    bool needs_blocks = false;  // dequantizes a type the CPU plugin takes from basalt_blocks
+};
+
+bool plugin_dequantizes_natively(basalt_dtype t) {
+    return t == BASALT_DTYPE_F32 || t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_BF16 || t == BASALT_DTYPE_Q8_0 ||
+           t == BASALT_DTYPE_Q4_0;
+}
+
+using Rng = std::mt19937_64;
+
+std::vector<float> uniform(Rng& rng, int64_t n, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+void put_f16(uint8_t* p, float v) {
+    const uint16_t h = blk::fp32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+}
+
+// Random but well-scaled blocks: every byte random, then the fp16 scale fields set to sane magnitudes.
+std::vector<uint8_t> random_blocks(Rng& rng, basalt_dtype t, int64_t n) {
+    const TypeFacts& f = facts(t);
+    std::vector<uint8_t> b(static_cast<size_t>(n / f.block * f.bytes));
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto& x : b) x = static_cast<uint8_t>(byte(rng));
+    std::uniform_real_distribution<float> u(0.5f, 1.5f);
+    for (size_t o = 0; o < b.size(); o += static_cast<size_t>(f.bytes)) {
+        uint8_t* p = b.data() + o;
+        switch (t) {
+            case BASALT_DTYPE_Q4_0:
+                put_f16(p, 0.1f * u(rng));
+                break;
+            case BASALT_DTYPE_Q4_1:
+                put_f16(p, 0.05f * u(rng));
+                put_f16(p + 2, -0.4f * u(rng));
+                break;
+            case BASALT_DTYPE_Q5_0:
+                put_f16(p, 0.05f * u(rng));
+                break;
+            case BASALT_DTYPE_Q5_1:
+                put_f16(p, 0.03f * u(rng));
+                put_f16(p + 2, -0.4f * u(rng));
+                break;
+            case BASALT_DTYPE_Q8_0:
+                put_f16(p, 0.01f * u(rng));
+                break;
+            case BASALT_DTYPE_Q2_K:
+                put_f16(p + 80, 0.02f * u(rng));
+                put_f16(p + 82, 0.005f * u(rng));
+                break;
+            case BASALT_DTYPE_Q3_K:
+                put_f16(p + 108, 0.005f * u(rng));
+                break;
+            case BASALT_DTYPE_Q4_K:
+                put_f16(p, 0.001f * u(rng));
+                put_f16(p + 2, 0.001f * u(rng));
+                break;
+            case BASALT_DTYPE_Q5_K:
+                put_f16(p, 0.0005f * u(rng));
+                put_f16(p + 2, 0.001f * u(rng));
+                break;
+            case BASALT_DTYPE_Q6_K:
+                put_f16(p + 208, 0.0002f * u(rng));
+                break;
+            default:
+                break;
+        }
+    }
+    return b;
+}
+
+// Data of `type` holding n elements: floats rounded to the type, or random blocks.
+std::vector<uint8_t> random_data(Rng& rng, basalt_dtype t, int64_t n) {
+    if (t == BASALT_DTYPE_F32) return bytes_of(uniform(rng, n));
+    if (t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_BF16) {
+        const auto f = uniform(rng, n);
+        std::vector<uint16_t> h(f.size());
+        for (size_t i = 0; i < f.size(); ++i)
+            h[i] = t == BASALT_DTYPE_F16 ? blk::fp32_to_fp16(f[i]) : blk::fp32_to_bf16(f[i]);
+        return bytes_of(h);
+    }
+    return random_blocks(rng, t, n);
+}
+
+// Logical values of packed data (any float/quantized type, or I32).
+std::vector<double> values(basalt_dtype t, const uint8_t* p, int64_t n) {
+    std::vector<double> out(static_cast<size_t>(n));
+    if (t == BASALT_DTYPE_I32) {
+        for (int64_t i = 0; i < n; ++i) {
+            int32_t v;
+            std::memcpy(&v, p + 4 * i, 4);
+            out[static_cast<size_t>(i)] = v;
+        }
+        return out;
+    }
+    std::vector<float> f(static_cast<size_t>(n));
+    blk::dequantize_row(t, p, f.data(), n);
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = f[static_cast<size_t>(i)];
+    return out;
+}
+
+std::vector<double> values(const HostTensor& t) {
+    return values(t.type, t.data.data(), t.nelements());
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Case construction helpers
+
+struct Builder {
+    Case c;
+    Rng& rng;
+    explicit Builder(Rng& r, std::string name) : rng(r) { c.name = std::move(name); }
+
+    int add(HostTensor t) {
+        c.tensors.push_back(std::move(t));
+        return static_cast<int>(c.tensors.size()) - 1;
+    }
+    int input(const std::string& name, basalt_dtype t, std::vector<int64_t> ne) {
+        HostTensor h{name, t, std::move(ne), Kind::Input, {}, 0};
+        h.data = random_data(rng, t, h.nelements());
+        return add(std::move(h));
+    }
+    int input_data(const std::string& name, basalt_dtype t, std::vector<int64_t> ne, std::vector<uint8_t> data) {
+        return add(HostTensor{name, t, std::move(ne), Kind::Input, std::move(data), 0});
+    }
+    int ints(const std::string& name, std::vector<int64_t> ne, const std::vector<int32_t>& v) {
+        return input_data(name, BASALT_DTYPE_I32, std::move(ne), bytes_of(v));
+    }
+    int output(const std::string& name, basalt_dtype t, std::vector<int64_t> ne) {
+        return add(HostTensor{name, t, std::move(ne), Kind::Output, {}, 0});
+    }
+    int intermediate(const std::string& name, std::vector<int64_t> ne) {
+        return add(HostTensor{name, BASALT_DTYPE_F32, std::move(ne), Kind::Intermediate, {}, 0});
+    }
+    void node(basalt_op op, int out, std::vector<int> in, std::vector<int32_t> ip = {}, std::vector<float> fp = {}) {
+        c.nodes.push_back(
+            NodeSpec{op, "node" + std::to_string(c.nodes.size()), out, std::move(in), std::move(ip), std::move(fp)});
+        c.result = out;
+    }
+    std::vector<double> vals(int i) const { return values(c.tensors[static_cast<size_t>(i)]); }
+    Case done(std::vector<double> expected, double tol) {
+        c.expected = std::move(expected);
+        c.tol = tol;
+        return std::move(c);
+    }
+};
+
+std::string shape_str(std::initializer_list<int64_t> dims) {
+    std::string s;  // append(): GCC 12 reports a bogus -Wrestrict for `literal + std::string`
+    for (auto d : dims) s.append(s.empty() ? "" : "x").append(std::to_string(d));
+    return s;
+}
+
+// Tolerance of a matmul whose activations the backend converts for the weight type.
+double matmul_tol(basalt_dtype w) {
+    switch (w) {
+        case BASALT_DTYPE_F32:
+        case BASALT_DTYPE_BF16:
+            return 1e-9;
+        case BASALT_DTYPE_F16:
+            return 2e-6;  // activations rounded to f16
+        default:
+            return 5e-4;  // activations quantized to q8 per 32 / 256
+    }
+}
+
+std::vector<double> matmul_ref(const std::vector<double>& w, const std::vector<double>& x, int64_t k, int64_t n,
+                               int64_t m) {
+    std::vector<double> out(static_cast<size_t>(n * m));
+    for (int64_t j = 0; j < m; ++j) {
+        for (int64_t i = 0; i < n; ++i) {
+            double s = 0;
+            for (int64_t l = 0; l < k; ++l) s += w[static_cast<size_t>(i * k + l)] * x[static_cast<size_t>(j * k + l)];
+            out[static_cast<size_t>(j * n + i)] = s;
+        }
+    }
+    return out;
+}
+
+Case matmul_case(Rng& rng, basalt_dtype wt, int64_t k, int64_t n, std::vector<int64_t> xdims, int64_t pad = 0) {
+    int64_t m = 1;
+    for (auto d : xdims) m *= d;
+    Builder b(rng, std::string("MATMUL ") + facts(wt).name + " K=" + std::to_string(k) + " N=" + std::to_string(n) +
+                       " M=" + std::to_string(m) + (pad ? " strided" : ""));
+    const int w = b.input("w", wt, {k, n});
+    std::vector<int64_t> xne{k};
+    xne.insert(xne.end(), xdims.begin(), xdims.end());
+    const int x = b.input("x", BASALT_DTYPE_F32, xne);
+    b.c.tensors[static_cast<size_t>(x)].row_pad = pad;
+    std::vector<int64_t> one{n};
+    one.insert(one.end(), xdims.begin(), xdims.end());
+    const int o = b.output("out", BASALT_DTYPE_F32, one);
+    b.node(BASALT_OP_MATMUL, o, {w, x});
+    b.c.matmul_like = true;
+    return b.done(matmul_ref(b.vals(w), b.vals(x), k, n, m), matmul_tol(wt));
+}
+
+template <typename F>
+Case unary_case(Rng& rng, basalt_op op, const char* name, std::vector<int64_t> ne, std::vector<float> fp, F&& f) {
+    Builder b(rng, std::string(name) + " " + std::to_string(ne[0]) + "x" + std::to_string(ne.size() > 1 ? ne[1] : 1));
+    const int x = b.input("x", BASALT_DTYPE_F32, ne);
+    const int o = b.output("out", BASALT_DTYPE_F32, ne);
+    b.node(op, o, {x}, {}, fp);
+    const auto xv = b.vals(x);
+    std::vector<double> e(xv.size());
+    const int64_t n = ne[0];
+    for (size_t r = 0; r < xv.size() / static_cast<size_t>(n); ++r) f(&xv[r * n], &e[r * n], n);
+    return b.done(e, 1e-7);
+}
+
+double gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double silu(double x) {
+    return x / (1.0 + std::exp(-x));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Attention
+
+struct AttnSpec {
+    int64_t hd_k = 64, hd_v = 64, n_head = 4, n_kv = 2, n_slots = 16;
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> lists;  // (slot, position), slot -1 = unused
+    std::vector<std::pair<int32_t, int32_t>> queries;             // (list, position)
+    int32_t window = 0, sinks = 0;
+    float scale = 0.125f, cap = 0.0f;
+    basalt_dtype kt = BASALT_DTYPE_F32, vt = BASALT_DTYPE_F32;
+    std::string label;
+};
+
+Case attention_case(Rng& rng, const AttnSpec& s) {
+    Builder b(rng, "ATTENTION " + s.label + " k " + facts(s.kt).name + " v " + facts(s.vt).name);
+    const auto tokens = static_cast<int64_t>(s.queries.size());
+    int64_t n_vis = 0;
+    for (const auto& l : s.lists) n_vis = std::max<int64_t>(n_vis, static_cast<int64_t>(l.size()));
+    const int q = b.input("q", BASALT_DTYPE_F32, {s.hd_k, s.n_head, tokens});
+    const int kc = b.input("k_cache", s.kt, {s.hd_k * s.n_kv, s.n_slots});
+    const int vc = b.input("v_cache", s.vt, {s.hd_v * s.n_kv, s.n_slots});
+    std::vector<int32_t> lv;
+    for (const auto& l : s.lists) {
+        for (int64_t i = 0; i < n_vis; ++i) {
+            if (i < static_cast<int64_t>(l.size())) {
+                lv.push_back(l[static_cast<size_t>(i)].first);
+                lv.push_back(l[static_cast<size_t>(i)].second);
+            } else {
+                lv.push_back(-1);
+                lv.push_back(0);
+            }
+        }
+    }
+    std::vector<int32_t> qv;
+    for (const auto& [g, p] : s.queries) {
+        qv.push_back(g);
+        qv.push_back(p);
+    }
+    const int li = b.ints("lists", {2 * n_vis, static_cast<int64_t>(s.lists.size())}, lv);
+    const int qi = b.ints("queries", {2, tokens}, qv);
+    const int o = b.output("out", BASALT_DTYPE_F32, {s.hd_v * s.n_head, tokens});
+    b.node(BASALT_OP_ATTENTION, o, {q, kc, vc, li, qi}, {s.window, s.sinks}, {s.scale, s.cap});
+    const auto Q = b.vals(q);
+    const auto K = b.vals(kc);
+    const auto V = b.vals(vc);
+    std::vector<double> e(static_cast<size_t>(s.hd_v * s.n_head * tokens), 0.0);
+    for (int64_t t = 0; t < tokens; ++t) {
+        const auto [g, pos] = s.queries[static_cast<size_t>(t)];
+        for (int64_t h = 0; h < s.n_head; ++h) {
+            const int64_t kvh = h / (s.n_head / s.n_kv);
+            std::vector<double> sc;
+            std::vector<int32_t> sl;
+            for (int64_t i = 0; i < n_vis; ++i) {
+                const int32_t slot = lv[static_cast<size_t>(2 * (g * n_vis + i))];
+                const int32_t p = lv[static_cast<size_t>(2 * (g * n_vis + i) + 1)];
+                if (slot < 0 || p > pos) continue;
+                if (s.window != 0 && !(p > pos - s.window || p < s.sinks)) continue;
+                double d = 0;
+                for (int64_t j = 0; j < s.hd_k; ++j) {
+                    d += Q[static_cast<size_t>((t * s.n_head + h) * s.hd_k + j)] *
+                         K[static_cast<size_t>(slot * s.hd_k * s.n_kv + kvh * s.hd_k + j)];
+                }
+                d *= s.scale;
+                if (s.cap > 0) d = s.cap * std::tanh(d / s.cap);
+                sc.push_back(d);
+                sl.push_back(slot);
+            }
+            if (sc.empty()) continue;
+            const double mx = *std::max_element(sc.begin(), sc.end());
+            double sum = 0;
+            for (auto& x : sc) sum += (x = std::exp(x - mx));
+            for (size_t i = 0; i < sc.size(); ++i) {
+                for (int64_t j = 0; j < s.hd_v; ++j) {
+                    e[static_cast<size_t>(t * s.hd_v * s.n_head + h * s.hd_v + j)] +=
+                        sc[i] / sum * V[static_cast<size_t>(sl[i] * s.hd_v * s.n_kv + kvh * s.hd_v + j)];
+                }
+            }
+        }
+    }
+    return b.done(e, 1e-7);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// MoE
+
+Case moe_case(Rng& rng, basalt_dtype wt, int64_t k_in, int64_t n, int64_t n_expert, int64_t k, int64_t tokens,
+              bool per_expert) {
+    Builder b(rng, std::string("MOE_MATMUL ") + facts(wt).name + " " + shape_str({k_in, n, n_expert}) + " k=" +
+                       std::to_string(k) + " T=" + std::to_string(tokens) + (per_expert ? " per-expert" : " shared"));
+    const int w = b.input("experts", wt, {k_in, n, n_expert});
+    const int x =
+        per_expert ? b.input("x", BASALT_DTYPE_F32, {k_in, k, tokens}) : b.input("x", BASALT_DTYPE_F32, {k_in, tokens});
+    std::vector<int32_t> ids;
+    for (int64_t t = 0; t < tokens; ++t) {
+        std::vector<int32_t> all(static_cast<size_t>(n_expert));
+        std::iota(all.begin(), all.end(), 0);
+        std::shuffle(all.begin(), all.end(), rng);
+        for (int64_t j = 0; j < k; ++j) ids.push_back(all[static_cast<size_t>(j)]);
+    }
+    const int id = b.ints("ids", {k, tokens}, ids);
+    const int o = b.output("out", BASALT_DTYPE_F32, {n, k, tokens});
+    b.node(BASALT_OP_MOE_MATMUL, o, {w, x, id});
+    const auto W = b.vals(w);
+    const auto X = b.vals(x);
+    std::vector<double> e(static_cast<size_t>(n * k * tokens));
+    for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t j = 0; j < k; ++j) {
+            const int64_t ex = ids[static_cast<size_t>(t * k + j)];
+            const int64_t xr = per_expert ? t * k + j : t;
+            for (int64_t i = 0; i < n; ++i) {
+                double s = 0;
+                for (int64_t l = 0; l < k_in; ++l) {
+                    s += W[static_cast<size_t>((ex * n + i) * k_in + l)] * X[static_cast<size_t>(xr * k_in + l)];
+                }
+                e[static_cast<size_t>((t * k + j) * n + i)] = s;
+            }
+        }
+    }
+    b.c.matmul_like = true;
+    return b.done(e, matmul_tol(wt));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The table
+
+std::vector<Case> all_cases() {
+    Rng rng(1234);
+    std::vector<Case> cs;
+    const basalt_dtype blk32[] = {BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0, BASALT_DTYPE_Q4_1, BASALT_DTYPE_Q5_0,
+                                  BASALT_DTYPE_Q5_1};
+    const basalt_dtype kq[] = {BASALT_DTYPE_Q2_K, BASALT_DTYPE_Q3_K, BASALT_DTYPE_Q4_K, BASALT_DTYPE_Q5_K,
+                               BASALT_DTYPE_Q6_K};
+    const basalt_dtype flt[] = {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_BF16};
+
+    // MATMUL: odd sizes, long rows, T = 1 and T > 1, 3-D activations, strided activations.
+    for (auto t : flt) {
+        for (auto [k, n, m] :
+             {std::tuple{1, 1, 1}, {7, 5, 3}, {33, 17, 4}, {1000, 13, 1}, {4100, 3, 2}, {64, 70, 20}}) {
+            cs.push_back(matmul_case(rng, t, k, n, {m}));
+        }
+        cs.push_back(matmul_case(rng, t, 48, 9, {3, 2}, 16));
+    }
+    for (auto t : blk32) {
+        for (auto [k, n, m] : {std::tuple{32, 1, 1}, {96, 37, 1}, {576, 65, 3}, {4096, 17, 2}, {160, 33, 20}}) {
+            cs.push_back(matmul_case(rng, t, k, n, {m}));
+        }
+        cs.push_back(matmul_case(rng, t, 64, 9, {3, 2}, 32));
+    }
+    for (auto t : kq) {
+        for (auto [k, n, m] : {std::tuple{256, 1, 1}, {512, 37, 1}, {768, 19, 5}, {4096, 9, 2}, {256, 40, 18}}) {
+            cs.push_back(matmul_case(rng, t, k, n, {m}));
+        }
+    }
+
+    // GET_ROWS: every weight type, repeated ids.
+    for (auto t : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_BF16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0,
+                   BASALT_DTYPE_Q4_1, BASALT_DTYPE_Q5_0, BASALT_DTYPE_Q5_1, BASALT_DTYPE_Q2_K, BASALT_DTYPE_Q3_K,
+                   BASALT_DTYPE_Q4_K, BASALT_DTYPE_Q5_K, BASALT_DTYPE_Q6_K}) {
+        const int64_t n = facts(t).block == 256 ? 512 : (facts(t).block == 32 ? 96 : 37);
+        Builder b(rng, std::string("GET_ROWS ") + facts(t).name + " n=" + std::to_string(n));
+        const int src = b.input("table", t, {n, 11});
+        const std::vector<int32_t> ids{3, 0, 10, 3, 7};
+        const int id = b.ints("ids", {5}, ids);
+        const int o = b.output("out", BASALT_DTYPE_F32, {n, 5});
+        b.node(BASALT_OP_GET_ROWS, o, {src, id});
+        b.c.needs_blocks = !plugin_dequantizes_natively(t);
+        const auto v = b.vals(src);
+        std::vector<double> e;
+        for (auto i : ids) e.insert(e.end(), v.begin() + i * n, v.begin() + (i + 1) * n);
+        cs.push_back(b.done(e, 0));
+    }
+
+    // ADD / MUL: same shape, [n] and [n, 1] broadcast.
+    for (auto op : {BASALT_OP_ADD, BASALT_OP_MUL}) {
+        const char* nm = op == BASALT_OP_ADD ? "ADD" : "MUL";
+        for (auto [n, r, bshape] : {std::tuple{1, 1, 0}, {7, 3, 0}, {4097, 2, 1}, {64, 6, 2}, {5, 9, 1}}) {
+            Builder b(rng, std::string(nm) + " " + std::to_string(n) + "x" + std::to_string(r) +
+                               (bshape == 0   ? " same"
+                                : bshape == 1 ? " bcast [n]"
+                                              : " bcast [n,1]"));
+            const int x = b.input("a", BASALT_DTYPE_F32, {n, r});
+            const int y = bshape == 0   ? b.input("b", BASALT_DTYPE_F32, {n, r})
+                          : bshape == 1 ? b.input("b", BASALT_DTYPE_F32, {n})
+                                        : b.input("b", BASALT_DTYPE_F32, {n, 1});
+            const int o = b.output("out", BASALT_DTYPE_F32, {n, r});
+            b.node(op, o, {x, y});
+            const auto A = b.vals(x);
+            const auto B = b.vals(y);
+            std::vector<double> e(A.size());
+            for (size_t i = 0; i < A.size(); ++i) {
+                const double bb = B[bshape == 0 ? i : i % static_cast<size_t>(n)];
+                e[i] = op == BASALT_OP_ADD ? A[i] + bb : A[i] * bb;
+            }
+            cs.push_back(b.done(e, 1e-7));
+        }
+    }
+
+    // Row-wise unary ops.
+    for (auto ne : {std::vector<int64_t>{1, 1}, {5, 3}, {4096, 2}, {333, 7}, {16, 2, 3}}) {
+        cs.push_back(unary_case(rng, BASALT_OP_SCALE, "SCALE", ne, {0.37f}, [](const double* x, double* y, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) y[i] = x[i] * static_cast<double>(0.37f);
+        }));
+        cs.push_back(
+            unary_case(rng, BASALT_OP_RMS_NORM, "RMS_NORM", ne, {1e-5f}, [](const double* x, double* y, int64_t n) {
+                double s = 0;
+                for (int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+                for (int64_t i = 0; i < n; ++i) y[i] = x[i] / std::sqrt(s / n + static_cast<double>(1e-5f));
+            }));
+        cs.push_back(
+            unary_case(rng, BASALT_OP_LAYER_NORM, "LAYER_NORM", ne, {1e-5f}, [](const double* x, double* y, int64_t n) {
+                double m = 0;
+                for (int64_t i = 0; i < n; ++i) m += x[i];
+                m /= n;
+                double v = 0;
+                for (int64_t i = 0; i < n; ++i) v += (x[i] - m) * (x[i] - m);
+                v /= n;
+                for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) / std::sqrt(v + static_cast<double>(1e-5f));
+            }));
+        for (float sc : {1.0f, 3.5f}) {
+            cs.push_back(unary_case(rng, BASALT_OP_SOFTMAX, sc == 1.0f ? "SOFTMAX" : "SOFTMAX scaled", ne, {sc},
+                                    [sc](const double* x, double* y, int64_t n) {
+                                        double mx = -INFINITY;
+                                        for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i] * sc);
+                                        double s = 0;
+                                        for (int64_t i = 0; i < n; ++i) s += (y[i] = std::exp(x[i] * sc - mx));
+                                        for (int64_t i = 0; i < n; ++i) y[i] /= s;
+                                    }));
+        }
+        cs.push_back(unary_case(rng, BASALT_OP_SILU, "SILU", ne, {}, [](const double* x, double* y, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) y[i] = silu(x[i]);
+        }));
+        cs.push_back(unary_case(rng, BASALT_OP_GELU, "GELU", ne, {}, [](const double* x, double* y, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(x[i]);
+        }));
+        cs.push_back(unary_case(rng, BASALT_OP_GELU_ERF, "GELU_ERF", ne, {}, [](const double* x, double* y, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) y[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+        }));
+    }
+
+    // SWIGLU / GEGLU.
+    for (auto op : {BASALT_OP_SWIGLU, BASALT_OP_GEGLU}) {
+        for (auto [n, r] : {std::pair{1, 1}, {1536, 3}, {77, 5}}) {
+            Builder b(rng, std::string(op == BASALT_OP_SWIGLU ? "SWIGLU " : "GEGLU ") + shape_str({n, r}));
+            const int x = b.input("gate", BASALT_DTYPE_F32, {n, r});
+            const int y = b.input("up", BASALT_DTYPE_F32, {n, r});
+            const int o = b.output("out", BASALT_DTYPE_F32, {n, r});
+            b.node(op, o, {x, y});
+            const auto A = b.vals(x);
+            const auto B = b.vals(y);
+            std::vector<double> e(A.size());
+            for (size_t i = 0; i < A.size(); ++i) e[i] = (op == BASALT_OP_SWIGLU ? silu(A[i]) : gelu_tanh(A[i])) * B[i];
+            cs.push_back(b.done(e, 1e-7));
+        }
+    }
+
+    // ROPE: both modes, full and partial rotation, frequency scaling, large positions.
+    for (int mode : {0, 1}) {
+        for (auto [hd, nh, tk, nrot, fs] :
+             {std::tuple{64, 4, 3, 64, 1.0f}, {128, 2, 1, 128, 1.0f}, {80, 3, 5, 32, 0.25f}, {2, 1, 2, 2, 1.0f}}) {
+            Builder b(rng, "ROPE mode " + std::to_string(mode) + " " + shape_str({hd, nh, tk}) + " n_rot " +
+                               std::to_string(nrot));
+            const int x = b.input("x", BASALT_DTYPE_F32, {hd, nh, tk});
+            std::vector<int32_t> pos;
+            for (int t = 0; t < tk; ++t) pos.push_back(t == 0 ? 0 : static_cast<int32_t>(rng() % 5000));
+            const int p = b.ints("pos", {tk}, pos);
+            const int o = b.output("out", BASALT_DTYPE_F32, {hd, nh, tk});
+            const float base = 10000.0f;
+            b.node(BASALT_OP_ROPE, o, {x, p}, {mode, nrot}, {base, fs});
+            auto e = b.vals(x);
+            for (int t = 0; t < tk; ++t) {
+                for (int h = 0; h < nh; ++h) {
+                    double* v = &e[static_cast<size_t>((t * nh + h) * hd)];
+                    for (int i = 0; i < nrot / 2; ++i) {
+                        const double th = pos[static_cast<size_t>(t)] * static_cast<double>(fs) *
+                                          std::pow(static_cast<double>(base), -2.0 * i / nrot);
+                        const int a = mode == 1 ? i : 2 * i;
+                        const int c2 = mode == 1 ? i + nrot / 2 : 2 * i + 1;
+                        const double x0 = v[a];
+                        const double x1 = v[c2];
+                        v[a] = x0 * std::cos(th) - x1 * std::sin(th);
+                        v[c2] = x0 * std::sin(th) + x1 * std::cos(th);
+                    }
+                }
+            }
+            cs.push_back(b.done(e, 1e-7));
+        }
+    }
+
+    // ATTENTION: T = 1 and T > 1, GQA, ragged lists with -1 padding, windows and sinks, soft-cap, cache types.
+    for (auto kt : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0}) {
+        AttnSpec s;
+        s.kt = kt;
+        s.vt = kt;
+        s.n_slots = 24;
+        s.lists = {{{5, 0}, {6, 1}, {7, 2}, {8, 3}, {9, 4}, {10, 5}}};
+        s.queries = {{0, 5}};
+        s.label = "decode GQA 4/2";
+        cs.push_back(attention_case(rng, s));
+        // Two sequences, prefill of 4 + 2 tokens, causal, lists of different lengths (padded).
+        s.lists = {{{0, 0}, {1, 1}, {2, 2}, {3, 3}}, {{12, 0}, {13, 1}}};
+        s.queries = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}};
+        s.label = "ragged prefill";
+        cs.push_back(attention_case(rng, s));
+    }
+    {
+        AttnSpec s;
+        s.n_head = 8;
+        s.n_kv = 1;
+        s.hd_k = 32;
+        s.hd_v = 48;
+        s.n_slots = 40;
+        for (int i = 0; i < 30; ++i) s.lists.resize(1), s.lists[0].push_back({(i * 7) % 40, i});
+        s.lists[0].push_back({-1, 0});
+        s.queries = {{0, 29}, {0, 10}, {0, 0}};
+        s.window = 8;
+        s.sinks = 2;
+        s.label = "MQA window 8 sinks 2 hd_v 48";
+        cs.push_back(attention_case(rng, s));
+        s.kt = BASALT_DTYPE_F16;
+        s.vt = BASALT_DTYPE_Q8_0;
+        s.hd_v = 64;
+        s.cap = 2.0f;
+        s.scale = 1.0f;
+        s.window = 0;
+        s.sinks = 0;
+        s.label = "soft-cap 2";
+        cs.push_back(attention_case(rng, s));
+        // A query whose list holds nothing it may see: zeros.
+        s.lists = {{{3, 4}, {4, 5}}, {{-1, 0}, {-1, 0}}};
+        s.queries = {{0, 1}, {1, 9}, {0, 5}};
+        s.cap = 0.0f;
+        s.label = "nothing visible";
+        cs.push_back(attention_case(rng, s));
+    }
+    {
+        AttnSpec s;
+        s.n_head = 6;
+        s.n_kv = 6;
+        s.hd_k = 128;
+        s.hd_v = 128;
+        s.n_slots = 300;
+        s.lists.resize(1);
+        for (int i = 0; i < 300; ++i) s.lists[0].push_back({299 - i, i});
+        s.queries = {{0, 299}};
+        s.label = "long context 300 MHA";
+        cs.push_back(attention_case(rng, s));
+    }
+
+    // KV_WRITE into F32 / F16 / Q8_0 caches: the whole cache is the result (untouched slots included).
+    for (auto ct : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0}) {
+        Builder b(rng, std::string("KV_WRITE ") + facts(ct).name);
+        const int64_t n = 96;
+        const int x = b.input("x", BASALT_DTYPE_F32, {n, 3});
+        const int cache = b.input("cache", ct, {n, 10});
+        const std::vector<int32_t> slots{7, 2, 9};
+        const int sl = b.ints("slots", {3}, slots);
+        b.node(BASALT_OP_KV_WRITE, cache, {x, cache, sl});
+        auto e = b.vals(cache);
+        const auto X = b.vals(x);
+        for (size_t i = 0; i < slots.size(); ++i) {
+            std::copy(X.begin() + static_cast<std::ptrdiff_t>(i * n),
+                      X.begin() + static_cast<std::ptrdiff_t>((i + 1) * n), e.begin() + slots[i] * n);
+        }
+        cs.push_back(b.done(e, ct == BASALT_DTYPE_F32 ? 0 : ct == BASALT_DTYPE_F16 ? 1e-6 : 1e-4));
+    }
+
+    // TOPK with ties (lower index first).
+    for (auto [n, k, tk] : {std::tuple{8, 2, 1}, {60, 4, 3}, {5, 5, 2}}) {
+        Builder b(rng, "TOPK " + std::to_string(k) + " of " + std::to_string(n) + " T=" + std::to_string(tk));
+        auto v = uniform(rng, n * tk);
+        v[1] = v[3];  // a tie
+        const int x = b.input_data("logits", BASALT_DTYPE_F32, {n, tk}, bytes_of(v));
+        const int o = b.output("ids", BASALT_DTYPE_I32, {k, tk});
+        b.node(BASALT_OP_TOPK, o, {x}, {k});
+        std::vector<double> e;
+        for (int t = 0; t < tk; ++t) {
+            std::vector<int> idx(static_cast<size_t>(n));
+            std::iota(idx.begin(), idx.end(), 0);
+            std::stable_sort(idx.begin(), idx.end(), [&](int a, int c) { return v[t * n + a] > v[t * n + c]; });
+            for (int j = 0; j < k; ++j) e.push_back(idx[static_cast<size_t>(j)]);
+        }
+        cs.push_back(b.done(e, 0));
+    }
+
+    // MOE_MATMUL: shared and per-expert inputs, T = 1 and T > 1.
+    for (auto t : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0, BASALT_DTYPE_Q4_K,
+                   BASALT_DTYPE_Q6_K}) {
+        const int64_t kin = facts(t).block == 256 ? 256 : 64;
+        cs.push_back(moe_case(rng, t, kin, 24, 4, 2, 1, false));
+        cs.push_back(moe_case(rng, t, kin, 17, 8, 2, 5, true));
+        cs.push_back(moe_case(rng, t, kin, 9, 6, 3, 4, false));
+    }
+
+    // MOE_COMBINE and GATHER.
+    for (auto [n, k, tk] : {std::tuple{64, 2, 1}, {33, 3, 4}}) {
+        Builder b(rng, "MOE_COMBINE " + shape_str({n, k, tk}));
+        const int x = b.input("experts_out", BASALT_DTYPE_F32, {n, k, tk});
+        const int w = b.input("weights", BASALT_DTYPE_F32, {k, tk});
+        const int o = b.output("out", BASALT_DTYPE_F32, {n, tk});
+        b.node(BASALT_OP_MOE_COMBINE, o, {x, w});
+        const auto X = b.vals(x);
+        const auto W = b.vals(w);
+        std::vector<double> e(static_cast<size_t>(n * tk), 0.0);
+        for (int t = 0; t < tk; ++t) {
+            for (int j = 0; j < k; ++j) {
+                for (int i = 0; i < n; ++i)
+                    e[static_cast<size_t>(t * n + i)] +=
+                        W[static_cast<size_t>(t * k + j)] * X[static_cast<size_t>((t * k + j) * n + i)];
+            }
+        }
+        cs.push_back(b.done(e, 1e-7));
+    }
+    for (int renorm : {0, 1}) {
+        Builder b(rng, std::string("GATHER") + (renorm ? " renormalised" : ""));
+        const int64_t n = 8;
+        const int64_t k = 3;
+        const int64_t tk = 4;
+        const int x = b.input_data("probs", BASALT_DTYPE_F32, {n, tk}, bytes_of(uniform(rng, n * tk, 0.01f, 1.0f)));
+        std::vector<int32_t> ids;
+        for (int i = 0; i < k * tk; ++i) ids.push_back(static_cast<int32_t>(rng() % n));
+        const int id = b.ints("ids", {k, tk}, ids);
+        const int o = b.output("out", BASALT_DTYPE_F32, {k, tk});
+        b.node(BASALT_OP_GATHER, o, {x, id}, {renorm});
+        const auto X = b.vals(x);
+        std::vector<double> e;
+        for (int t = 0; t < tk; ++t) {
+            double s = 0;
+            for (int j = 0; j < k; ++j) s += X[static_cast<size_t>(t * n + ids[static_cast<size_t>(t * k + j)])];
+            for (int j = 0; j < k; ++j) {
+                const double v = X[static_cast<size_t>(t * n + ids[static_cast<size_t>(t * k + j)])];
+                e.push_back(renorm ? v / s : v);
+            }
+        }
+        cs.push_back(b.done(e, 1e-7));
+    }
+
+    // CAST and COPY.
+    for (auto [from, to] : {std::pair{BASALT_DTYPE_F32, BASALT_DTYPE_F16},
+                            {BASALT_DTYPE_F32, BASALT_DTYPE_BF16},
+                            {BASALT_DTYPE_F32, BASALT_DTYPE_Q8_0},
+                            {BASALT_DTYPE_F16, BASALT_DTYPE_F32},
+                            {BASALT_DTYPE_BF16, BASALT_DTYPE_F32},
+                            {BASALT_DTYPE_Q8_0, BASALT_DTYPE_F32},
+                            {BASALT_DTYPE_Q4_0, BASALT_DTYPE_F32},
+                            {BASALT_DTYPE_Q6_K, BASALT_DTYPE_F32},
+                            {BASALT_DTYPE_F16, BASALT_DTYPE_BF16}}) {
+        const int64_t n = facts(from).block == 256 ? 256 : 64;
+        Builder b(rng, std::string("CAST ") + facts(from).name + " -> " + facts(to).name);
+        const int x = b.input("x", from, {n, 3});
+        const int o = b.output("y", to, {n, 3});
+        b.node(BASALT_OP_CAST, o, {x});
+        b.c.needs_blocks = !plugin_dequantizes_natively(from);
+        const double tol = to == BASALT_DTYPE_F16    ? 1e-6
+                           : to == BASALT_DTYPE_BF16 ? 1e-4
+                           : to == BASALT_DTYPE_Q8_0 ? 1e-4
+                                                     : 0;
+        cs.push_back(b.done(b.vals(x), tol));
+    }
+    for (auto t : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_K}) {
+        const int64_t n = facts(t).block == 256 ? 256 : 64;
+        Builder b(rng, std::string("COPY ") + facts(t).name + " strided -> packed");
+        const int x = b.input("x", t, {n, 3});
+        b.c.tensors[static_cast<size_t>(x)].row_pad = 64;
+        const int o = b.output("y", t, {n, 3});
+        b.node(BASALT_OP_COPY, o, {x});
+        cs.push_back(b.done(b.vals(x), 0));
+    }
+    {
+        Builder b(rng, "COPY f32 reshape 12x5 -> 6x10");
+        const int x = b.input("x", BASALT_DTYPE_F32, {12, 5});
+        const int o = b.output("y", BASALT_DTYPE_F32, {6, 10});
+        b.node(BASALT_OP_COPY, o, {x});
+        cs.push_back(b.done(b.vals(x), 0));
+    }
+
+    // A small block with intermediates (buffer NULL) placed by the backend: norm -> mul -> matmul -> silu -> add.
+    for (auto wt : {BASALT_DTYPE_F32, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_K}) {
+        const int64_t d = 256;
+        const int64_t ff = 96;
+        const int64_t tk = 3;
+        Builder b(rng, std::string("CHAIN rms_norm*w -> matmul ") + facts(wt).name + " -> silu -> add");
+        const int x = b.input("x", BASALT_DTYPE_F32, {d, tk});
+        const int g = b.input("norm_w", BASALT_DTYPE_F32, {d});
+        const int w = b.input("w", wt, {d, ff});
+        const int bias = b.input("bias", BASALT_DTYPE_F32, {ff});
+        const int n1 = b.intermediate("normed", {d, tk});
+        const int n2 = b.intermediate("scaled", {d, tk});
+        const int n3 = b.intermediate("proj", {ff, tk});
+        const int n4 = b.intermediate("act", {ff, tk});
+        const int o = b.output("out", BASALT_DTYPE_F32, {ff, tk});
+        b.node(BASALT_OP_RMS_NORM, n1, {x}, {}, {1e-6f});
+        b.node(BASALT_OP_MUL, n2, {n1, g});
+        b.node(BASALT_OP_MATMUL, n3, {w, n2});
+        b.node(BASALT_OP_SILU, n4, {n3});
+        b.node(BASALT_OP_ADD, o, {n4, bias});
+        auto X = b.vals(x);
+        const auto G = b.vals(g);
+        for (int t = 0; t < tk; ++t) {
+            double s = 0;
+            for (int i = 0; i < d; ++i) s += X[static_cast<size_t>(t * d + i)] * X[static_cast<size_t>(t * d + i)];
+            const double inv = 1.0 / std::sqrt(s / d + static_cast<double>(1e-6f));
+            for (int i = 0; i < d; ++i) X[static_cast<size_t>(t * d + i)] *= inv * G[static_cast<size_t>(i)];
+        }
+        auto e = matmul_ref(b.vals(w), X, d, ff, tk);
+        const auto B = b.vals(bias);
+        for (size_t i = 0; i < e.size(); ++i) e[i] = silu(e[i]) + B[i % static_cast<size_t>(ff)];
+        b.c.matmul_like = true;
+        cs.push_back(b.done(e, matmul_tol(wt) * 4));
+    }
+    return cs;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Running a case through a backend plugin
+
+struct BackendUnderTest {
+    std::string label;
+    std::string component;
+    std::vector<std::pair<std::string, std::string>> params;
+    bool complete;  // must support every case (the reference backend)
+};
+
+// Later backends (Vulkan) add a row here.
+std::vector<BackendUnderTest> backends_under_test() {
+    return {
+        {"cpu/scalar/1t", "cpu", {{"isa", "scalar"}, {"threads", "1"}}, true},
+        {"cpu/avx2/2t", "cpu", {{"isa", "avx2"}, {"threads", "2"}}, true},
+        {"cpu/avx512/3t", "cpu", {{"isa", "avx512"}, {"threads", "3"}}, true},
+    };
+}
+
+struct Plugins {
+    basalt::PluginHost host;
+    std::map<std::string, const basalt_backend_iface*> ifaces;
+    Plugins() {
+        host.load(BASALT_TEST_BACKEND_CPU);
+        for (const auto& c : host.components()) {
+            if (c.kind == BASALT_COMPONENT_BACKEND) ifaces[c.name] = static_cast<const basalt_backend_iface*>(c.iface);
+        }
+    }
+};
+
+Plugins& plugins() {
+    static Plugins p;
+    return p;
+}
+
+const basalt_backend_iface* cpu_iface() {
+    auto it = plugins().ifaces.find("cpu");
+    REQUIRE(it != plugins().ifaces.end());
+    return it->second;
+}
+
+std::string plugin_message() {
+    return basalt::plugin_error_message();
+}
+
+// A backend instance created from key/value params; destroyed with the object.
+struct Instance {
+    const basalt_backend_iface* iface = nullptr;
+    void* be = nullptr;
+    basalt_status status = BASALT_OK;
+    std::string message;
+    Instance(const basalt_backend_iface* i, const std::vector<std::pair<std::string, std::string>>& kv) : iface(i) {
+        std::vector<const char*> keys;
+        std::vector<const char*> vals;
+        for (const auto& [k, v] : kv) {
+            keys.push_back(k.c_str());
+            vals.push_back(v.c_str());
+        }
+        basalt_params p{sizeof(basalt_params), 0, kv.size(), keys.data(), vals.data()};
+        basalt::clear_plugin_error();
+        status = iface->create(basalt::host_services(), 0, &p, &be);
+        if (status != BASALT_OK) message = plugin_message();
+    }
+    ~Instance() {
+        if (be != nullptr) iface->destroy(be);
+    }
+    Instance(const Instance&) = delete;
+    Instance& operator=(const Instance&) = delete;
+};
+
+struct RunResult {
+    enum { Ok, Unsupported, Failed } outcome = Ok;
+    std::string message;
+    std::vector<double> out;
+};
+
+// Device layout of a host tensor: contiguous except for row_pad bytes after every row.
+struct Layout {
+    int64_t nb[4];
+    uint64_t bytes;
+};
+
+Layout layout_of(const HostTensor& t) {
+    Layout l{};
+    int64_t ne[4] = {1, 1, 1, 1};
+    for (size_t i = 0; i < t.ne.size(); ++i) ne[i] = t.ne[i];
+    l.nb[0] = facts(t.type).bytes;
+    l.nb[1] = row_bytes(t.type, ne[0]) + t.row_pad;
+    l.nb[2] = l.nb[1] * ne[1];
+    l.nb[3] = l.nb[2] * ne[2];
+    l.bytes = static_cast<uint64_t>(l.nb[3] * ne[3]);
+    return l;
+}
+
+RunResult run_case(const basalt_backend_iface* iface, void* be, const Case& c) {
+    RunResult r;
+    std::vector<basalt_buffer*> bufs(c.tensors.size(), nullptr);
+    std::vector<basalt_tensor> ts(c.tensors.size());
+    auto cleanup = [&] {
+        for (auto* b : bufs) iface->buffer_free(be, b);
+    };
+    for (size_t i = 0; i < c.tensors.size(); ++i) {
+        const HostTensor& h = c.tensors[i];
+        const Layout l = layout_of(h);
+        basalt_tensor& t = ts[i];
+        t = basalt_tensor{};
+        t.struct_size = sizeof(basalt_tensor);
+        t.dtype = h.type;
+        t.n_dims = static_cast<int32_t>(h.ne.size());
+        for (size_t d = 0; d < 4; ++d) t.ne[d] = d < h.ne.size() ? h.ne[d] : 1;
+        for (size_t d = 0; d < 4; ++d) t.nb[d] = l.nb[d];
+        t.name = h.name.c_str();
+        if (h.kind == Kind::Intermediate) continue;
+        REQUIRE(iface->buffer_alloc(be, l.bytes, BASALT_BUFFER_IO, &bufs[i]) == BASALT_OK);
+        t.buffer = bufs[i];
+        // Outputs start as NaN bytes so an element the backend forgets to write fails the comparison.
+        std::vector<uint8_t> dev(l.bytes, 0xff);
+        if (h.kind == Kind::Input) {
+            const int64_t rb = row_bytes(h.type, h.ne[0]);
+            for (int64_t row = 0; row < h.nrows(); ++row) {
+                std::memcpy(dev.data() + row * l.nb[1], h.data.data() + row * rb, static_cast<size_t>(rb));
+            }
+        }
+        REQUIRE(iface->buffer_write(be, bufs[i], 0, dev.data(), dev.size()) == BASALT_OK);
+    }
+    std::vector<const basalt_tensor*> tp;
+    for (auto& t : ts) tp.push_back(&t);
+    std::vector<basalt_graph_node> nodes(c.nodes.size());
+    std::vector<const basalt_graph_node*> np;
+    for (size_t i = 0; i < c.nodes.size(); ++i) {
+        const NodeSpec& s = c.nodes[i];
+        basalt_graph_node& n = nodes[i];
+        n = basalt_graph_node{};
+        n.struct_size = sizeof(n);
+        n.op = s.op;
+        n.name = s.name.c_str();
+        n.output = s.out;
+        n.n_inputs = static_cast<int32_t>(s.in.size());
+        for (size_t k = 0; k < s.in.size(); ++k) n.inputs[k] = s.in[k];
+        for (size_t k = 0; k < s.ip.size(); ++k) n.iparams[k] = s.ip[k];
+        for (size_t k = 0; k < s.fp.size(); ++k) n.fparams[k] = s.fp[k];
+        np.push_back(&n);
+    }
+    basalt_graph g{sizeof(basalt_graph), 0, tp.size(), tp.data(), np.size(), np.data()};
+    for (size_t i = 0; i < np.size(); ++i) {
+        int32_t ok = 0;
+        basalt::clear_plugin_error();
+        const basalt_status st = iface->supports_node(be, &g, i, &ok);
+        if (st != BASALT_OK || ok == 0) {
+            r.outcome = st == BASALT_OK ? RunResult::Unsupported : RunResult::Failed;
+            r.message = "supports_node(" + c.nodes[i].name + ") = " + std::to_string(ok) + " " + plugin_message();
+            cleanup();
+            return r;
+        }
+    }
+    basalt::clear_plugin_error();
+    const basalt_status st = iface->graph_compute(be, &g);
+    if (st != BASALT_OK) {
+        r.outcome = RunResult::Failed;
+        r.message = "graph_compute: status " + std::to_string(st) + ": " + plugin_message();
+        cleanup();
+        return r;
+    }
+    const HostTensor& h = c.tensors[static_cast<size_t>(c.result)];
+    const Layout l = layout_of(h);
+    std::vector<uint8_t> dev(l.bytes);
+    REQUIRE(iface->buffer_read(be, bufs[static_cast<size_t>(c.result)], 0, dev.data(), dev.size()) == BASALT_OK);
+    const int64_t rb = row_bytes(h.type, h.ne[0]);
+    std::vector<uint8_t> packed(static_cast<size_t>(rb * h.nrows()));
+    for (int64_t row = 0; row < h.nrows(); ++row) {
+        std::memcpy(packed.data() + row * rb, dev.data() + row * l.nb[1], static_cast<size_t>(rb));
+    }
+    r.out = values(h.type, packed.data(), h.nelements());
+    cleanup();
+    return r;
+}
+
+// Normalised mean squared error; infinite on NaN or a size mismatch.
+double nmse(const std::vector<double>& got, const std::vector<double>& want) {
+    if (got.size() != want.size()) return INFINITY;
+    double num = 0;
+    double den = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (!std::isfinite(got[i])) return INFINITY;
+        num += (got[i] - want[i]) * (got[i] - want[i]);
+        den += want[i] * want[i];
+    }
+    if (den == 0) return num == 0 ? 0 : INFINITY;
+    return num / den;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Raw graph helpers for the malformed-graph tests
+
+struct RawGraph {
+    std::vector<basalt_tensor> ts;
+    std::vector<basalt_graph_node> ns;
+    std::vector<const basalt_tensor*> tp;
+    std::vector<const basalt_graph_node*> np;
+    basalt_graph g{};
+    int tensor(basalt_dtype type, std::vector<int64_t> ne, basalt_buffer* buf, const char* name) {
+        basalt_tensor t{};
+        t.struct_size = sizeof(t);
+        t.dtype = type;
+        t.n_dims = static_cast<int32_t>(ne.size());
+        for (size_t i = 0; i < 4; ++i) t.ne[i] = i < ne.size() ? ne[i] : 1;
+        t.nb[0] = facts(type).bytes;
+        t.nb[1] = row_bytes(type, t.ne[0]);
+        t.nb[2] = t.nb[1] * t.ne[1];
+        t.nb[3] = t.nb[2] * t.ne[2];
+        t.buffer = buf;
+        t.name = name;
+        ts.push_back(t);
+        return static_cast<int>(ts.size()) - 1;
+    }
+    void node(basalt_op op, const char* name, int out, std::vector<int> in, std::vector<int32_t> ip = {}) {
+        basalt_graph_node n{};
+        n.struct_size = sizeof(n);
+        n.op = op;
+        n.name = name;
+        n.output = out;
+        n.n_inputs = static_cast<int32_t>(in.size());
+        for (size_t i = 0; i < in.size(); ++i) n.inputs[i] = in[i];
+        for (size_t i = 0; i < ip.size(); ++i) n.iparams[i] = ip[i];
+        ns.push_back(n);
+    }
+    const basalt_graph* graph() {
+        tp.clear();
+        np.clear();
+        for (auto& t : ts) tp.push_back(&t);
+        for (auto& n : ns) np.push_back(&n);
+        g = basalt_graph{sizeof(basalt_graph), 0, tp.size(), tp.data(), np.size(), np.data()};
+        return &g;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("every op case matches the double-precision reference on every backend", "[backend-ops]") {
+    const auto cases = all_cases();
+    const auto backends = backends_under_test();
+    std::vector<std::vector<double>> first_outputs(cases.size());
+    for (const auto& bt : backends) {
+        auto it = plugins().ifaces.find(bt.component);
+        if (it == plugins().ifaces.end()) {
+            WARN("backend " << bt.label << ": component not loaded, all " << cases.size() << " cases not run");
+            continue;
+        }
+        Instance inst(it->second, bt.params);
+        if (inst.status == BASALT_ERR_UNSUPPORTED) {
+            WARN("backend " << bt.label << " unavailable here: " << inst.message);
+            continue;
+        }
+        REQUIRE(inst.status == BASALT_OK);
+        int passed = 0;
+        int failed = 0;
+        std::vector<std::string> unsupported;
+        for (size_t ci = 0; ci < cases.size(); ++ci) {
+            const Case& c = cases[ci];
+            RunResult r = run_case(inst.iface, inst.be, c);
+            if (r.outcome == RunResult::Unsupported) {
+                unsupported.push_back(c.name);
+                if (bt.complete && !(c.needs_blocks && !kHaveBlocks)) {
+                    FAIL_CHECK(bt.label << ": " << c.name << ": unsupported: " << r.message);
+                }
+                continue;
+            }
+            if (r.outcome == RunResult::Failed) {
+                ++failed;
+                FAIL_CHECK(bt.label << ": " << c.name << ": " << r.message);
+                continue;
+            }
+            const double e = nmse(r.out, c.expected);
+            // SIMD and scalar paths see identical quantized inputs: only float summation order may differ.
+            double cross = 0;
+            if (first_outputs[ci].empty()) {
+                first_outputs[ci] = r.out;
+            } else {
+                cross = nmse(r.out, first_outputs[ci]);
+            }
+            const double cross_tol = c.matmul_like ? 1e-9 : 1e-12;
+            if (e <= c.tol && cross <= cross_tol) {
+                ++passed;
+            } else {
+                ++failed;
+                FAIL_CHECK(bt.label << ": " << c.name << ": NMSE " << e << " (tolerance " << c.tol
+                                    << "), vs first backend " << cross << " (tolerance " << cross_tol << ")");
+            }
+        }
+        std::printf("[backend-ops] %-16s %4d passed, %d failed, %zu unsupported (of %zu cases)\n", bt.label.c_str(),
+                    passed, failed, unsupported.size(), cases.size());
+        for (const auto& u : unsupported)
+            std::printf("[backend-ops]   unsupported on %s: %s\n", bt.label.c_str(), u.c_str());
+    }
+}
+
+TEST_CASE("backend-cpu describes its device and parses its parameters", "[backend-ops]") {
+    const basalt_backend_iface* iface = cpu_iface();
+    size_t n = 0;
+    REQUIRE(iface->device_count(basalt::host_services(), &n) == BASALT_OK);
+    CHECK(n == 1);
+    basalt_device_info info{};
+    info.struct_size = sizeof(info);
+    REQUIRE(iface->device_info(0, &info) == BASALT_OK);
+    CHECK(info.type == BASALT_DEVICE_CPU);
+    CHECK(std::strlen(info.name) > 0);
+    CHECK(info.memory_total > 0);
+    CHECK(iface->device_info(1, &info) == BASALT_ERR_NOT_FOUND);
+
+    Instance bad_key(iface, {{"threadz", "2"}});
+    CHECK(bad_key.status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(bad_key.message, Catch::Matchers::Contains("threadz"));
+    Instance bad_threads(iface, {{"threads", "many"}});
+    CHECK(bad_threads.status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(bad_threads.message, Catch::Matchers::Contains("'threads' = 'many'"));
+    Instance zero_threads(iface, {{"threads", "0"}});
+    CHECK(zero_threads.status == BASALT_ERR_INVALID_ARGUMENT);
+    Instance bad_isa(iface, {{"isa", "sse9"}});
+    CHECK(bad_isa.status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(bad_isa.message, Catch::Matchers::Contains("sse9"));
+    Instance ok(iface, {});
+    CHECK(ok.status == BASALT_OK);
+}
+
+TEST_CASE("backend-cpu computes on wrapped host memory and refuses to write into it", "[backend-ops]") {
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance inst(iface, {{"threads", "2"}});
+    REQUIRE(inst.status == BASALT_OK);
+    std::vector<float> w(64 * 8);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.0f;
+    std::vector<float> x(64, 0.5f);
+    basalt_buffer* wb = nullptr;
+    basalt_buffer* io = nullptr;
+    REQUIRE(iface->buffer_wrap_host(inst.be, w.data(), w.size() * 4, &wb) == BASALT_OK);
+    REQUIRE(iface->buffer_alloc(inst.be, 64 * 4 + 8 * 4, BASALT_BUFFER_IO, &io) == BASALT_OK);
+    REQUIRE(iface->buffer_write(inst.be, io, 0, x.data(), 64 * 4) == BASALT_OK);
+    CHECK(iface->buffer_write(inst.be, wb, 0, x.data(), 4) == BASALT_ERR_INVALID_ARGUMENT);
+    RawGraph g;
+    const int wt = g.tensor(BASALT_DTYPE_F32, {64, 8}, wb, "w");
+    const int xt = g.tensor(BASALT_DTYPE_F32, {64}, io, "x");
+    const int ot = g.tensor(BASALT_DTYPE_F32, {8}, io, "out");
+    g.ts[static_cast<size_t>(ot)].offset = 64 * 4;
+    g.node(BASALT_OP_MATMUL, "wrapped", ot, {wt, xt});
+    REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+    std::vector<float> out(8);
+    REQUIRE(iface->buffer_read(inst.be, io, 64 * 4, out.data(), 32) == BASALT_OK);
+    for (int j = 0; j < 8; ++j) {
+        double s = 0;
+        for (int k = 0; k < 64; ++k) s += w[static_cast<size_t>(j * 64 + k)] * 0.5;
+        CHECK(out[static_cast<size_t>(j)] == Approx(s).margin(1e-5));
+    }
+    // A graph writing into the wrapped buffer fails naming the node.
+    g.node(BASALT_OP_SCALE, "writes.weights", wt, {wt});
+    basalt::clear_plugin_error();
+    CHECK(iface->graph_compute(inst.be, g.graph()) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(plugin_message(), Catch::Matchers::Contains("writes.weights"));
+    iface->buffer_free(inst.be, wb);
+    iface->buffer_free(inst.be, io);
+}
+
+TEST_CASE("malformed graphs fail with the node's name, never crash", "[backend-ops]") {
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance inst(iface, {{"threads", "2"}});
+    REQUIRE(inst.status == BASALT_OK);
+    basalt_buffer* buf = nullptr;
+    REQUIRE(iface->buffer_alloc(inst.be, 1 << 16, BASALT_BUFFER_IO, &buf) == BASALT_OK);
+    std::vector<uint8_t> zeros(1 << 16, 0);
+    REQUIRE(iface->buffer_write(inst.be, buf, 0, zeros.data(), zeros.size()) == BASALT_OK);
+
+    struct Bad {
+        const char* what;
+        basalt_status status;
+        const char* needle;
+        std::function<void(RawGraph&)> build;
+    };
+    const std::vector<Bad> bad = {
+        {"K mismatch", BASALT_ERR_INVALID_ARGUMENT, "K = 64",
+         [&](RawGraph& g) {
+             g.node(BASALT_OP_MATMUL, "blk.0.bad", g.tensor(BASALT_DTYPE_F32, {8}, buf, "o"),
+                    {g.tensor(BASALT_DTYPE_F32, {64, 8}, buf, "w"), g.tensor(BASALT_DTYPE_F32, {32}, buf, "x")});
+         }},
+        {"unsupported weight type", BASALT_ERR_UNSUPPORTED, "i32",
+         [&](RawGraph& g) {
+             g.node(BASALT_OP_MATMUL, "blk.0.bad", g.tensor(BASALT_DTYPE_F32, {8}, buf, "o"),
+                    {g.tensor(BASALT_DTYPE_I32, {64, 8}, buf, "w"), g.tensor(BASALT_DTYPE_F32, {64}, buf, "x")});
+         }},
+        {"input index out of range", BASALT_ERR_INVALID_ARGUMENT, "tensor index 7",
+         [&](RawGraph& g) { g.node(BASALT_OP_SILU, "blk.0.bad", g.tensor(BASALT_DTYPE_F32, {8}, buf, "o"), {7}); }},
+        {"wrong input count", BASALT_ERR_INVALID_ARGUMENT, "inputs",
+         [&](RawGraph& g) {
+             const int t = g.tensor(BASALT_DTYPE_F32, {8}, buf, "o");
+             g.node(BASALT_OP_ADD, "blk.0.bad", t, {t});
+         }},
+        {"unknown op", BASALT_ERR_UNSUPPORTED, "op 99",
+         [&](RawGraph& g) {
+             const int t = g.tensor(BASALT_DTYPE_F32, {8}, buf, "o");
+             g.node(99, "blk.0.bad", t, {t});
+         }},
+        {"tensor past its buffer", BASALT_ERR_INVALID_ARGUMENT, "exceeds",
+         [&](RawGraph& g) {
+             const int t = g.tensor(BASALT_DTYPE_F32, {8}, buf, "o");
+             const int x = g.tensor(BASALT_DTYPE_F32, {1024, 1024}, buf, "huge");
+             g.node(BASALT_OP_SILU, "blk.0.bad", t, {x});
+         }},
+        {"misaligned offset", BASALT_ERR_INVALID_ARGUMENT, "offset",
+         [&](RawGraph& g) {
+             const int t = g.tensor(BASALT_DTYPE_F32, {8}, buf, "o");
+             const int x = g.tensor(BASALT_DTYPE_F32, {8}, buf, "x");
+             g.ts[static_cast<size_t>(x)].offset = 3;
+             g.node(BASALT_OP_SILU, "blk.0.bad", t, {x});
+         }},
+        {"foreign buffer", BASALT_ERR_INVALID_ARGUMENT, "does not own",
+         [&](RawGraph& g) {
+             static basalt_buffer* fake = reinterpret_cast<basalt_buffer*>(&zeros);
+             const int t = g.tensor(BASALT_DTYPE_F32, {8}, buf, "o");
+             g.node(BASALT_OP_SILU, "blk.0.bad", t, {g.tensor(BASALT_DTYPE_F32, {8}, fake, "x")});
+         }},
+        {"intermediate read before written", BASALT_ERR_INVALID_ARGUMENT, "before any node writes it",
+         [&](RawGraph& g) {
+             const int t = g.tensor(BASALT_DTYPE_F32, {8}, buf, "o");
+             g.node(BASALT_OP_SILU, "blk.0.bad", t, {g.tensor(BASALT_DTYPE_F32, {8}, nullptr, "ghost")});
+         }},
+        {"row id out of range", BASALT_ERR_INVALID_ARGUMENT, "row id",
+         [&](RawGraph& g) {
+             const int o = g.tensor(BASALT_DTYPE_F32, {16, 1}, buf, "o");
+             const int ids = g.tensor(BASALT_DTYPE_I32, {1}, buf, "ids");
+             g.ts[static_cast<size_t>(ids)].offset = 4096;  // points at 0x7fffffff written below
+             g.node(BASALT_OP_GET_ROWS, "blk.0.bad", o, {g.tensor(BASALT_DTYPE_F32, {16, 4}, buf, "table"), ids});
+         }},
+        {"quantized rows not whole blocks", BASALT_ERR_INVALID_ARGUMENT, "block",
+         [&](RawGraph& g) {
+             const int o = g.tensor(BASALT_DTYPE_F32, {8}, buf, "o");
+             const int w = g.tensor(BASALT_DTYPE_Q8_0, {64, 8}, buf, "w");
+             g.ts[static_cast<size_t>(w)].ne[0] = 48;
+             g.node(BASALT_OP_MATMUL, "blk.0.bad", o, {w, g.tensor(BASALT_DTYPE_F32, {48}, buf, "x")});
+         }},
+        {"attention slot past the cache", BASALT_ERR_INVALID_ARGUMENT, "slot",
+         [&](RawGraph& g) {
+             const int q = g.tensor(BASALT_DTYPE_F32, {32, 2, 1}, buf, "q");
+             const int k = g.tensor(BASALT_DTYPE_F32, {32, 4}, buf, "k");
+             const int v = g.tensor(BASALT_DTYPE_F32, {32, 4}, buf, "v");
+             const int l = g.tensor(BASALT_DTYPE_I32, {2, 1}, buf, "lists");
+             g.ts[static_cast<size_t>(l)].offset = 4096;  // slot 0x7fffffff
+             const int qt = g.tensor(BASALT_DTYPE_I32, {2, 1}, buf, "queries");
+             g.node(BASALT_OP_ATTENTION, "blk.0.bad", g.tensor(BASALT_DTYPE_F32, {64, 1}, buf, "o"), {q, k, v, l, qt});
+         }},
+    };
+    const int32_t big = 0x7fffffff;
+    REQUIRE(iface->buffer_write(inst.be, buf, 4096, &big, 4) == BASALT_OK);
+    for (const auto& b : bad) {
+        SECTION(b.what) {
+            RawGraph g;
+            b.build(g);
+            basalt::clear_plugin_error();
+            CHECK(iface->graph_compute(inst.be, g.graph()) == b.status);
+            const std::string msg = plugin_message();
+            CHECK_THAT(msg, Catch::Matchers::Contains("blk.0.bad"));
+            CHECK_THAT(msg, Catch::Matchers::Contains(b.needle));
+            int32_t ok = 1;
+            const basalt_status st = iface->supports_node(inst.be, g.graph(), 0, &ok);
+            if (b.status == BASALT_ERR_UNSUPPORTED) {
+                CHECK(st == BASALT_OK);
+                CHECK(ok == 0);
+            }
+        }
+    }
+    iface->buffer_free(inst.be, buf);
+}

@@ -1,0 +1,89 @@
+// `basalt eval`: logits at every position of a token list, for verification against other engines.
+#include <fstream>
+#include <iostream>
+
+#include "cli.hpp"
+#include "handles.hpp"
+
+namespace basalt::cli {
+namespace {
+
+int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
+    std::vector<int32_t> ids;
+    if (!parse_ids(vm["tokens"].as<std::string>(), ids)) return kExitUsage;
+    if (ids.empty()) {
+        print_error("--tokens is empty");
+        return kExitUsage;
+    }
+    Runtime rt(g);
+    if (!rt.ok()) return kExitError;
+    Model model(vm["model"].as<std::string>());
+    if (!model.ok()) return kExitError;
+    SessionStrings keep;
+    const basalt_session_params sp = session_params(vm, keep);
+    Session session(rt.get(), model.get(), sp);
+    if (!session.ok()) return kExitError;
+    const size_t n_vocab = basalt_session_n_vocab(session.get());
+    std::vector<float> all;
+    all.reserve(ids.size() * n_vocab);
+    const bool seq = vm["seq"].as<bool>();
+    std::vector<int32_t> pos(ids.size()), seqs(ids.size(), 0);
+    std::vector<int8_t> want(ids.size(), 1);
+    for (size_t i = 0; i < ids.size(); ++i) pos[i] = static_cast<int32_t>(i);
+    const size_t step = seq ? 1 : ids.size();
+    for (size_t b = 0; b < ids.size(); b += step) {
+        basalt_batch batch{};
+        batch.struct_size = sizeof(batch);
+        batch.n_tokens = std::min(step, ids.size() - b);
+        batch.tokens = ids.data() + b;
+        batch.positions = pos.data() + b;
+        batch.seq_ids = seqs.data() + b;
+        batch.want_logits = want.data() + b;
+        if (basalt_session_decode(session.get(), &batch) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+        for (size_t r = 0; r < basalt_session_n_outputs(session.get()); ++r) {
+            const float* l = nullptr;
+            if (basalt_session_logits(session.get(), r, &l) != BASALT_OK) {
+                print_error(basalt_last_error());
+                return kExitError;
+            }
+            all.insert(all.end(), l, l + n_vocab);
+        }
+    }
+    if (vm.count("logits") != 0U) {
+        const std::string path = vm["logits"].as<std::string>();
+        std::ofstream os(path, std::ios::binary);
+        os.write(reinterpret_cast<const char*>(all.data()), static_cast<std::streamsize>(all.size() * sizeof(float)));
+        if (!os) {
+            print_error("cannot write '" + path + "'");
+            return kExitError;
+        }
+        std::cerr << "wrote " << ids.size() << " x " << n_vocab << " logits to " << path << '\n';
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const float* row = all.data() + i * n_vocab;
+        size_t best = 0;
+        for (size_t v = 1; v < n_vocab; ++v) {
+            if (row[v] > row[best]) best = v;
+        }
+        std::cout << "pos " << i << " token " << ids[i] << " -> argmax " << best << " (" << row[best] << ")\n";
+    }
+    return kExitOk;
+}
+
+const Registrar kEval{Command{"eval", "logits at every position of a token list",
+                              "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq]",
+                              [](po::options_description& d, po::positional_options_description&) {
+                                  d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+                                      "tokens", po::value<std::string>()->required(), "token ids, comma-separated")(
+                                      "logits", po::value<std::string>(),
+                                      "write raw little-endian f32 logits, one row per position")(
+                                      "seq", po::bool_switch(), "feed one token per decode instead of one batch");
+                                  add_session_options(d);
+                              },
+                              run_eval}};
+
+}  // namespace
+}  // namespace basalt::cli

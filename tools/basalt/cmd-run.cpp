@@ -1,0 +1,146 @@
+// `basalt run`: generate text from a prompt, streaming it, with prefill/decode speed on stderr.
+#include <chrono>
+#include <iostream>
+
+#include "cli.hpp"
+#include "handles.hpp"
+
+namespace basalt::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+int run_run(const po::variables_map& vm, const GlobalOptions& g) {
+    Runtime rt(g);
+    if (!rt.ok()) return kExitError;
+    Model model(vm["model"].as<std::string>());
+    if (!model.ok()) return kExitError;
+    std::vector<int32_t> prompt;
+    if (!tokenize(model.get(), vm["prompt"].as<std::string>(), BASALT_TOKENIZE_ADD_SPECIAL, prompt)) return kExitError;
+    if (prompt.empty()) {
+        print_error("the prompt tokenizes to nothing; give some text with -p");
+        return kExitUsage;
+    }
+    SessionStrings keep;
+    const basalt_session_params sp = session_params(vm, keep);
+    Session session(rt.get(), model.get(), sp);
+    if (!session.ok()) return kExitError;
+    const uint32_t n_ctx = basalt_session_n_ctx(session.get());
+    if (prompt.size() > n_ctx) {
+        print_error("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
+                    std::to_string(n_ctx) + " (use --ctx)");
+        return kExitError;
+    }
+    const std::string sampler_name = vm["sampler"].as<std::string>();
+    basalt_sampler* sampler = nullptr;
+    if (basalt_sampler_create(rt.get(), sampler_name.c_str(), nullptr, &sampler) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return kExitError;
+    }
+    struct SamplerGuard {
+        basalt_sampler* s;
+        ~SamplerGuard() { basalt_sampler_destroy(s); }
+    } sampler_guard{sampler};
+
+    const size_t n_vocab = basalt_session_n_vocab(session.get());
+    std::vector<basalt_token_data> cands(n_vocab);
+    auto sample = [&](int32_t& out) -> bool {
+        const float* logits = nullptr;
+        if (basalt_session_logits(session.get(), 0, &logits) != BASALT_OK) return false;
+        for (size_t v = 0; v < n_vocab; ++v) cands[v] = {static_cast<int32_t>(v), logits[v], 0.f};
+        basalt_candidates c{};
+        c.struct_size = sizeof(c);
+        c.data = cands.data();
+        c.size = cands.size();
+        c.selected = -1;
+        if (basalt_sampler_apply(sampler, &c) != BASALT_OK) return false;
+        if (c.selected < 0) {
+            print_error("sampler '" + sampler_name + "' selected no token (end the chain with a selecting sampler)");
+            return false;
+        }
+        out = cands[static_cast<size_t>(c.selected)].id;
+        return basalt_sampler_accept(sampler, out) == BASALT_OK;
+    };
+
+    if (vm["echo"].as<bool>()) {
+        for (int32_t t : prompt) std::cout << piece(model.get(), t, false);
+        std::cout.flush();
+    }
+    std::vector<int32_t> pos(prompt.size()), seqs(prompt.size(), 0);
+    for (size_t i = 0; i < prompt.size(); ++i) pos[i] = static_cast<int32_t>(i);
+    basalt_batch batch{};
+    batch.struct_size = sizeof(batch);
+    batch.n_tokens = prompt.size();
+    batch.tokens = prompt.data();
+    batch.positions = pos.data();
+    batch.seq_ids = seqs.data();
+    batch.want_logits = nullptr;  // last row only
+    const auto t_prefill = Clock::now();
+    if (basalt_session_decode(session.get(), &batch) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return kExitError;
+    }
+    const double prefill_s = seconds_since(t_prefill);
+
+    const int n_predict = vm["n-predict"].as<int>();
+    int32_t token = 0;
+    int generated = 0;
+    auto t_decode = Clock::now();
+    std::string stop_reason = "length";
+    int32_t position = static_cast<int32_t>(prompt.size());
+    while (generated < n_predict) {
+        if (!sample(token)) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+        if (basalt_token_is_eog(model.get(), token) != 0) {
+            stop_reason = "end of text";
+            break;
+        }
+        std::cout << piece(model.get(), token, false) << std::flush;
+        ++generated;
+        if (generated >= n_predict) break;
+        if (static_cast<uint32_t>(position) >= n_ctx) {
+            stop_reason = "context full";
+            break;
+        }
+        int32_t seq0 = 0;
+        basalt_batch one{};
+        one.struct_size = sizeof(one);
+        one.n_tokens = 1;
+        one.tokens = &token;
+        one.positions = &position;
+        one.seq_ids = &seq0;
+        if (basalt_session_decode(session.get(), &one) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+        ++position;
+    }
+    const double decode_s = seconds_since(t_decode);
+    std::cout << '\n';
+    std::cerr << "prompt " << prompt.size() << " tokens in " << prefill_s * 1e3 << " ms ("
+              << (prefill_s > 0 ? static_cast<double>(prompt.size()) / prefill_s : 0.0) << " t/s prefill); generated "
+              << generated << " tokens in " << decode_s * 1e3 << " ms (" << (decode_s > 0 ? generated / decode_s : 0.0)
+              << " t/s decode); stop: " << stop_reason << '\n';
+    return kExitOk;
+}
+
+const Registrar kRun{Command{"run", "generate text from a prompt",
+                             "basalt run -m MODEL -p TEXT [-n N] [--backend cpu] [--threads N]",
+                             [](po::options_description& d, po::positional_options_description&) {
+                                 d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+                                     "prompt,p", po::value<std::string>()->required(), "prompt text")(
+                                     "n-predict,n", po::value<int>()->default_value(64), "tokens to generate")(
+                                     "sampler", po::value<std::string>()->default_value("greedy"), "sampler component")(
+                                     "echo", po::bool_switch(), "print the prompt before the generated text");
+                                 add_session_options(d);
+                             },
+                             run_run}};
+
+}  // namespace
+}  // namespace basalt::cli

@@ -1,0 +1,85 @@
+#include "handles.hpp"
+
+#include <charconv>
+
+namespace basalt::cli {
+
+bool tokenize(const basalt_model* model, const std::string& text, uint32_t flags, std::vector<int32_t>& out) {
+    size_t n = 0;
+    out.assign(text.size() + 8, 0);
+    basalt_status st = basalt_tokenize(model, text.data(), text.size(), flags, out.data(), out.size(), &n);
+    if (st == BASALT_ERR_CAPACITY) {
+        out.assign(n, 0);
+        st = basalt_tokenize(model, text.data(), text.size(), flags, out.data(), out.size(), &n);
+    }
+    if (st != BASALT_OK) {
+        print_error(basalt_last_error());
+        return false;
+    }
+    out.resize(n);
+    return true;
+}
+
+std::string piece(const basalt_model* model, int32_t token, bool special) {
+    char buf[256];
+    size_t len = 0;
+    basalt_status st = basalt_token_to_piece(model, token, special ? 1 : 0, buf, sizeof(buf), &len);
+    if (st == BASALT_ERR_CAPACITY) {
+        std::string big(len + 1, '\0');
+        if (basalt_token_to_piece(model, token, special ? 1 : 0, big.data(), big.size(), &len) != BASALT_OK) return {};
+        big.resize(len);
+        return big;
+    }
+    return st == BASALT_OK ? std::string(buf, len) : std::string();
+}
+
+bool parse_ids(const std::string& s, std::vector<int32_t>& out) {
+    out.clear();
+    size_t i = 0;
+    while (i < s.size()) {
+        while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
+        if (i >= s.size()) break;
+        size_t j = i;
+        while (j < s.size() && s[j] != ',' && s[j] != ' ') ++j;
+        int32_t v = 0;
+        auto [p, ec] = std::from_chars(s.data() + i, s.data() + j, v);
+        if (ec != std::errc() || p != s.data() + j) {
+            print_error("'" + s.substr(i, j - i) + "' is not a token id");
+            return false;
+        }
+        out.push_back(v);
+        i = j;
+    }
+    return true;
+}
+
+void add_session_options(po::options_description& d) {
+    d.add_options()("backend", po::value<std::string>()->default_value("cpu"), "compute backend component")(
+        "kv-cache", po::value<std::string>()->default_value("paged"), "KV cache manager component")(
+        "threads,t", po::value<uint32_t>()->default_value(0), "backend threads (0: all cores)")(
+        "ctx,c", po::value<uint32_t>()->default_value(0), "context size (0: training context, at most 4096)")(
+        "batch,b", po::value<uint32_t>()->default_value(512), "tokens per forward pass")(
+        "kv-type", po::value<std::string>()->default_value("f16"), "stored type of K and V (f32, f16, q8_0)");
+}
+
+basalt_session_params session_params(const po::variables_map& vm, SessionStrings& keep) {
+    keep.kv_type = vm["kv-type"].as<std::string>();
+    keep.keys = {"k_type", "v_type"};
+    keep.values = {keep.kv_type.c_str(), keep.kv_type.c_str()};
+    keep.kv_params = basalt_params{};
+    keep.kv_params.struct_size = sizeof(basalt_params);
+    keep.kv_params.count = 2;
+    keep.kv_params.keys = keep.keys.data();
+    keep.kv_params.values = keep.values.data();
+    basalt_session_params p{};
+    p.kv_params = &keep.kv_params;
+    p.struct_size = sizeof(p);
+    p.n_ctx = vm["ctx"].as<uint32_t>();
+    p.n_batch = vm["batch"].as<uint32_t>();
+    p.n_threads = vm["threads"].as<uint32_t>();
+    p.backend = vm["backend"].as<std::string>().c_str();
+    p.kv_cache = vm["kv-cache"].as<std::string>().c_str();
+    return p;
+}
+
+}  // namespace basalt::cli

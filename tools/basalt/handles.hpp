@@ -1,0 +1,59 @@
+// RAII owners of C API handles used by the CLI subcommands, printing the library's message on failure.
+#pragma once
+
+#include <basalt/basalt.h>
+
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace basalt::cli {
+
+class Model {
+  public:
+    explicit Model(const std::string& path) {
+        if (basalt_model_load(nullptr, path.c_str(), nullptr, &m_) != BASALT_OK) print_error(basalt_last_error());
+    }
+    ~Model() { basalt_model_free(m_); }
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+    bool ok() const { return m_ != nullptr; }
+    basalt_model* get() const { return m_; }
+
+  private:
+    basalt_model* m_ = nullptr;
+};
+
+class Session {
+  public:
+    Session(basalt_runtime* rt, const basalt_model* model, const basalt_session_params& p) {
+        if (basalt_session_create(rt, model, &p, &s_) != BASALT_OK) print_error(basalt_last_error());
+    }
+    ~Session() { basalt_session_free(s_); }
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+    bool ok() const { return s_ != nullptr; }
+    basalt_session* get() const { return s_; }
+
+  private:
+    basalt_session* s_ = nullptr;
+};
+
+// Tokenizes text; returns false (after printing the error) on failure.
+bool tokenize(const basalt_model* model, const std::string& text, uint32_t flags, std::vector<int32_t>& out);
+// The text of one token; "" on failure.
+std::string piece(const basalt_model* model, int32_t token, bool special);
+// Parses "1,2,3" (spaces allowed); returns false naming the bad entry.
+bool parse_ids(const std::string& s, std::vector<int32_t>& out);
+// Session options shared by run/eval/perplexity/bench.
+void add_session_options(po::options_description& d);
+// Storage the params point into; must outlive the basalt_session_params.
+struct SessionStrings {
+    std::string kv_type;
+    std::vector<const char*> keys, values;
+    basalt_params kv_params{};
+};
+basalt_session_params session_params(const po::variables_map& vm, SessionStrings& keep);
+
+}  // namespace basalt::cli
