@@ -10,6 +10,7 @@
 #include "log.hpp"
 #include "memory-plan.hpp"
 #include "model.hpp"
+#include "quantize-model.hpp"
 
 using basalt::fail;
 using basalt::guard;
@@ -187,6 +188,27 @@ basalt_status basalt_dtype_from_name(const char* name, int32_t* out) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "unknown tensor type '{}' (e.g. f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)",
                  name);
         *out = t->id;
+    });
+}
+
+basalt_status basalt_model_quantize(const char* in_path, const char* out_path, basalt_dtype type,
+                                    basalt_quantize_report* report) {
+    return guard([&] {
+        if (in_path == nullptr || out_path == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_quantize: in_path and out_path are required");
+        }
+        if (basalt::dtype_traits(type) == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "unknown tensor type id {}", type);
+        const basalt::QuantizeReport r = basalt::quantize_model(in_path, out_path, type);
+        if (report != nullptr) {
+            basalt_quantize_report out{};
+            out.struct_size = sizeof(out);
+            out.tensors_quantized = r.quantized;
+            out.tensors_fallback = r.fallback;
+            out.tensors_kept = r.kept;
+            out.bytes_in = r.bytes_in;
+            out.bytes_out = r.bytes_out;
+            write_sized(report, out);
+        }
     });
 }
 

@@ -1,8 +1,8 @@
 // Reference quantize for the core: the blocks library's functions, with its errors turned into basalt::Error.
 #pragma once
 
-#include <basalt/blocks/quantize.hpp>
 #include <basalt/blocks/error.hpp>
+#include <basalt/blocks/quantize.hpp>
 
 #include "error.hpp"
 

@@ -330,6 +330,28 @@ BASALT_API basalt_status basalt_model_special_tokens(const basalt_model* model, 
 /* Non-zero when token ends generation (EOS, EOT, ...). Thread-safe. */
 BASALT_API int32_t basalt_token_is_eog(const basalt_model* model, int32_t token);
 
+/* ---- quantization ---------------------------------------------------------------------------------------------- */
+
+/* What basalt_model_quantize did, filled for the caller (set struct_size). */
+typedef struct basalt_quantize_report {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    uint64_t tensors_quantized; /* converted to the target type */
+    uint64_t tensors_fallback;  /* rows not divisible by the target's block: stored as q8_0 or f16 */
+    uint64_t tensors_kept;      /* copied unchanged (norms, biases, router, position embeddings) */
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+} basalt_quantize_report;
+
+/*
+ * Writes out_path: the GGUF at in_path with every weight matrix in `type` (f32, f16, bf16, q8_0, q4_0, q4_k,
+ * q6_k), the tensor rule of llama-quantize --pure: 2-D/3-D "*weight" tensors except norms, the MoE router,
+ * position embeddings and relative-attention bias. Metadata is kept (general.file_type updated). report may
+ * be NULL. Thread-safe.
+ */
+BASALT_API basalt_status basalt_model_quantize(const char* in_path, const char* out_path, basalt_dtype type,
+                                               basalt_quantize_report* report);
+
 BASALT_END_DECLS
 
 #endif /* BASALT_BASALT_H */
