@@ -1,0 +1,173 @@
+// `basalt bench`: prompt processing (pp) and generation (tg) speed in the style of llama-bench (median of
+// repetitions), plus the machine's measured memory bandwidth and decode as a percentage of that roofline
+// (every weight byte is read once per generated token).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "cli.hpp"
+#include "handles.hpp"
+
+namespace basalt::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Read bandwidth of `threads` threads summing a 512 MiB buffer; best of 3 passes, in bytes/s.
+double measure_bandwidth(unsigned threads) {
+    const size_t n = (512u << 20) / sizeof(uint64_t);
+    std::vector<uint64_t> buf(n, 1);
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        std::atomic<uint64_t> sink{0};
+        const auto t0 = Clock::now();
+        std::vector<std::thread> pool;
+        for (unsigned t = 0; t < threads; ++t) {
+            pool.emplace_back([&, t] {
+                const size_t b = n * t / threads, e = n * (t + 1) / threads;
+                uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                for (size_t i = b; i + 3 < e; i += 4) {
+                    s0 += buf[i];
+                    s1 += buf[i + 1];
+                    s2 += buf[i + 2];
+                    s3 += buf[i + 3];
+                }
+                sink += s0 + s1 + s2 + s3;
+            });
+        }
+        for (auto& th : pool) th.join();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / s);
+        if (sink.load() == 0) std::cerr << "";
+    }
+    return best;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
+    Runtime rt(g);
+    if (!rt.ok()) return kExitError;
+    Model model(vm["model"].as<std::string>());
+    if (!model.ok()) return kExitError;
+    const int n_prompt = vm["n-prompt"].as<int>(), n_gen = vm["n-gen"].as<int>(), reps = vm["repetitions"].as<int>();
+    SessionStrings keep;
+    basalt_session_params sp = session_params(vm, keep);
+    if (sp.n_ctx == 0) sp.n_ctx = static_cast<uint32_t>(std::max(n_prompt, n_gen) + 1);
+    Session session(rt.get(), model.get(), sp);
+    if (!session.ok()) return kExitError;
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    basalt_model_describe(model.get(), &info);
+    const auto vocab = static_cast<int32_t>(basalt_session_n_vocab(session.get()));
+
+    auto decode = [&](const std::vector<int32_t>& toks, int32_t pos0) {
+        std::vector<int32_t> pos(toks.size()), seq(toks.size(), 0);
+        for (size_t i = 0; i < toks.size(); ++i) pos[i] = pos0 + static_cast<int32_t>(i);
+        basalt_batch b{};
+        b.struct_size = sizeof(b);
+        b.n_tokens = toks.size();
+        b.tokens = toks.data();
+        b.positions = pos.data();
+        b.seq_ids = seq.data();
+        return basalt_session_decode(session.get(), &b) == BASALT_OK;
+    };
+    uint32_t rng = 12345;
+    auto random_token = [&] {
+        rng = rng * 1664525u + 1013904223u;
+        return static_cast<int32_t>(rng % static_cast<uint32_t>(vocab));
+    };
+    std::vector<double> pp, tg;
+    for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up and is not counted
+        std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+        for (auto& t : prompt) t = random_token();
+        basalt_session_seq_drop(session.get(), 0);
+        auto t0 = Clock::now();
+        if (n_prompt > 0 && !decode(prompt, 0)) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+        const double pp_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        basalt_session_seq_drop(session.get(), 0);
+        t0 = Clock::now();
+        for (int i = 0; i < n_gen; ++i) {
+            if (!decode({random_token()}, i)) {
+                print_error(basalt_last_error());
+                return kExitError;
+            }
+        }
+        const double tg_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (r == 0) continue;
+        if (n_prompt > 0) pp.push_back(n_prompt / pp_s);
+        if (n_gen > 0) tg.push_back(n_gen / tg_s);
+    }
+    const unsigned threads = sp.n_threads != 0 ? sp.n_threads : std::max(1u, std::thread::hardware_concurrency());
+    const double bw = measure_bandwidth(threads);
+    // Bytes read per generated token: every weight once (the embedding table only when it is also the output).
+    uint64_t bytes_per_token = info.weight_bytes;
+    bool tied = true;
+    for (size_t i = 0; i < basalt_model_tensor_count(model.get()); ++i) {
+        basalt_model_tensor t{};
+        t.struct_size = sizeof(t);
+        basalt_model_tensor_info(model.get(), i, &t);
+        if (std::string(t.name) == "output.weight") tied = false;
+    }
+    if (!tied) {
+        for (size_t i = 0; i < basalt_model_tensor_count(model.get()); ++i) {
+            basalt_model_tensor t{};
+            t.struct_size = sizeof(t);
+            basalt_model_tensor_info(model.get(), i, &t);
+            if (std::string(t.name) == "token_embd.weight") bytes_per_token -= t.n_bytes;
+        }
+    }
+    const double roofline = bw / static_cast<double>(bytes_per_token);
+    const double pp_med = pp.empty() ? 0 : median(pp), tg_med = tg.empty() ? 0 : median(tg);
+    if (vm["json"].as<bool>()) {
+        Json j(std::cout);
+        j.begin_object();
+        j.key("model").value(vm["model"].as<std::string>());
+        j.key("backend").value(sp.backend);
+        j.key("threads").value(static_cast<long long>(threads));
+        j.key("n_prompt").value(static_cast<long long>(n_prompt));
+        j.key("n_gen").value(static_cast<long long>(n_gen));
+        j.key("repetitions").value(static_cast<long long>(reps));
+        j.key("pp_tokens_per_s").value(std::to_string(pp_med));
+        j.key("tg_tokens_per_s").value(std::to_string(tg_med));
+        j.key("bandwidth_gb_per_s").value(std::to_string(bw / 1e9));
+        j.key("bytes_per_token").value(static_cast<long long>(bytes_per_token));
+        j.key("tg_roofline_tokens_per_s").value(std::to_string(roofline));
+        j.key("tg_percent_of_roofline").value(std::to_string(100.0 * tg_med / roofline));
+        j.end_object();
+        std::cout << '\n';
+        return kExitOk;
+    }
+    std::cout << std::fixed << std::setprecision(2) << "model " << vm["model"].as<std::string>() << ", backend "
+              << sp.backend << ", " << threads << " threads, median of " << reps << "\n"
+              << "  pp" << n_prompt << "  " << pp_med << " t/s\n"
+              << "  tg" << n_gen << "   " << tg_med << " t/s  (" << 100.0 * tg_med / roofline << " % of the "
+              << roofline << " t/s roofline: " << bw / 1e9 << " GB/s measured, " << bytes_per_token
+              << " weight bytes per token)\n";
+    return kExitOk;
+}
+
+const Registrar kBench{Command{"bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
+                               "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [--threads N] [--json]",
+                               [](po::options_description& d, po::positional_options_description&) {
+                                   d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+                                       "n-prompt,p", po::value<int>()->default_value(128), "prompt tokens (pp)")(
+                                       "n-gen,n", po::value<int>()->default_value(64), "generated tokens (tg)")(
+                                       "repetitions,r", po::value<int>()->default_value(3),
+                                       "repetitions (median reported)")("json", po::bool_switch(), "print JSON");
+                                   add_session_options(d);
+                               },
+                               run_bench}};
+
+}  // namespace
+}  // namespace basalt::cli
