@@ -64,6 +64,14 @@ void output_head(ForwardContext& c, int32_t x_rows_selected);
 // GET_ROWS of x [n_embd, T] at out_rows -> [n_embd, n_outputs].
 int32_t select_output_rows(ForwardContext& c, int32_t x);
 
+// What distinguishes the members of the llama family.
+struct LlamaVariant {
+    int rope_mode = 0;      // 0 pairs (llama), 1 neox (qwen2)
+    bool qkv_bias = false;  // qwen2
+    bool experts = false;   // llama-MoE
+};
+void build_llama_family(ForwardContext& c, const LlamaVariant& variant);
+
 void build_llama(ForwardContext& c);
 void build_qwen2(ForwardContext& c);
 void build_moe(ForwardContext& c);
