@@ -46,6 +46,7 @@ void call_plugin(const basalt_sampler* s, const char* what, Fn&& fn) {
     if (st != BASALT_OK) {
         std::string msg = basalt::plugin_error_message();
         if (msg.empty()) msg = std::string(what) + " failed with " + basalt::status_name(st);
+        if (msg.rfind(label(s), 0) == 0) fail(st, "{}", msg);  // the plugin already named itself
         fail(st, "{}: {}", label(s), msg);
     }
 }

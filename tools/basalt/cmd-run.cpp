@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 #include "handles.hpp"
+#include "sampler-chain.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -12,6 +13,34 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Owns the sampler instances of a chain, applied in order.
+struct SamplerChain {
+    std::vector<basalt_sampler*> samplers;
+    SamplerChain() = default;
+    SamplerChain(const SamplerChain&) = delete;
+    SamplerChain& operator=(const SamplerChain&) = delete;
+    ~SamplerChain() {
+        for (basalt_sampler* s : samplers) basalt_sampler_destroy(s);
+    }
+};
+
+// The chain text from --samplers or from the --temp/--top-k/--top-p/--seed shorthands (not both).
+int sampler_chain_text(const po::variables_map& vm, std::string& out) {
+    const bool shorthand = vm.count("temp") + vm.count("top-k") + vm.count("top-p") + vm.count("seed") > 0;
+    if (!shorthand) {
+        out = vm["samplers"].as<std::string>();
+        return kExitOk;
+    }
+    if (!vm["samplers"].defaulted()) {
+        print_error("give either --samplers or the shorthands --temp/--top-k/--top-p/--seed, not both");
+        return kExitUsage;
+    }
+    out = shorthand_chain(
+        vm.count("temp") ? vm["temp"].as<float>() : 0.8f, vm.count("top-k") ? vm["top-k"].as<long long>() : 40,
+        vm.count("top-p") ? vm["top-p"].as<float>() : 0.95f, vm.count("seed") ? vm["seed"].as<long long>() : -1);
+    return kExitOk;
 }
 
 int run_run(const po::variables_map& vm, const GlobalOptions& g) {
@@ -35,16 +64,40 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
                     std::to_string(n_ctx) + " (use --ctx)");
         return kExitError;
     }
-    const std::string sampler_name = vm["sampler"].as<std::string>();
-    basalt_sampler* sampler = nullptr;
-    if (basalt_sampler_create(rt.get(), sampler_name.c_str(), nullptr, &sampler) != BASALT_OK) {
-        print_error(basalt_last_error());
-        return kExitError;
+    std::vector<SamplerSpec> specs;
+    std::string chain_text;
+    const int chain_rc = sampler_chain_text(vm, chain_text);
+    if (chain_rc != kExitOk) return chain_rc;
+    try {
+        specs = parse_sampler_chain(chain_text);
+    } catch (const ChainSyntaxError& e) {
+        print_error(e.what());
+        return kExitUsage;
     }
-    struct SamplerGuard {
-        basalt_sampler* s;
-        ~SamplerGuard() { basalt_sampler_destroy(s); }
-    } sampler_guard{sampler};
+    SamplerChain chain;
+    for (const SamplerSpec& spec : specs) {
+        std::vector<const char*> keys, values;
+        for (const auto& [k, v] : spec.params) {
+            keys.push_back(k.c_str());
+            values.push_back(v.c_str());
+        }
+        basalt_params params{};
+        params.struct_size = sizeof(params);
+        params.count = keys.size();
+        params.keys = keys.data();
+        params.values = values.data();
+        basalt_sampler* s = nullptr;
+        if (basalt_sampler_create(rt.get(), spec.name.c_str(), &params, &s) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+        chain.samplers.push_back(s);
+    }
+    if ((basalt_sampler_flags(chain.samplers.back()) & BASALT_SAMPLER_SELECTS) == 0) {
+        print_error("the last sampler of the chain ('" + specs.back().name +
+                    "') does not select a token; end the chain with one that does (dist, greedy)");
+        return kExitUsage;
+    }
 
     const size_t n_vocab = basalt_session_n_vocab(session.get());
     std::vector<basalt_token_data> cands(n_vocab);
@@ -57,13 +110,18 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
         c.data = cands.data();
         c.size = cands.size();
         c.selected = -1;
-        if (basalt_sampler_apply(sampler, &c) != BASALT_OK) return false;
+        for (basalt_sampler* s : chain.samplers) {
+            if (basalt_sampler_apply(s, &c) != BASALT_OK) return false;
+        }
         if (c.selected < 0) {
-            print_error("sampler '" + sampler_name + "' selected no token (end the chain with a selecting sampler)");
+            print_error("sampler '" + specs.back().name + "' selected no token");
             return false;
         }
         out = cands[static_cast<size_t>(c.selected)].id;
-        return basalt_sampler_accept(sampler, out) == BASALT_OK;
+        for (basalt_sampler* s : chain.samplers) {
+            if (basalt_sampler_accept(s, out) != BASALT_OK) return false;
+        }
+        return true;
     };
 
     if (vm["echo"].as<bool>()) {
@@ -130,17 +188,23 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     return kExitOk;
 }
 
-const Registrar kRun{Command{"run", "generate text from a prompt",
-                             "basalt run -m MODEL -p TEXT [-n N] [--backend cpu] [--threads N]",
-                             [](po::options_description& d, po::positional_options_description&) {
-                                 d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
-                                     "prompt,p", po::value<std::string>()->required(), "prompt text")(
-                                     "n-predict,n", po::value<int>()->default_value(64), "tokens to generate")(
-                                     "sampler", po::value<std::string>()->default_value("greedy"), "sampler component")(
-                                     "echo", po::bool_switch(), "print the prompt before the generated text");
-                                 add_session_options(d);
-                             },
-                             run_run}};
+const Registrar kRun{Command{
+    "run", "generate text from a prompt",
+    "basalt run -m MODEL -p TEXT [-n N] [--samplers CHAIN | --temp T --top-k K --top-p P --seed S] [--backend cpu]",
+    [](po::options_description& d, po::positional_options_description&) {
+        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+            "prompt,p", po::value<std::string>()->required(), "prompt text")(
+            "n-predict,n", po::value<int>()->default_value(64), "tokens to generate")(
+            "samplers", po::value<std::string>()->default_value("greedy"),
+            "sampler chain, e.g. \"penalties:repeat=1.1,last_n=64;top_k:40;top_p:0.9;temp:0.7;dist\"")(
+            "temp", po::value<float>(), "shorthand: top_k;top_p;temp;dist chain with this temperature (0: greedy)")(
+            "top-k", po::value<long long>(), "shorthand: top-k of that chain (default 40)")(
+            "top-p", po::value<float>(), "shorthand: top-p of that chain (default 0.95)")(
+            "seed", po::value<long long>(), "shorthand: seed of that chain's dist (default random)")(
+            "echo", po::bool_switch(), "print the prompt before the generated text");
+        add_session_options(d);
+    },
+    run_run}};
 
 }  // namespace
 }  // namespace basalt::cli
