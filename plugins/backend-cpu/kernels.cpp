@@ -34,14 +34,34 @@ Kernels select_kernels(const std::string& isa) {
                      "backend 'cpu': parameter 'isa' = '" + isa + "' is not one of auto, scalar, avx2, avx512");
 }
 
+namespace {
+
+// round_away for |v| <= 128 without a libm call: v - trunc(v) is exact, so this is roundf bit for bit.
+inline int round_away_small(float v) noexcept {
+    int t = static_cast<int>(v);
+    const float frac = v - static_cast<float>(t);
+    if (frac >= 0.5f) ++t;
+    if (frac <= -0.5f) --t;
+    return t;
+}
+
+}  // namespace
+
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
         float amax = 0;
-        for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+        for (int j = 0; j < kQK; ++j) {
+            const float ax = std::fabs(x[j]);
+            amax = ax > amax ? ax : amax;  // std::fmax(amax, ax): a NaN ax keeps amax
+        }
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = fp32_to_fp16(d);
-        for (int j = 0; j < kQK; ++j) y[b].qs[j] = static_cast<int8_t>(round_away(x[j] * id));
+        for (int j = 0; j < kQK; ++j) {
+            const float v = x[j] * id;
+            // |v| <= 127 (plus rounding) unless x holds NaN / Inf: those keep the reference rounding.
+            y[b].qs[j] = static_cast<int8_t>(std::fabs(v) <= 256.0f ? round_away_small(v) : round_away(v));
+        }
     }
 }
 

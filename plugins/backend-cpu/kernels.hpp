@@ -14,12 +14,26 @@ namespace basalt::cpu {
 // Dot product of a weight row (n elements of the weight type) with an activation row in the weight type's
 // ActFormat; n is a multiple of the weight's block. Accumulates in F32 (integers within blocks).
 using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
+// The same dot product of one weight row with `ncols` (1..multi_cols) activation rows at once: res[j] equals
+// vec_dot(n, w, a[j]) bit for bit (the same float operations per output), but each weight block is loaded and
+// prepared once for all the columns. Used by MATMUL / MOE_MATMUL when there is more than one activation row.
+using VecDotMultiFn = void (*)(int64_t n, const void* w, const void* const* a, int ncols, float* res);
 
 constexpr int kMaxDtype = 31;
+
+// Activation rows as vec_dot_multi reads them. Every layout holds exactly the values of the ActFormat row.
+enum class MultiAct : uint8_t {
+    Native,      // the ActFormat row as vec_dot takes it
+    F32Rounded,  // F16 ActFormat: F32 values already rounded to F16 (no conversion in the inner loop)
+    Q8Split,     // Q8_0 ActFormat: the n quants, then each block's scale as F32 repeated 8 times (n * 2 bytes)
+};
 
 struct Kernels {
     const char* isa = "scalar";
     VecDotFn vec_dot[kMaxDtype] = {};
+    VecDotMultiFn vec_dot_multi[kMaxDtype] = {};  // optional (nullptr: vec_dot per column)
+    int multi_cols[kMaxDtype] = {};               // most columns one vec_dot_multi call takes
+    MultiAct multi_act[kMaxDtype] = {};           // the activation layout vec_dot_multi reads
     // Attention helpers: dot(q, k) over F32/F16 keys, v-accumulation y += a * x, y *= a.
     float (*dot_f32)(int64_t n, const float* a, const float* b) = nullptr;
     float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;

@@ -1,6 +1,9 @@
 // MATMUL, MOE_MATMUL and GET_ROWS. Matmuls convert the activations once to the weight type's ActFormat
 // (Q8_0 / Q8_1 / Q8_K / F16 / F32) and run the ISA's dot product on the weight blocks directly; threads
-// split the output rows (weight rows), and each task walks tokens in tiles so a weight row stays in cache.
+// split the output rows (weight rows), and each task walks tokens in tiles so a weight row stays in cache. With
+// more than one activation row, the ISA's several-columns kernel (vec_dot_multi) computes a few tokens per weight
+// row pass, bit-identical to the single-column dot product.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -19,12 +22,43 @@ struct MatJob {
 };
 
 constexpr int64_t kTokenTile = 16;
+constexpr int64_t kTileBytes = 16384;
 
-// Converts rows of F32 activations into the ActFormat (F32: used in place).
-std::vector<const void*> convert_rows(NodeCtx& c, ActFormat f, const TensorView& x) {
+// Converts rows of F32 activations into the ActFormat (F32: used in place), laid out as `layout` says.
+std::vector<const void*> convert_rows(NodeCtx& c, ActFormat f, const TensorView& x,
+                                      MultiAct layout = MultiAct::Native) {
     const int64_t rows = x.nrows();
     const int64_t k = x.ne[0];
     std::vector<const void*> ptr(static_cast<size_t>(rows));
+    if ((layout == MultiAct::F32Rounded && f == ActFormat::F16) ||
+        (layout == MultiAct::Q8Split && f == ActFormat::Q8_0)) {
+        const int64_t rb = layout == MultiAct::F32Rounded ? k * static_cast<int64_t>(sizeof(float)) : 2 * k;
+        c.be->scratch.resize(static_cast<size_t>(rb * rows));
+        uint8_t* base = c.be->scratch.data();
+        const int64_t tasks = chunk_count(rows, c.be->pool->size(), std::max<int64_t>(1, 8192 / k));
+        const int64_t per = (rows + tasks - 1) / tasks;
+        c.be->pool->parallel_for(tasks, [&](int64_t t, int) {
+            std::vector<BlockQ8_0> blocks(layout == MultiAct::Q8Split ? static_cast<size_t>(k / kQK) : 0);
+            for (int64_t r = t * per; r < std::min(rows, (t + 1) * per); ++r) {
+                const float* src = x.frow(r);
+                uint8_t* row = base + r * rb;
+                if (layout == MultiAct::F32Rounded) {
+                    auto* dst = reinterpret_cast<float*>(row);
+                    for (int64_t i = 0; i < k; ++i) dst[i] = fp16_to_fp32(fp32_to_fp16(src[i]));
+                    continue;
+                }
+                quantize_row_q8_0(src, blocks.data(), k);
+                auto* scales = reinterpret_cast<float*>(row + k);
+                for (int64_t b = 0; b < k / kQK; ++b) {
+                    std::memcpy(row + b * kQK, blocks[static_cast<size_t>(b)].qs, kQK);
+                    const float d = fp16_to_fp32(blocks[static_cast<size_t>(b)].d);
+                    for (int l = 0; l < 8; ++l) scales[b * 8 + l] = d;
+                }
+            }
+        });
+        for (int64_t r = 0; r < rows; ++r) ptr[static_cast<size_t>(r)] = base + r * rb;
+        return ptr;
+    }
     if (f == ActFormat::F32) {
         for (int64_t r = 0; r < rows; ++r) ptr[static_cast<size_t>(r)] = x.row(r);
         return ptr;
@@ -43,8 +77,26 @@ std::vector<const void*> convert_rows(NodeCtx& c, ActFormat f, const TensorView&
     return ptr;
 }
 
-void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJob>& jobs) {
+// Whether this matmul takes the several-columns kernel (only with more than one activation row, so decode keeps
+// the single-column kernel and its activation format).
+bool use_multi(const NodeCtx& c, basalt_dtype wtype, int64_t act_rows) {
+    return act_rows > 1 && c.be->kernels.vec_dot_multi[wtype] != nullptr && c.be->kernels.multi_cols[wtype] > 1;
+}
+
+void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJob>& jobs, bool multi) {
     const VecDotFn dot = c.be->kernels.vec_dot[wtype];
+    const VecDotMultiFn dot_multi = multi ? c.be->kernels.vec_dot_multi[wtype] : nullptr;
+    const int64_t mcols = multi ? c.be->kernels.multi_cols[wtype] : 1;
+    // Several-columns kernel: a token tile of about kTileBytes of activations, so it stays in L1 while the
+    // weight rows stream past it.
+    int64_t tile = kTokenTile;
+    if (multi) {
+        const MultiAct layout = c.be->kernels.multi_act[wtype];
+        const int64_t rb = layout == MultiAct::Q8Split      ? 2 * k
+                           : layout == MultiAct::F32Rounded ? 4 * k
+                                                            : act_row_bytes(act_format(wtype), k);
+        tile = std::clamp<int64_t>(kTileBytes / std::max<int64_t>(1, rb) / mcols * mcols, mcols, kTokenTile);
+    }
     const int threads = c.be->pool->size();
     // Tasks: (job, row chunk). Aim for a few chunks per thread over all jobs together.
     int64_t total_rows = 0;
@@ -65,6 +117,21 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
         const Task& t = tasks[static_cast<size_t>(ti)];
         const MatJob& job = jobs[t.job];
         const auto cols = static_cast<int64_t>(job.act.size());
+        if (dot_multi != nullptr) {
+            float res[kTokenTile];
+            for (int64_t c0 = 0; c0 < cols; c0 += tile) {
+                const int64_t c1 = std::min(cols, c0 + tile);
+                for (int64_t n = t.r0; n < t.r1; ++n) {
+                    const uint8_t* wr = job.w + n * job.w_stride;
+                    for (int64_t col = c0; col < c1; col += mcols) {
+                        const int nc = static_cast<int>(std::min(mcols, c1 - col));
+                        dot_multi(k, wr, job.act.data() + col, nc, res);
+                        for (int j = 0; j < nc; ++j) job.out[static_cast<size_t>(col + j)][n] = res[j];
+                    }
+                }
+            }
+            return;
+        }
         for (int64_t c0 = 0; c0 < cols; c0 += kTokenTile) {
             const int64_t c1 = std::min(cols, c0 + kTokenTile);
             for (int64_t n = t.r0; n < t.r1; ++n) {
@@ -110,10 +177,11 @@ void run_matmul(NodeCtx& c) {
     job.w = w.data;
     job.w_stride = w.nb[1];
     job.n_rows = w.ne[1];
-    job.act = convert_rows(c, act_format(w.type), c.in[1]);
+    const bool multi = use_multi(c, w.type, c.in[1].nrows());
+    job.act = convert_rows(c, act_format(w.type), c.in[1], multi ? c.be->kernels.multi_act[w.type] : MultiAct::Native);
     job.out.resize(job.act.size());
     for (int64_t r = 0; r < c.out.nrows(); ++r) job.out[static_cast<size_t>(r)] = c.out.frow(r);
-    run_jobs(c, w.type, w.ne[0], jobs);
+    run_jobs(c, w.type, w.ne[0], jobs, multi);
 }
 
 void check_moe_matmul(const NodeCtx& c) {
@@ -160,7 +228,9 @@ void run_moe_matmul(NodeCtx& c) {
                                                     std::to_string(n_expert - 1));
         }
     }
-    const std::vector<const void*> act = convert_rows(c, act_format(w.type), x);
+    const bool multi = use_multi(c, w.type, x.nrows());
+    const std::vector<const void*> act =
+        convert_rows(c, act_format(w.type), x, multi ? c.be->kernels.multi_act[w.type] : MultiAct::Native);
     std::vector<MatJob> jobs(static_cast<size_t>(n_expert));
     for (int64_t e = 0; e < n_expert; ++e) {
         MatJob& j = jobs[static_cast<size_t>(e)];
@@ -175,7 +245,7 @@ void run_moe_matmul(NodeCtx& c) {
             j.out.push_back(reinterpret_cast<float*>(c.out.at(0, s, t)));
         }
     }
-    run_jobs(c, w.type, w.ne[0], jobs);
+    run_jobs(c, w.type, w.ne[0], jobs, multi);
 }
 
 void check_get_rows(const NodeCtx& c) {
