@@ -3,6 +3,7 @@
 // keeps only the candidates tied with the maximum. NaN and -inf logits are dropped when p > 0. Valid
 // probabilities are renormalised over the kept candidates. Stateless: accept/reset NULL, host-default clone.
 #include <basalt/plugin_sampler.h>
+#include <basalt/sdk/candidates.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <cmath>
@@ -10,23 +11,13 @@
 
 namespace {
 
+using basalt::sdk::renormalize;
+
 constexpr const char* kName = "min_p";
 
 struct MinP {
     float p = 0.05f;
 };
-
-// Rescales valid probabilities to sum to 1 over the live candidates (after a truncation).
-void renormalize(basalt_candidates* c) {
-    if (!c->probs_valid) return;
-    double sum = 0;
-    for (size_t i = 0; i < c->size; ++i) sum += c->data[i].p;
-    if (!(sum > 0)) {
-        c->probs_valid = 0;
-        return;
-    }
-    for (size_t i = 0; i < c->size; ++i) c->data[i].p = static_cast<float>(c->data[i].p / sum);
-}
 
 basalt_status min_p_create(const basalt_host* /*host*/, const basalt_params* params, void** out_instance) {
     return basalt::sdk::guard([&] {

@@ -2,6 +2,7 @@
 // id first). k <= 0 or k >= the number of candidates: no-op. Probabilities, when valid, are renormalised over
 // the kept candidates. Stateless, so accept/reset stay NULL and clone is the host's default.
 #include <basalt/plugin_sampler.h>
+#include <basalt/sdk/candidates.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <algorithm>
@@ -10,30 +11,14 @@
 
 namespace {
 
+using basalt::sdk::before;
+using basalt::sdk::renormalize;
+
 constexpr const char* kName = "top_k";
 
 struct TopK {
     long long k = 40;
 };
-
-// Descending by logit, NaN last, ties by the lower token id (so the order never depends on the input order).
-bool before(const basalt_token_data& a, const basalt_token_data& b) {
-    const float ka = std::isnan(a.logit) ? -INFINITY : a.logit;
-    const float kb = std::isnan(b.logit) ? -INFINITY : b.logit;
-    return ka > kb || (ka == kb && a.id < b.id);
-}
-
-// Rescales valid probabilities to sum to 1 over the live candidates (after a truncation).
-void renormalize(basalt_candidates* c) {
-    if (!c->probs_valid) return;
-    double sum = 0;
-    for (size_t i = 0; i < c->size; ++i) sum += c->data[i].p;
-    if (!(sum > 0)) {
-        c->probs_valid = 0;
-        return;
-    }
-    for (size_t i = 0; i < c->size; ++i) c->data[i].p = static_cast<float>(c->data[i].p / sum);
-}
 
 basalt_status top_k_create(const basalt_host* /*host*/, const basalt_params* params, void** out_instance) {
     return basalt::sdk::guard([&] {

@@ -4,6 +4,7 @@
 // so `sorted` becomes false; the kept probabilities are renormalised. p >= 1: no-op. It may drop the most
 // likely token, so it is not argmax-invariant. Stateless: accept/reset NULL, host-default clone.
 #include <basalt/plugin_sampler.h>
+#include <basalt/sdk/candidates.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <algorithm>
@@ -13,43 +14,14 @@
 
 namespace {
 
+using basalt::sdk::renormalize;
+using basalt::sdk::softmax;
+
 constexpr const char* kName = "typical";
 
 struct Typical {
     float p = 1.f;
 };
-
-// Sets p = softmax(logit) over the live candidates (NaN and -inf get 0, +inf share the mass). Returns false,
-// touching nothing, when no candidate has a usable logit.
-bool softmax(basalt_candidates* c) {
-    float mx = -INFINITY;
-    for (size_t i = 0; i < c->size; ++i) {
-        if (!std::isnan(c->data[i].logit) && c->data[i].logit > mx) mx = c->data[i].logit;
-    }
-    if (!(mx > -INFINITY)) return false;
-    double sum = 0;
-    for (size_t i = 0; i < c->size; ++i) {
-        const float l = c->data[i].logit;
-        const double e = std::isnan(l) ? 0.0 : std::isinf(mx) ? (l == mx ? 1.0 : 0.0) : std::exp(double(l) - mx);
-        c->data[i].p = static_cast<float>(e);
-        sum += e;
-    }
-    for (size_t i = 0; i < c->size; ++i) c->data[i].p = static_cast<float>(c->data[i].p / sum);
-    c->probs_valid = 1;
-    return true;
-}
-
-// Rescales valid probabilities to sum to 1 over the live candidates (after a truncation).
-void renormalize(basalt_candidates* c) {
-    if (!c->probs_valid) return;
-    double sum = 0;
-    for (size_t i = 0; i < c->size; ++i) sum += c->data[i].p;
-    if (!(sum > 0)) {
-        c->probs_valid = 0;
-        return;
-    }
-    for (size_t i = 0; i < c->size; ++i) c->data[i].p = static_cast<float>(c->data[i].p / sum);
-}
 
 basalt_status typical_create(const basalt_host* /*host*/, const basalt_params* params, void** out_instance) {
     return basalt::sdk::guard([&] {
