@@ -9,22 +9,10 @@
 #include "test-support.hpp"
 
 using Catch::Matchers::Contains;
+using test::Cands;
 using test::last_error;
 
 namespace {
-
-struct Cands {
-    std::vector<basalt_token_data> data;
-    basalt_candidates c{};
-    explicit Cands(std::vector<basalt_token_data> d, int32_t seq = 0) : data(std::move(d)) {
-        c.struct_size = sizeof(c);
-        c.seq_id = seq;
-        c.data = data.data();
-        c.size = data.size();
-        c.selected = -1;
-    }
-    int32_t chosen() const { return c.selected < 0 ? -1 : data[static_cast<size_t>(c.selected)].id; }
-};
 
 struct Sampler {
     basalt_sampler* s = nullptr;

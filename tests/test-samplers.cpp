@@ -10,33 +10,10 @@
 #include "test-support.hpp"
 
 using Catch::Matchers::Contains;
+using test::Cands;
 using test::last_error;
 
 namespace {
-
-struct Cands {
-    std::vector<basalt_token_data> data;
-    basalt_candidates c{};
-    explicit Cands(std::vector<basalt_token_data> d, int32_t seq = 0) : data(std::move(d)) {
-        c.struct_size = sizeof(c);
-        c.seq_id = seq;
-        c.data = data.data();
-        c.size = data.size();
-        c.selected = -1;
-    }
-    int32_t chosen() const { return c.selected < 0 ? -1 : data[static_cast<size_t>(c.selected)].id; }
-    std::vector<int32_t> ids() const {
-        std::vector<int32_t> out;
-        for (size_t i = 0; i < c.size; ++i) out.push_back(data[i].id);
-        return out;
-    }
-    float logit_of(int32_t id) const {
-        for (size_t i = 0; i < c.size; ++i) {
-            if (data[i].id == id) return data[i].logit;
-        }
-        return std::numeric_limits<float>::quiet_NaN();
-    }
-};
 
 // Candidates with the given probabilities (logit = ln p), ids 0..n-1.
 Cands from_probs(const std::vector<double>& probs) {

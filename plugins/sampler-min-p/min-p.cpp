@@ -23,8 +23,7 @@ basalt_status min_p_create(const basalt_host* /*host*/, const basalt_params* par
     return basalt::sdk::guard([&] {
         const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
         p.expect_only({"p"});
-        const float v = p.get_float("p", 0.05f);
-        if (v < 0.f || v > 1.f) p.bad("p", *p.find("p"), "a probability in [0, 1]");
+        const float v = p.get_probability("p", 0.05f);
         auto* inst = new MinP;
         inst->p = v;
         *out_instance = inst;

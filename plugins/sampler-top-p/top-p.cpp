@@ -27,8 +27,7 @@ basalt_status top_p_create(const basalt_host* /*host*/, const basalt_params* par
     return basalt::sdk::guard([&] {
         const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
         p.expect_only({"p", "min_keep"});
-        const float v = p.get_float("p", 0.95f);
-        if (v < 0.f || v > 1.f) p.bad("p", *p.find("p"), "a probability in [0, 1]");
+        const float v = p.get_probability("p", 0.95f);
         const long long mk = p.get_int("min_keep", 1);
         if (mk < 1) p.bad("min_keep", *p.find("min_keep"), "an integer >= 1");
         auto* inst = new TopP;

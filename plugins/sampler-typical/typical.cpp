@@ -27,8 +27,7 @@ basalt_status typical_create(const basalt_host* /*host*/, const basalt_params* p
     return basalt::sdk::guard([&] {
         const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
         p.expect_only({"p"});
-        const float v = p.get_float("p", 1.f);
-        if (v < 0.f || v > 1.f) p.bad("p", *p.find("p"), "a probability in [0, 1]");
+        const float v = p.get_probability("p", 1.f);
         auto* inst = new Typical;
         inst->p = v;
         *out_instance = inst;

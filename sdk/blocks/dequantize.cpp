@@ -291,16 +291,7 @@ bool can_dequantize(basalt_dtype type) noexcept {
 }
 
 void dequantize_row(basalt_dtype type, const void* src, float* dst, int64_t n) {
-    if (!can_dequantize(type)) {
-        throw error(BASALT_ERR_UNSUPPORTED, std::string("dequantize: weight type ") + dtype_name(type) + " (" +
-                                                std::to_string(type) + ") is not supported");
-    }
-    const int64_t bs = dtype_traits(type)->block_size;
-    if (n < 0 || n % bs != 0) {
-        throw error(BASALT_ERR_INVALID_ARGUMENT, "dequantize: " + std::to_string(n) + " elements of " +
-                                                     dtype_name(type) + " are not a whole number of " +
-                                                     std::to_string(bs) + "-element blocks");
-    }
+    const int64_t bs = check_row("dequantize", can_dequantize(type), type, n);
     const auto* x = static_cast<const uint8_t*>(src);
     const int64_t nb = n / bs;
     switch (type) {

@@ -375,16 +375,7 @@ bool can_quantize(basalt_dtype type) noexcept {
 }
 
 void quantize_row(basalt_dtype type, const float* src, void* dst, int64_t n) {
-    if (!can_quantize(type)) {
-        throw error(BASALT_ERR_UNSUPPORTED, std::string("quantize: weight type ") + dtype_name(type) + " (" +
-                                                std::to_string(type) + ") is not supported");
-    }
-    const int64_t bs = dtype_traits(type)->block_size;
-    if (n < 0 || n % bs != 0) {
-        throw error(BASALT_ERR_INVALID_ARGUMENT, "quantize: " + std::to_string(n) + " elements of " + dtype_name(type) +
-                                                     " are not a whole number of " + std::to_string(bs) +
-                                                     "-element blocks");
-    }
+    const int64_t bs = check_row("quantize", can_quantize(type), type, n);
     auto* y = static_cast<uint8_t*>(dst);
     const int64_t nb = n / bs;
     switch (type) {

@@ -123,6 +123,13 @@ class params {
         return f;
     }
 
+    // Parses a probability in [0, 1], or returns fallback when absent.
+    float get_probability(std::string_view k, float fallback) const {
+        const float v = get_float(k, fallback);
+        if (v < 0.f || v > 1.f) bad(k, *find(k), "a probability in [0, 1]");
+        return v;
+    }
+
     // Parses an integer, or returns fallback when absent.
     long long get_int(std::string_view k, long long fallback) const {
         auto v = find(k);
