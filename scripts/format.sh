@@ -3,7 +3,9 @@
 # Usage: scripts/format.sh [--check]   (--check: change nothing, exit 1 if anything is unformatted)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.comp' '*.glsl')
+mapfile -t listed < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.comp' '*.glsl')
+files=()
+for f in "${listed[@]}"; do [ -e "$f" ] && files+=("$f"); done  # a file deleted but not yet committed is gone
 [ "${#files[@]}" -gt 0 ] || exit 0
 if [ "${1:-}" = --check ]; then
     exec clang-format --dry-run -Werror "${files[@]}"

@@ -9,6 +9,7 @@
 #include "error.hpp"
 #include "log.hpp"
 #include "memory-plan.hpp"
+#include "model-path.hpp"
 #include "model.hpp"
 #include "quantize-model.hpp"
 
@@ -59,9 +60,10 @@ basalt_status basalt_model_load(basalt_runtime* /*runtime*/, const char* path, c
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_params.struct_size {} is too small", params->struct_size);
         }
         auto m = std::make_unique<basalt_model>();
-        m->gguf = basalt::gguf::open(path);
+        const std::string file = basalt::resolve_model_path(path).string();
+        m->gguf = basalt::gguf::open(file);
         m->hparams = basalt::read_hparams(m->gguf.file);
-        basalt::log::info("loaded '{}': {} ({} layers, {} tensors)", path, m->hparams.arch, m->hparams.n_layer,
+        basalt::log::info("loaded '{}': {} ({} layers, {} tensors)", file, m->hparams.arch, m->hparams.n_layer,
                           m->gguf.file.tensors().size());
         *out = m.release();
     });

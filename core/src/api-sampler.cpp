@@ -13,7 +13,9 @@ using basalt::fail;
 using basalt::guard;
 
 struct basalt_sampler {
-    const basalt::Component* component = nullptr;
+    // The component's name and table, copied: the registry may reorder while instances live.
+    std::string name;
+    const void* iface = nullptr;  // identifies the component (batches must not mix components)
     basalt::SamplerVtable vt;
     void* instance = nullptr;
     // Kept so the host can clone a sampler whose table has no clone entry.
@@ -28,7 +30,7 @@ struct basalt_sampler {
 namespace {
 
 std::string label(const basalt_sampler* s) {
-    return basalt::component_label(BASALT_COMPONENT_SAMPLER, s->component->name);
+    return basalt::component_label(BASALT_COMPONENT_SAMPLER, s->name);
 }
 
 // Calls a plugin entry point; a failing status or an exception becomes an Error naming the sampler.
@@ -102,7 +104,8 @@ basalt_status basalt_sampler_create(basalt_runtime* runtime, const char* name, c
             fail(st == BASALT_OK ? BASALT_ERR_INTERNAL : st, "{}", basalt::last_error());
         }
         auto s = std::make_unique<basalt_sampler>();
-        s->component = comp;
+        s->name = comp->name;
+        s->iface = comp->iface;
         s->vt = basalt::sampler_vtable(*comp);
         if (params != nullptr) {
             if (params->struct_size < offsetof(basalt_params, values) + sizeof(params->values)) {
@@ -148,7 +151,7 @@ basalt_status basalt_sampler_apply_batch(basalt_sampler* const* samplers, basalt
         std::vector<size_t> sizes(n);
         for (size_t i = 0; i < n; ++i) {
             if (samplers[i] == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "sampler #{} is NULL", i);
-            if (samplers[i]->component != samplers[0]->component) {
+            if (samplers[i]->iface != samplers[0]->iface) {
                 fail(BASALT_ERR_INVALID_ARGUMENT, "a batch must use one sampler component: #{} is {}, #0 is {}", i,
                      label(samplers[i]), label(samplers[0]));
             }
@@ -184,7 +187,8 @@ basalt_status basalt_sampler_clone(const basalt_sampler* sampler, basalt_sampler
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_sampler_clone: sampler and out are required");
         }
         auto copy = std::make_unique<basalt_sampler>();
-        copy->component = sampler->component;
+        copy->name = sampler->name;
+        copy->iface = sampler->iface;
         copy->vt = sampler->vt;
         copy->keys = sampler->keys;
         copy->values = sampler->values;

@@ -287,7 +287,8 @@ void PluginHost::load(const fs::path& path_in) {
             }
         }
         if (const Component* existing = find(c.kind, c.name); existing != nullptr) {
-            fail(BASALT_ERR_DUPLICATE, "plugin '{}': {} is already provided by '{}'", file, label, existing->file);
+            fail(BASALT_ERR_DUPLICATE, "plugin '{}': {} is already provided by '{}'", file, label,
+                 existing->file.empty() ? std::string("the application (registered in process)") : existing->file);
         }
         c.description = cd->description != nullptr ? cd->description : "";
         c.version = {cd->version_major, cd->version_minor, cd->version_patch};
@@ -310,6 +311,48 @@ void PluginHost::load(const fs::path& path_in) {
                    c.version[2], file);
         components_.push_back(std::move(c));
     }
+    std::stable_sort(components_.begin(), components_.end(), [](const Component& a, const Component& b) {
+        return a.kind != b.kind ? a.kind < b.kind : a.name < b.name;
+    });
+}
+
+void PluginHost::register_sampler(const std::string& name, const basalt_sampler_iface* iface) {
+    const std::string label = component_label(BASALT_COMPONENT_SAMPLER, name);
+    if (!valid_name(name)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "cannot register sampler '{}': a name is 1-64 characters of [A-Za-z0-9_.+-]",
+             name);
+    }
+    if (iface == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "cannot register {}: the interface table is NULL", label);
+    const KindRules* rules = rules_for(BASALT_COMPONENT_SAMPLER);
+    if (iface->struct_size < rules->min_size) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "cannot register {}: interface table struct_size {} is smaller than the minimum {}", label,
+             iface->struct_size, rules->min_size);
+    }
+    for (const auto& req : rules->required) {
+        if (read_entry<void (*)()>(iface, iface->struct_size, req.offset) == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "cannot register {}: the required entry '{}' is NULL", label, req.name);
+        }
+    }
+    if (const Component* existing = find(BASALT_COMPONENT_SAMPLER, name); existing != nullptr) {
+        fail(BASALT_ERR_DUPLICATE, "cannot register {}: it is already provided by '{}'", label,
+             existing->file.empty() ? std::string("the application (registered in process)") : existing->file);
+    }
+    basalt_sampler_iface& copy = own_tables_.emplace_back();
+    const size_t n = std::min<size_t>(iface->struct_size, sizeof(basalt_sampler_iface));
+    std::memcpy(&copy, iface, n);
+    copy.struct_size = static_cast<uint32_t>(n);
+    Component c;
+    c.kind = BASALT_COMPONENT_SAMPLER;
+    c.name = name;
+    c.description = "registered in process";
+    c.plugin_name = "in-process";
+    c.plugin_abi_major = BASALT_ABI_VERSION_MAJOR;
+    c.plugin_abi_minor = BASALT_ABI_VERSION_MINOR;
+    c.iface = &copy;
+    c.iface_size = copy.struct_size;
+    log::debug("registered {} in process", label);
+    components_.push_back(std::move(c));
     std::stable_sort(components_.begin(), components_.end(), [](const Component& a, const Component& b) {
         return a.kind != b.kind ? a.kind < b.kind : a.name < b.name;
     });

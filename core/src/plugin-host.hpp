@@ -4,9 +4,11 @@
 
 #include <basalt/basalt.h>
 #include <basalt/plugin.h>
+#include <basalt/plugin_sampler.h>
 
 #include <array>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -62,7 +64,13 @@ class PluginHost {
     // Loads a ':'-separated list of folders and files, as in $BASALT_PLUGIN_PATH, skipping failures with warnings.
     void discover_path_list(const std::string& list);
 
-    // Registered components ordered by kind, then name.
+    // Registers a sampler provided by the application itself, without a library: the same checks as a plugin's
+    // component (name syntax, table size, required entries, a name unique among samplers); throws Error. The
+    // table is copied (up to its struct_size); the functions it points to must outlive the host.
+    void register_sampler(const std::string& name, const basalt_sampler_iface* iface);
+
+    // Registered components ordered by kind, then name. Registering or loading reorders it: hold names, not
+    // pointers, across those calls.
     const std::vector<Component>& components() const { return components_; }
     // Finds a component, or nullptr.
     const Component* find(basalt_component_kind kind, const std::string& name) const;
@@ -72,6 +80,7 @@ class PluginHost {
     void discover_file(const std::filesystem::path& file);
     std::vector<std::unique_ptr<Library>> libraries_;
     std::vector<Component> components_;
+    std::deque<basalt_sampler_iface> own_tables_;  // copies of in-process tables (stable addresses)
 };
 
 }  // namespace basalt

@@ -160,7 +160,8 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
 const Registrar kBench{Command{"bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
                                "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [--threads N] [--json]",
                                [](po::options_description& d, po::positional_options_description&) {
-                                   d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+                                   d.add_options()("model,m", po::value<std::string>()->required(),
+                                                   "GGUF model file or shipped model name")(
                                        "n-prompt,p", po::value<int>()->default_value(128), "prompt tokens (pp)")(
                                        "n-gen,n", po::value<int>()->default_value(64), "generated tokens (tg)")(
                                        "repetitions,r", po::value<int>()->default_value(3),

@@ -73,17 +73,17 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
     return kExitOk;
 }
 
-const Registrar kEval{Command{"eval", "logits at every position of a token list",
-                              "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq]",
-                              [](po::options_description& d, po::positional_options_description&) {
-                                  d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
-                                      "tokens", po::value<std::string>()->required(), "token ids, comma-separated")(
-                                      "logits", po::value<std::string>(),
-                                      "write raw little-endian f32 logits, one row per position")(
-                                      "seq", po::bool_switch(), "feed one token per decode instead of one batch");
-                                  add_session_options(d);
-                              },
-                              run_eval}};
+const Registrar kEval{Command{
+    "eval", "logits at every position of a token list",
+    "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq]",
+    [](po::options_description& d, po::positional_options_description&) {
+        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
+            "tokens", po::value<std::string>()->required(), "token ids, comma-separated")(
+            "logits", po::value<std::string>(), "write raw little-endian f32 logits, one row per position")(
+            "seq", po::bool_switch(), "feed one token per decode instead of one batch");
+        add_session_options(d);
+    },
+    run_eval}};
 
 }  // namespace
 }  // namespace basalt::cli

@@ -173,7 +173,7 @@ const Registrar kInspect{Command{
     "inspect", "show a model's architecture, tensors and memory plan",
     "basalt inspect MODEL [--ctx N] [--batch N] [--kv-type T] [--json]",
     [](po::options_description& d, po::positional_options_description& pos) {
-        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "ctx,c", po::value<uint32_t>()->default_value(0), "context size (0: training context, at most 4096)")(
             "batch,b", po::value<uint32_t>()->default_value(512), "tokens per forward pass")(
             "kv-type", po::value<std::string>(), "stored type of K and V (f32, f16, q8_0, ...; default f16)")(

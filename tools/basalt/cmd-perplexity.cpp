@@ -92,7 +92,7 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
 const Registrar kPerplexity{Command{
     "perplexity", "perplexity of a text file", "basalt perplexity -m MODEL -f FILE [--ctx N] [--json]",
     [](po::options_description& d, po::positional_options_description&) {
-        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
+        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "file,f", po::value<std::string>()->required(), "UTF-8 text file")("json", po::bool_switch(), "print JSON");
         add_session_options(d);
     },

@@ -1,10 +1,10 @@
 // `basalt run`: generate text from a prompt, streaming it, with prefill/decode speed on stderr.
 #include <chrono>
 #include <iostream>
+#include <sstream>
 
 #include "cli.hpp"
 #include "handles.hpp"
-#include "sampler-chain.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -15,16 +15,22 @@ double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Owns the sampler instances of a chain, applied in order.
+// Owns a sampler chain of the C API (basalt_sampler_chain_*: parsing, creation, sample + accept).
 struct SamplerChain {
-    std::vector<basalt_sampler*> samplers;
+    basalt_sampler_chain* chain = nullptr;
     SamplerChain() = default;
     SamplerChain(const SamplerChain&) = delete;
     SamplerChain& operator=(const SamplerChain&) = delete;
-    ~SamplerChain() {
-        for (basalt_sampler* s : samplers) basalt_sampler_destroy(s);
-    }
+    ~SamplerChain() { basalt_sampler_chain_destroy(chain); }
 };
+
+// The chain the --temp/--top-k/--top-p/--seed shorthands stand for ("greedy" when temp <= 0).
+std::string shorthand_chain(float temp, long long top_k, float top_p, long long seed) {
+    if (temp <= 0.f) return "greedy";
+    std::ostringstream os;
+    os << "top_k:k=" << top_k << ";top_p:p=" << top_p << ";temp:t=" << temp << ";dist:seed=" << seed;
+    return os.str();
+}
 
 // The chain text from --samplers or from the --temp/--top-k/--top-p/--seed shorthands (not both).
 int sampler_chain_text(const po::variables_map& vm, std::string& out) {
@@ -64,64 +70,21 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
                     std::to_string(n_ctx) + " (use --ctx)");
         return kExitError;
     }
-    std::vector<SamplerSpec> specs;
     std::string chain_text;
     const int chain_rc = sampler_chain_text(vm, chain_text);
     if (chain_rc != kExitOk) return chain_rc;
-    try {
-        specs = parse_sampler_chain(chain_text);
-    } catch (const ChainSyntaxError& e) {
-        print_error(e.what());
-        return kExitUsage;
-    }
     SamplerChain chain;
-    for (const SamplerSpec& spec : specs) {
-        std::vector<const char*> keys, values;
-        for (const auto& [k, v] : spec.params) {
-            keys.push_back(k.c_str());
-            values.push_back(v.c_str());
-        }
-        basalt_params params{};
-        params.struct_size = sizeof(params);
-        params.count = keys.size();
-        params.keys = keys.data();
-        params.values = values.data();
-        basalt_sampler* s = nullptr;
-        if (basalt_sampler_create(rt.get(), spec.name.c_str(), &params, &s) != BASALT_OK) {
-            print_error(basalt_last_error());
-            return kExitError;
-        }
-        chain.samplers.push_back(s);
-    }
-    if ((basalt_sampler_flags(chain.samplers.back()) & BASALT_SAMPLER_SELECTS) == 0) {
-        print_error("the last sampler of the chain ('" + specs.back().name +
-                    "') does not select a token; end the chain with one that does (dist, greedy)");
-        return kExitUsage;
+    if (const basalt_status st = basalt_sampler_chain_create(rt.get(), chain_text.c_str(), &chain.chain);
+        st != BASALT_OK) {
+        print_error(basalt_last_error());
+        return st == BASALT_ERR_FORMAT ? kExitUsage : kExitError;  // a malformed chain is a command-line error
     }
 
     const size_t n_vocab = basalt_session_n_vocab(session.get());
-    std::vector<basalt_token_data> cands(n_vocab);
     auto sample = [&](int32_t& out) -> bool {
         const float* logits = nullptr;
         if (basalt_session_logits(session.get(), 0, &logits) != BASALT_OK) return false;
-        for (size_t v = 0; v < n_vocab; ++v) cands[v] = {static_cast<int32_t>(v), logits[v], 0.f};
-        basalt_candidates c{};
-        c.struct_size = sizeof(c);
-        c.data = cands.data();
-        c.size = cands.size();
-        c.selected = -1;
-        for (basalt_sampler* s : chain.samplers) {
-            if (basalt_sampler_apply(s, &c) != BASALT_OK) return false;
-        }
-        if (c.selected < 0) {
-            print_error("sampler '" + specs.back().name + "' selected no token");
-            return false;
-        }
-        out = cands[static_cast<size_t>(c.selected)].id;
-        for (basalt_sampler* s : chain.samplers) {
-            if (basalt_sampler_accept(s, out) != BASALT_OK) return false;
-        }
-        return true;
+        return basalt_sampler_chain_sample(chain.chain, logits, n_vocab, &out) == BASALT_OK;
     };
 
     if (vm["echo"].as<bool>()) {
@@ -190,10 +153,11 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
 
 const Registrar kRun{Command{
     "run", "generate text from a prompt",
-    "basalt run -m MODEL -p TEXT [-n N] [--samplers CHAIN | --temp T --top-k K --top-p P --seed S] [--backend cpu]",
+    "basalt run [-m MODEL] [-p TEXT] [-n N] [--samplers CHAIN | --temp T --top-k K --top-p P --seed S] [--backend cpu]",
     [](po::options_description& d, po::positional_options_description&) {
-        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file")(
-            "prompt,p", po::value<std::string>()->required(), "prompt text")(
+        d.add_options()("model,m", po::value<std::string>()->default_value("target"),
+                        "GGUF model file, or a shipped model's name (target, draft)")(
+            "prompt,p", po::value<std::string>()->default_value(""), "prompt text (default: none, start at BOS)")(
             "n-predict,n", po::value<int>()->default_value(64), "tokens to generate")(
             "samplers", po::value<std::string>()->default_value("greedy"),
             "sampler chain, e.g. \"penalties:repeat=1.1,last_n=64;top_k:40;top_p:0.9;temp:0.7;dist\"")(

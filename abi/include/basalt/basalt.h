@@ -135,6 +135,66 @@ BASALT_API basalt_status basalt_sampler_clone(const basalt_sampler* sampler, bas
 /* Returns the component's BASALT_SAMPLER_* flags. Thread-safe. */
 BASALT_API uint32_t basalt_sampler_flags(const basalt_sampler* sampler);
 
+/*
+ * Registers a sampler component implemented by the application itself (no shared library), e.g. in Python
+ * through ctypes callbacks. It is then listed, created (basalt_sampler_create) and used in chains exactly like
+ * a plugin's sampler; its component info has plugin_name "in-process" and file "". The same checks as for a
+ * plugin's component apply: name of 1-64 [A-Za-z0-9_.+-], iface->struct_size >= BASALT_SAMPLER_IFACE_MIN_SIZE,
+ * create/destroy/apply non-NULL (BASALT_ERR_INVALID_ARGUMENT), a name no loaded or registered sampler has
+ * (BASALT_ERR_DUPLICATE, naming who provides it). The table is copied; the functions it points to (and what
+ * they use) must stay valid until the runtime is destroyed. The `host` passed to iface->create is the same
+ * services table plugins get (use host->set_error to report a message). Not thread-safe with other calls on
+ * the same runtime.
+ */
+BASALT_API basalt_status basalt_runtime_register_sampler(basalt_runtime* runtime, const char* name,
+                                                         const basalt_sampler_iface* iface);
+
+/* ---- sampler chains -------------------------------------------------------------------------------------------- */
+
+/* Sampler instances applied in order to one sequence's logits, the last one selecting the token. */
+typedef struct basalt_sampler_chain basalt_sampler_chain;
+
+/*
+ * Creates a chain from its text, e.g. "penalties:repeat=1.1,last_n=64;top_k:40;top_p:0.9;temp:0.7;dist:seed=42"
+ * (docs/samplers.md: entries split by ';', parameters by ','; key=value or a bare value for the sampler's main
+ * parameter). Fails with BASALT_ERR_FORMAT on malformed text ("bad sampler chain: an empty entry in '...'")
+ * and when the last sampler does not select a token (lacks BASALT_SAMPLER_SELECTS), BASALT_ERR_NOT_FOUND for
+ * an unknown sampler (listing those loaded) and the sampler's own status and message for a bad parameter
+ * (naming the sampler, the key and the value). *out is owned by the caller; the runtime must outlive it.
+ * Thread-safe with other creations; not with register/load calls on the same runtime.
+ */
+BASALT_API basalt_status basalt_sampler_chain_create(basalt_runtime* runtime, const char* spec,
+                                                     basalt_sampler_chain** out);
+/* Destroys a chain and its instances; NULL is ignored. */
+BASALT_API void basalt_sampler_chain_destroy(basalt_sampler_chain* chain);
+/*
+ * One step: builds the candidates (id = index, logit = logits[i], n_vocab of them; logits borrowed for the call),
+ * applies every sampler in order, writes the selected token into *out_token and accepts it into every sampler.
+ * Fails naming the sampler that failed or selected nothing, leaving *out_token untouched.
+ * One thread per chain at a time; distinct chains may be used concurrently.
+ */
+BASALT_API basalt_status basalt_sampler_chain_sample(basalt_sampler_chain* chain, const float* logits, size_t n_vocab,
+                                                     int32_t* out_token);
+/* Applies every sampler in order to candidates (borrowed) in place, without accepting anything; on success
+ * candidates->selected indexes the chosen entry. One thread per chain at a time. */
+BASALT_API basalt_status basalt_sampler_chain_apply(basalt_sampler_chain* chain, basalt_candidates* candidates);
+/* Tells every sampler of the chain that `token` was chosen (e.g. a prompt token, or a token picked outside
+ * the chain). One thread per chain at a time. */
+BASALT_API basalt_status basalt_sampler_chain_accept(basalt_sampler_chain* chain, int32_t token);
+/* Forgets every sampler's per-sequence state (penalty window, dist generator back to its seed). One thread
+ * per chain at a time. */
+BASALT_API basalt_status basalt_sampler_chain_reset(basalt_sampler_chain* chain);
+/* Deep-copies a chain, every sampler's state included (a forked sequence); caller owns *out. The source must
+ * not be used by another thread during the call. */
+BASALT_API basalt_status basalt_sampler_chain_clone(const basalt_sampler_chain* chain, basalt_sampler_chain** out);
+/* Returns the number of samplers in the chain (0 for NULL). Thread-safe. */
+BASALT_API size_t basalt_sampler_chain_length(const basalt_sampler_chain* chain);
+/* Returns sampler `index` of the chain (borrowed, owned by the chain), or NULL when out of range. Thread-safe. */
+BASALT_API basalt_sampler* basalt_sampler_chain_get(basalt_sampler_chain* chain, size_t index);
+/* Returns the name of sampler `index` (borrowed until the chain is destroyed), or NULL when out of range.
+ * Thread-safe. */
+BASALT_API const char* basalt_sampler_chain_name(const basalt_sampler_chain* chain, size_t index);
+
 /* ---- models ---------------------------------------------------------------------------------------------------- */
 
 /* A loaded model file (memory-mapped GGUF, validated, with its hyper-parameters and tokenizer). */
@@ -147,8 +207,10 @@ typedef struct basalt_model_params {
 
 /*
  * Maps and validates the GGUF file at path (v2/v3, every field checked) and reads its hyper-parameters.
- * Fails with BASALT_ERR_NOT_FOUND / BASALT_ERR_IO / BASALT_ERR_FORMAT naming the file, field and value.
- * runtime and params may be NULL. *out is owned by the caller (basalt_model_free). Thread-safe.
+ * A bare name that is not a file ("target", "draft"; "" for the default "target") loads the model shipped
+ * with Basalt from $BASALT_MODELS_DIR or <libdir>/../share/basalt/models. Fails with BASALT_ERR_NOT_FOUND /
+ * BASALT_ERR_IO / BASALT_ERR_FORMAT naming the file, field and value. runtime and params may be NULL. *out is owned by
+ * the caller (basalt_model_free). Thread-safe.
  */
 BASALT_API basalt_status basalt_model_load(basalt_runtime* runtime, const char* path, const basalt_model_params* params,
                                            basalt_model** out);

@@ -1,9 +1,9 @@
-// Parser of the `--samplers` chain syntax (see sampler-chain.hpp and docs/samplers.md).
+// Parser of the sampler-chain syntax (see sampler-chain.hpp and docs/samplers.md).
 #include "sampler-chain.hpp"
 
-#include <sstream>
+#include "error.hpp"
 
-namespace basalt::cli {
+namespace basalt {
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -30,7 +30,7 @@ bool name_char(char ch) {
 }
 
 [[noreturn]] void syntax(const std::string& what, std::string_view text) {
-    throw ChainSyntaxError("bad sampler chain: " + what + " in '" + std::string(text) + "'");
+    throw Error(BASALT_ERR_FORMAT, "bad sampler chain: " + what + " in '" + std::string(text) + "'");
 }
 
 }  // namespace
@@ -101,11 +101,4 @@ std::vector<SamplerSpec> parse_sampler_chain(std::string_view text) {
     return chain;
 }
 
-std::string shorthand_chain(float temp, long long top_k, float top_p, long long seed) {
-    if (temp <= 0.f) return "greedy";
-    std::ostringstream os;
-    os << "top_k:k=" << top_k << ";top_p:p=" << top_p << ";temp:t=" << temp << ";dist:seed=" << seed;
-    return os.str();
-}
-
-}  // namespace basalt::cli
+}  // namespace basalt

@@ -1,0 +1,27 @@
+// The sampler-chain text syntax: "penalties:repeat=1.1,last_n=64;top_k:40;top_p:0.9;temp:0.7;dist:seed=42".
+// Entries are separated by ';', a sampler's parameters follow its name after ':' and are separated by ','; each
+// is key=value, or a bare value for the sampler's main parameter (see primary_key). docs/samplers.md.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace basalt {
+
+// One entry of a chain: a sampler name and its parameters in the order given.
+struct SamplerSpec {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> params;
+};
+
+// The key a bare value stands for: t (temp), k (top_k), p (top_p, min_p, typical), seed (dist), bias
+// (logit_bias), repeat (penalties); "value" for any other sampler.
+std::string primary_key(std::string_view sampler);
+
+// Parses a chain. A malformed text throws basalt::Error(BASALT_ERR_FORMAT, "bad sampler chain: <what> in
+// '<offending text>'"); sampler names and values are checked later, by the samplers themselves.
+std::vector<SamplerSpec> parse_sampler_chain(std::string_view text);
+
+}  // namespace basalt
