@@ -59,9 +59,34 @@ def _str(s):
 # ---- runtime -------------------------------------------------------------------------------------------------------
 
 
-class Runtime:
+class _Owned:
+    """A C object this wrapper owns: close() frees it once through the C function named by _free (also on
+    `with` exit and garbage collection). Runtime.close() unloads the plugins: every model, session and chain
+    made from the runtime must be closed first."""
+
+    _free = None
+    _handle = None
+
+    def close(self):
+        if self._handle:
+            getattr(self._lib, self._free)(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Runtime(_Owned):
     """The loaded plugins (discovered beside libbasalt and in $BASALT_PLUGIN_PATH unless disabled) plus the
     samplers registered from Python. Everything created from a runtime keeps it alive."""
+
+    _free = "basalt_runtime_destroy"
 
     def __init__(self, plugins=(), default_plugins=True, env_plugins=True):
         self._lib = _capi.lib()
@@ -111,27 +136,15 @@ class Runtime:
         _check(self._lib.basalt_runtime_register_sampler(self._handle, name.encode(), byref(reg.iface)))
         self._registrations.append(reg)
 
-    def close(self):
-        """Unloads the plugins; every model, session and chain made from this runtime must be closed first."""
-        if self._handle:
-            self._lib.basalt_runtime_destroy(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
 
 # ---- models --------------------------------------------------------------------------------------------------------
 
 
-class Model:
+class Model(_Owned):
     """A GGUF model file: hyper-parameters and tokenizer."""
+
+    _free = "basalt_model_free"
 
     def __init__(self, path, runtime=None):
         self._lib = _capi.lib()
@@ -209,26 +222,15 @@ class Model:
         _check(self._lib.basalt_model_special_tokens(self._handle, byref(s)))
         return {name: getattr(s, name) for name, _ in _capi.SpecialTokens._fields_[1:]}
 
-    def close(self):
-        if self._handle:
-            self._lib.basalt_model_free(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
 
 # ---- sessions ------------------------------------------------------------------------------------------------------
 
 
-class Session:
+class Session(_Owned):
     """A model on a backend with a KV cache, decoding batches of sequences."""
+
+    _free = "basalt_session_free"
 
     def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None):
         self._lib = _capi.lib()
@@ -310,26 +312,15 @@ class Session:
     def seq_fork(self, src_seq_id, dst_seq_id):
         _check(self._lib.basalt_session_seq_fork(self._handle, src_seq_id, dst_seq_id))
 
-    def close(self):
-        if self._handle:
-            self._lib.basalt_session_free(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
 
 # ---- sampler chains ------------------------------------------------------------------------------------------------
 
 
-class SamplerChain:
+class SamplerChain(_Owned):
     """Samplers applied in order, the last selecting: SamplerChain(runtime, "top_k:40;top_p:0.9;temp:0.7;dist")."""
+
+    _free = "basalt_sampler_chain_destroy"
 
     def __init__(self, runtime, spec="greedy", _handle=None):
         self._lib = _capi.lib()
@@ -377,19 +368,6 @@ class SamplerChain:
         _check(self._lib.basalt_sampler_chain_clone(self._handle, byref(handle)))
         return SamplerChain(self._runtime, self.spec, _handle=handle)
 
-    def close(self):
-        if self._handle:
-            self._lib.basalt_sampler_chain_destroy(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
 
 # ---- samplers written in Python ------------------------------------------------------------------------------------
