@@ -875,6 +875,9 @@ struct Plugins {
     std::map<std::string, const basalt_backend_iface*> ifaces;
     Plugins() {
         host.load(BASALT_TEST_BACKEND_CPU);
+#ifdef BASALT_TEST_BACKEND_VULKAN
+        host.load(BASALT_TEST_BACKEND_VULKAN);
+#endif
         for (const auto& c : host.components()) {
             if (c.kind == BASALT_COMPONENT_BACKEND) ifaces[c.name] = static_cast<const basalt_backend_iface*>(c.iface);
         }
@@ -1318,4 +1321,229 @@ TEST_CASE("malformed graphs fail with the node's name, never crash", "[backend-o
         }
     }
     iface->buffer_free(inst.be, buf);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The Vulkan column: every case of the table on the Vulkan backend (lavapipe in CI), against the same
+// double-precision reference and tolerance. Vulkan computes with F32 activations (no activation quantization),
+// so it is not compared bit-for-bit with the CPU. A case it does not support fails unless it is listed in
+// kVulkanUnsupported (the declared gap, printed by the test below); a listed case that runs fails too, so the list
+// stays exact.
+
+namespace {
+
+// Weight types without Vulkan kernels yet: their MATMUL and GET_ROWS cases.
+const char* const kVulkanUnsupported[] = {
+    "q2_K",
+    "q3_K",
+    "q5_K",
+};
+
+bool vulkan_declared_unsupported(const Case& c) {
+    for (const char* t : kVulkanUnsupported) {
+        const std::string name(t);
+        if (c.name.rfind("MATMUL " + name + " ", 0) == 0 || c.name.rfind("GET_ROWS " + name + " ", 0) == 0) return true;
+    }
+    return false;
+}
+
+const basalt_backend_iface* vulkan_iface() {
+    auto it = plugins().ifaces.find("vulkan");
+    return it == plugins().ifaces.end() ? nullptr : it->second;
+}
+
+}  // namespace
+
+TEST_CASE("every op case matches the reference on the Vulkan backend", "[backend-ops][.vulkan]") {
+    const basalt_backend_iface* iface = vulkan_iface();
+    if (iface == nullptr) {
+        WARN("backend-vulkan is not built: Vulkan column not run");
+        return;
+    }
+    Instance inst(iface, {});
+    if (inst.status == BASALT_ERR_UNSUPPORTED) {
+        WARN("Vulkan unavailable here: " << inst.message);
+        return;
+    }
+    INFO(inst.message);
+    REQUIRE(inst.status == BASALT_OK);
+    const auto cases = all_cases();
+    int passed = 0;
+    int failed = 0;
+    int gap = 0;
+    double worst = 0;
+    std::string worst_case;
+    for (const Case& c : cases) {
+        RunResult r = run_case(iface, inst.be, c);
+        const bool declared = vulkan_declared_unsupported(c);
+        if (r.outcome == RunResult::Unsupported) {
+            if (declared) {
+                ++gap;
+            } else {
+                ++failed;
+                FAIL_CHECK("vulkan: " << c.name << ": unsupported: " << r.message);
+            }
+            continue;
+        }
+        if (declared) FAIL_CHECK("vulkan: " << c.name << " runs but is listed in kVulkanUnsupported");
+        if (r.outcome == RunResult::Failed) {
+            ++failed;
+            FAIL_CHECK("vulkan: " << c.name << ": " << r.message);
+            continue;
+        }
+        const double e = nmse(r.out, c.expected);
+        if (c.tol > 0 && e / c.tol > worst) {
+            worst = e / c.tol;
+            worst_case = c.name;
+        }
+        if (e <= c.tol) {
+            ++passed;
+        } else {
+            ++failed;
+            FAIL_CHECK("vulkan: " << c.name << ": NMSE " << e << " (tolerance " << c.tol << ")");
+        }
+    }
+    std::printf(
+        "[backend-ops] vulkan           %4d passed, %d failed, %d declared unsupported (of %zu cases); "
+        "worst NMSE/tolerance %.3g (%s)\n",
+        passed, failed, gap, cases.size(), worst, worst_case.c_str());
+}
+
+TEST_CASE("the Vulkan backend's declared gap: these cases fail as unsupported, naming the node",
+          "[backend-ops][.vulkan]") {
+    const basalt_backend_iface* iface = vulkan_iface();
+    if (iface == nullptr) return;
+    Instance inst(iface, {});
+    if (inst.status == BASALT_ERR_UNSUPPORTED) return;
+    REQUIRE(inst.status == BASALT_OK);
+    size_t n = 0;
+    for (const Case& c : all_cases()) {
+        if (!vulkan_declared_unsupported(c)) continue;
+        ++n;
+        RunResult r = run_case(iface, inst.be, c);
+        std::printf("[backend-ops]   declared unsupported on vulkan: %s\n", c.name.c_str());
+        CHECK(r.outcome == RunResult::Unsupported);
+        CHECK_THAT(r.message, Catch::Matchers::Contains("node0"));
+    }
+    CHECK(n > 0);
+}
+
+TEST_CASE("backend-vulkan describes its devices, parses its parameters and splits big buffers",
+          "[backend-ops][.vulkan-split]") {
+    const basalt_backend_iface* iface = vulkan_iface();
+    if (iface == nullptr) return;
+    size_t n = 0;
+    REQUIRE(iface->device_count(basalt::host_services(), &n) == BASALT_OK);
+    if (n == 0) {
+        CHECK_THAT(plugin_message(), Catch::Matchers::Contains("mesa-vulkan-drivers"));
+        Instance none(iface, {});
+        CHECK(none.status == BASALT_ERR_UNSUPPORTED);
+        return;
+    }
+    basalt_device_info info{};
+    info.struct_size = sizeof(info);
+    REQUIRE(iface->device_info(0, &info) == BASALT_OK);
+    CHECK(std::strlen(info.name) > 0);
+    CHECK(iface->device_info(n, &info) == BASALT_ERR_NOT_FOUND);
+    Instance bad_key(iface, {{"devize", "0"}});
+    CHECK(bad_key.status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(bad_key.message, Catch::Matchers::Contains("devize"));
+    Instance bad_dev(iface, {{"device", std::to_string(n)}});
+    CHECK(bad_dev.status == BASALT_ERR_NOT_FOUND);
+    Instance inst(iface, {{"device", "0"}});
+    REQUIRE(inst.status == BASALT_OK);
+    // A weights buffer larger than one allocation chunk (BASALT_VK_MAX_CHUNK makes chunks small in the
+    // dedicated CTest run): writes and reads across chunk boundaries round-trip, a matmul on a tensor inside it
+    // is right.
+    const uint64_t size = 3u << 20;
+    basalt_buffer* big = nullptr;
+    REQUIRE(iface->buffer_alloc(inst.be, size, BASALT_BUFFER_WEIGHTS, &big) == BASALT_OK);
+    std::vector<uint8_t> data(size);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 131) >> 7);
+    REQUIRE(iface->buffer_write(inst.be, big, 0, data.data(), data.size()) == BASALT_OK);
+    std::vector<uint8_t> back(size);
+    REQUIRE(iface->buffer_read(inst.be, big, 0, back.data(), back.size()) == BASALT_OK);
+    CHECK(back == data);
+    std::vector<float> w(64 * 8);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.0f;
+    const uint64_t woff = size - w.size() * 4 - 4096;
+    REQUIRE(iface->buffer_write(inst.be, big, woff, w.data(), w.size() * 4) == BASALT_OK);
+    basalt_buffer* io = nullptr;
+    REQUIRE(iface->buffer_alloc(inst.be, 64 * 4 + 8 * 4, BASALT_BUFFER_IO, &io) == BASALT_OK);
+    std::vector<float> x(64, 0.5f);
+    REQUIRE(iface->buffer_write(inst.be, io, 0, x.data(), 64 * 4) == BASALT_OK);
+    RawGraph g;
+    const int wt = g.tensor(BASALT_DTYPE_F32, {64, 8}, big, "w");
+    g.ts[static_cast<size_t>(wt)].offset = woff;
+    const int xt = g.tensor(BASALT_DTYPE_F32, {64}, io, "x");
+    const int ot = g.tensor(BASALT_DTYPE_F32, {8}, io, "out");
+    g.ts[static_cast<size_t>(ot)].offset = 64 * 4;
+    g.node(BASALT_OP_MATMUL, "in.a.chunk", ot, {wt, xt});
+    basalt::clear_plugin_error();
+    REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+    std::vector<float> out(8);
+    REQUIRE(iface->buffer_read(inst.be, io, 64 * 4, out.data(), 32) == BASALT_OK);
+    for (int j = 0; j < 8; ++j) {
+        double s = 0;
+        for (int k = 0; k < 64; ++k) s += w[static_cast<size_t>(j * 64 + k)] * 0.5;
+        CHECK(out[static_cast<size_t>(j)] == Approx(s).margin(1e-5));
+    }
+    // A weight larger than one binding (BASALT_VK_MAX_RANGE in that run): MATMUL and GET_ROWS read it in row windows.
+    {
+        const int64_t k = 256;
+        const int64_t rows_n = 96;
+        std::vector<float> w2(static_cast<size_t>(k * rows_n));
+        for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<float>((i * 37) % 19) - 9.0f;
+        const uint64_t off2 = 1u << 20;
+        REQUIRE(iface->buffer_write(inst.be, big, off2, w2.data(), w2.size() * 4) == BASALT_OK);
+        basalt_buffer* io2 = nullptr;
+        const std::vector<int32_t> ids{95, 0, 50};
+        std::vector<float> x2(static_cast<size_t>(k * 3));
+        for (size_t i = 0; i < x2.size(); ++i) x2[i] = static_cast<float>(i % 5) * 0.25f;
+        const uint64_t ids_off = x2.size() * 4;
+        const uint64_t mm_off = ids_off + 16;
+        const uint64_t gr_off = mm_off + static_cast<uint64_t>(rows_n * 3 * 4);
+        REQUIRE(iface->buffer_alloc(inst.be, gr_off + static_cast<uint64_t>(k * 3 * 4), BASALT_BUFFER_IO, &io2) ==
+                BASALT_OK);
+        REQUIRE(iface->buffer_write(inst.be, io2, 0, x2.data(), x2.size() * 4) == BASALT_OK);
+        REQUIRE(iface->buffer_write(inst.be, io2, ids_off, ids.data(), 12) == BASALT_OK);
+        RawGraph g2;
+        const int w2t = g2.tensor(BASALT_DTYPE_F32, {k, rows_n}, big, "w2");
+        g2.ts[static_cast<size_t>(w2t)].offset = off2;
+        const int x2t = g2.tensor(BASALT_DTYPE_F32, {k, 3}, io2, "x2");
+        const int idt = g2.tensor(BASALT_DTYPE_I32, {3}, io2, "ids");
+        g2.ts[static_cast<size_t>(idt)].offset = ids_off;
+        const int mmt = g2.tensor(BASALT_DTYPE_F32, {rows_n, 3}, io2, "mm");
+        g2.ts[static_cast<size_t>(mmt)].offset = mm_off;
+        const int grt = g2.tensor(BASALT_DTYPE_F32, {k, 3}, io2, "rows");
+        g2.ts[static_cast<size_t>(grt)].offset = gr_off;
+        g2.node(BASALT_OP_MATMUL, "windowed.matmul", mmt, {w2t, x2t});
+        g2.node(BASALT_OP_GET_ROWS, "windowed.get_rows", grt, {w2t, idt});
+        basalt::clear_plugin_error();
+        REQUIRE(iface->graph_compute(inst.be, g2.graph()) == BASALT_OK);
+        std::vector<float> mm(static_cast<size_t>(rows_n * 3));
+        std::vector<float> rows(static_cast<size_t>(k * 3));
+        REQUIRE(iface->buffer_read(inst.be, io2, mm_off, mm.data(), mm.size() * 4) == BASALT_OK);
+        REQUIRE(iface->buffer_read(inst.be, io2, gr_off, rows.data(), rows.size() * 4) == BASALT_OK);
+        for (int64_t t = 0; t < 3; ++t) {
+            for (int64_t j = 0; j < rows_n; ++j) {
+                double s = 0;
+                for (int64_t l = 0; l < k; ++l)
+                    s += double{w2[static_cast<size_t>(j * k + l)]} * x2[static_cast<size_t>(t * k + l)];
+                CHECK(mm[static_cast<size_t>(t * rows_n + j)] == Approx(s).margin(1e-3));
+            }
+            for (int64_t l = 0; l < k; ++l) {
+                CHECK(rows[static_cast<size_t>(t * k + l)] ==
+                      w2[static_cast<size_t>(ids[static_cast<size_t>(t)] * k + l)]);
+            }
+        }
+        iface->buffer_free(inst.be, io2);
+    }
+    // Unknown ops and types fail naming the node, never fall back.
+    g.node(99, "blk.0.unknown", ot, {xt});
+    basalt::clear_plugin_error();
+    CHECK(iface->graph_compute(inst.be, g.graph()) == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(plugin_message(), Catch::Matchers::Contains("blk.0.unknown"));
+    iface->buffer_free(inst.be, big);
+    iface->buffer_free(inst.be, io);
 }

@@ -1,0 +1,179 @@
+// backend-vulkan: one backend instance = one logical device with one compute queue, its buffers (split into
+// chunks that respect maxMemoryAllocationSize), pipelines from the embedded SPIR-V, and the per-graph recording
+// state (descriptor pool, command buffer, arena for intermediates).
+#pragma once
+
+#include <basalt/plugin_backend.h>
+#include <basalt/sdk/plugin.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "vk-api.hpp"
+
+// The opaque ABI handle: a byte range backed by one or more device buffers. Chunks overlap by `overlap` bytes
+// so that any tensor no larger than the overlap lies whole inside one chunk; host writes go to every chunk
+// that covers the range.
+struct basalt_buffer {
+    struct Chunk {
+        VkBuffer buf = VK_NULL_HANDLE;
+        VkDeviceMemory mem = VK_NULL_HANDLE;
+        uint64_t begin = 0;
+        uint64_t size = 0;
+        uint8_t* mapped = nullptr;  // non-null when the memory is host-visible (and coherent)
+    };
+    uint64_t size = 0;
+    std::vector<Chunk> chunks;
+};
+
+namespace basalt::vk {
+
+// A tensor's place for a shader: the bound range (aligned) and the tensor's byte offset inside it.
+struct Binding {
+    VkBuffer buf = VK_NULL_HANDLE;
+    uint64_t offset = 0;
+    uint64_t range = 0;
+};
+
+struct Placed {
+    Binding bind;
+    uint32_t delta = 0;  // byte offset of the tensor start inside bind
+};
+
+struct TensorView {
+    const basalt_tensor* t = nullptr;
+    int32_t index = -1;
+    basalt_dtype type = 0;
+    int64_t ne[4] = {1, 1, 1, 1};
+    int64_t nb[4] = {0, 0, 0, 0};
+    int64_t block = 1;
+    int64_t block_bytes = 4;
+    uint64_t extent = 0;  // bytes from the start to the end of the last row
+
+    int64_t nrows() const noexcept { return ne[1] * ne[2] * ne[3]; }
+    int64_t nelements() const noexcept { return ne[0] * nrows(); }
+    int64_t row_bytes() const noexcept { return ne[0] / block * block_bytes; }
+    bool rows_packed() const noexcept;
+    std::string shape() const;
+};
+
+class Backend;
+
+// What an op's check and record functions see.
+struct NodeCtx {
+    Backend* be = nullptr;
+    const basalt_graph* graph = nullptr;
+    const basalt_graph_node* node = nullptr;
+    size_t index = 0;
+    int n_in = 0;
+    TensorView in[BASALT_MAX_NODE_INPUTS];
+    TensorView out;
+
+    std::string label() const;
+    [[noreturn]] void fail(basalt_status status, const std::string& what) const;
+    void expect_type(const TensorView& t, const char* role, basalt_dtype type) const;
+    void expect_same_shape(const TensorView& a, const char* ra, const TensorView& b, const char* rb) const;
+    int ip(int i) const noexcept { return node->iparams[i]; }
+    float fp(int i) const noexcept { return node->fparams[i]; }
+};
+
+struct OpImpl {
+    const char* name;
+    int min_inputs;
+    int max_inputs;
+    void (*check)(const NodeCtx& c);
+    void (*record)(NodeCtx& c);
+};
+const OpImpl* op_impl(basalt_op op) noexcept;
+std::string op_name(basalt_op op);
+std::string type_name(basalt_dtype t);
+// Whether the shaders dequantize this type (weights of MATMUL / MOE_MATMUL, sources of GET_ROWS and CAST).
+bool type_readable(basalt_dtype t) noexcept;
+
+class Backend {
+  public:
+    Backend(const basalt_host* host, size_t device);
+    ~Backend();
+    Backend(const Backend&) = delete;
+    Backend& operator=(const Backend&) = delete;
+
+    basalt_buffer* alloc(uint64_t size, bool single_chunk);
+    void free(basalt_buffer* b);
+    void write(basalt_buffer* b, uint64_t offset, const void* src, uint64_t size);
+    void read(basalt_buffer* b, uint64_t offset, void* dst, uint64_t size);
+    bool owns(basalt_buffer* b) const { return buffers_.count(b) != 0; }
+
+    // Graph entry points (throw sdk::error naming the node).
+    bool supports(const basalt_graph* g, size_t node, std::string* why);
+    void compute(const basalt_graph* g);
+
+    // Used by the ops while recording.
+    Placed place(const TensorView& v, uint64_t begin = 0, uint64_t bytes = UINT64_MAX) const;
+    bool placeable(const TensorView& v, std::string* why) const;
+    // Records one dispatch: shader by registry name, workgroup size, bindings (unused: a dummy), push constants.
+    void dispatch(const NodeCtx& c, const char* shader, uint32_t wg, const std::vector<Binding>& binds,
+                  const uint32_t* pc, size_t n_pc, uint32_t gx, uint32_t gy, uint32_t gz);
+    // Splits `count` workgroups over x (<= 65535) and z; the shader folds them back and skips the excess.
+    static void split_groups(uint64_t count, uint32_t& gx, uint32_t& gz);
+    uint32_t subgroup_size() const noexcept { return subgroup_; }
+    uint64_t max_range() const noexcept { return max_range_; }
+    uint32_t row_wg() const noexcept { return row_wg_; }
+
+  private:
+    struct Pipeline {
+        VkPipeline pipe = VK_NULL_HANDLE;
+    };
+    NodeCtx check_node(const basalt_graph* g, size_t i);
+    TensorView make_view(const basalt_graph* g, const basalt_graph_node* n, size_t ni, int32_t index,
+                         const char* role) const;
+    VkPipeline pipeline(const char* shader, uint32_t wg);
+    void ensure_arena(uint64_t bytes);
+    void ensure_sets(uint32_t n);
+    uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags want) const;
+    void make_chunk(basalt_buffer::Chunk& c, uint64_t size, bool prefer_host);
+    void destroy_chunk(basalt_buffer::Chunk& c);
+    void submit_and_wait();
+    void begin_commands();
+    void staging_copy(const basalt_buffer::Chunk& c, uint64_t off, uint8_t* host, uint64_t size, bool upload);
+
+    const basalt_host* host_;
+    Api& a_;
+    const DeviceDesc& desc_;
+    VkDevice dev_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    VkPhysicalDeviceMemoryProperties mem_{};
+    uint64_t max_alloc_ = 0;
+    uint64_t max_range_ = 0;
+    uint64_t chunk_cap_ = 0;
+    uint64_t offset_align_ = 16;
+    uint32_t subgroup_ = 8;
+    uint32_t row_wg_ = 32;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipelineCache cache_ = VK_NULL_HANDLE;
+    std::map<std::pair<std::string, uint32_t>, VkPipeline> pipelines_;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkDescriptorPool dpool_ = VK_NULL_HANDLE;
+    uint32_t dpool_cap_ = 0;
+    uint32_t sets_used_ = 0;
+    basalt_buffer::Chunk staging_;
+    basalt_buffer::Chunk dummy_;
+    basalt_buffer::Chunk arena_;
+    std::unordered_set<basalt_buffer*> buffers_;
+    // Per-graph state while recording.
+    std::vector<uint64_t> inter_offset_;
+    std::vector<const basalt_graph_node*> profile_nodes_;
+    bool profile_ = false;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    uint32_t query_cap_ = 0;
+    std::map<std::string, std::pair<double, int>> profile_totals_;
+    uint64_t profile_graphs_ = 0;
+};
+
+}  // namespace basalt::vk

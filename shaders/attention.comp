@@ -1,0 +1,81 @@
+#version 450
+// ATTENTION over slot lists with an online softmax: one workgroup per (head, query token); invocations own
+// dims of q and of the output accumulator, each visible pair costs one workgroup sum. No score matrix.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "dequant.glsl"
+
+DECLARE_BINDING(0)
+DECLARE_BINDING(1)
+DECLARE_BINDING(2)
+DECLARE_BINDING(3)
+DECLARE_BINDING(4)
+DECLARE_BINDING(5)
+DECLARE_LOADS(1)
+DECLARE_LOADS(2)
+DECLARE_DEQUANT(1)
+DECLARE_DEQUANT(2)
+
+#define DMAX 32u
+
+void main() {
+    const uint hd_k = P(0);
+    const uint hd_v = P(1);
+    const uint h = gl_WorkGroupID.x;
+    const uint t = gl_WorkGroupID.y;
+    const uint l = gl_LocalInvocationID.x;
+    const uint wg = gl_WorkGroupSize.x;
+    const uint kvh = h / P(3);
+    const uint list = b4u.d[(P(15) >> 2) + 2u * t];
+    const uint n_vis = list < P(24) ? P(4) : 0u;  // a query naming no list sees nothing
+    const int pos = int(b4u.d[(P(15) >> 2) + 2u * t + 1u]);
+    const uint q = (P(7) + h * P(8) + t * P(9)) >> 2;
+    float qr[DMAX];
+    float acc[DMAX];
+    for (uint i = 0u; i < DMAX; ++i) {
+        const uint d = l + i * wg;
+        qr[i] = d < hd_k ? b0f.d[q + d] : 0.0;
+        acc[i] = 0.0;
+    }
+    const int window = int(P(19));
+    const int sinks = int(P(20));
+    const float scale = PF(21);
+    const float cap = PF(22);
+    float m = uintBitsToFloat(0xff800000u);
+    float sum = 0.0;
+    const uint lbase = (P(14) >> 2) + list * 2u * P(4);
+    for (uint i = 0u; i < n_vis; ++i) {
+        const int slot = int(b3u.d[lbase + 2u * i]);
+        const int p = int(b3u.d[lbase + 2u * i + 1u]);
+        if (slot < 0 || slot >= int(P(23)) || p > pos) continue;
+        if (window != 0 && !(p > pos - window || p < sinks)) continue;
+        const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
+        float part = 0.0;
+        [[dont_unroll]] for (uint j = 0u; j < DMAX; ++j) {
+            const uint d = l + j * wg;
+            if (d < hd_k) part += qr[j] * ldel_1(P(5), kr, d);
+        }
+        float score = wg_sum(part) * scale;
+        if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
+        if (score > m) {
+            const float r = exp(m - score);
+            sum *= r;
+            for (uint j = 0u; j < DMAX; ++j) acc[j] *= r;
+            m = score;
+        }
+        const float e = exp(score - m);
+        sum += e;
+        const uint vr = P(12) + uint(slot) * P(13) + kvh * P(26);
+        [[dont_unroll]] for (uint j = 0u; j < DMAX; ++j) {
+            const uint d = l + j * wg;
+            if (d < hd_v) acc[j] += e * ldel_2(P(6), vr, d);
+        }
+    }
+    const float inv = sum > 0.0 ? 1.0 / sum : 0.0;
+    const uint o = (P(16) + h * P(17) + t * P(18)) >> 2;
+    for (uint j = 0u; j < DMAX; ++j) {
+        const uint d = l + j * wg;
+        if (d < hd_v) b5f.d[o + d] = acc[j] * inv;
+    }
+}

@@ -1,0 +1,65 @@
+#version 450
+// KV_WRITE (MODE_KV_WRITE: cache row slots[i] = convert(x row i)) and CAST (MODE_CAST: out = convert(in)).
+// One invocation per output unit: an element (F32/F16/BF16) or a Q8_0 block of 32.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "dequant.glsl"
+#include "quant.glsl"
+
+DECLARE_BINDING(0)
+DECLARE_BINDING(1)
+DECLARE_BINDING(2)
+DECLARE_LOADS(0)
+DECLARE_DEQUANT(0)
+DECLARE_STORES(1)
+
+void main() {
+    const uint n = P(0);
+    const uint rows = P(1);
+    const uint out_type = P(3);
+    const uint units = out_type == T_Q8_0 ? n / 32u : n;
+    const uint total = units * rows;
+    const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint idx = gl_GlobalInvocationID.x; idx < total; idx += stride) {
+        const uint r = idx / units;
+        const uint u = idx % units;
+        const uint src = P(4) + row_offset(r, P(5), P(6), P(7), P(8), P(9));
+#ifdef MODE_KV_WRITE
+        const uint slot = b2u.d[(P(16) >> 2) + r];
+        if (slot >= P(17)) continue;
+        bool later = false;  // a slot written twice keeps the later row
+        for (uint j = r + 1u; j < rows; ++j) later = later || b2u.d[(P(16) >> 2) + j] == slot;
+        if (later) continue;
+        const uint dst = P(10) + row_offset(slot, P(11), P(12), P(13), P(14), P(15));
+#else
+        const uint dst = P(10) + row_offset(r, P(11), P(12), P(13), P(14), P(15));
+#endif
+        if (out_type == T_Q8_0) {
+            float v[32];
+            float amax = 0.0;
+            [[dont_unroll]] for (uint k = 0u; k < 32u; ++k) {
+                v[k] = ldel_0(P(2), src, u * 32u + k);
+                amax = max(amax, abs(v[k]));
+            }
+            const float d = amax / 127.0;
+            const float id = d != 0.0 ? 1.0 / d : 0.0;
+            const uint b = dst + u * 34u;
+            st16_1(b, f32_to_f16(d));
+            for (uint k = 0u; k < 32u; k += 2u) {
+                const uint q0 = uint(int(round_half_away(v[k] * id))) & 0xffu;
+                const uint q1 = uint(int(round_half_away(v[k + 1u] * id))) & 0xffu;
+                st16_1(b + 2u + k, q0 | (q1 << 8));
+            }
+        } else {
+            const float v = ldel_0(P(2), src, u);
+            if (out_type == T_F32) {
+                b1u.d[(dst >> 2) + u] = floatBitsToUint(v);
+            } else if (out_type == T_F16) {
+                st16_1(dst + 2u * u, f32_to_f16(v));
+            } else {
+                st16_1(dst + 2u * u, f32_to_bf16(v));
+            }
+        }
+    }
+}

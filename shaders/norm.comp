@@ -1,0 +1,45 @@
+#version 450
+// Row reductions: RMS_NORM (0), LAYER_NORM (1), SOFTMAX (2). One workgroup per row.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+DECLARE_BINDING(0)
+DECLARE_BINDING(1)
+
+void main() {
+    const uint op = P(0);
+    const uint n = P(1);
+    const uint r = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+    if (r >= P(2)) return;
+    const uint x = (P(4) + row_offset(r, P(5), P(6), P(7), P(8), P(9))) >> 2;
+    const uint y = (P(10) + row_offset(r, P(11), P(12), P(13), P(14), P(15))) >> 2;
+    const uint l = gl_LocalInvocationID.x;
+    const uint wg = gl_WorkGroupSize.x;
+    if (op == 0u) {
+        float s = 0.0;
+        for (uint i = l; i < n; i += wg) s += b0f.d[x + i] * b0f.d[x + i];
+        const float scale = inversesqrt(wg_sum(s) / float(n) + PF(3));
+        for (uint i = l; i < n; i += wg) b1f.d[y + i] = b0f.d[x + i] * scale;
+    } else if (op == 1u) {
+        float s = 0.0;
+        for (uint i = l; i < n; i += wg) s += b0f.d[x + i];
+        const float mean = wg_sum(s) / float(n);
+        float v = 0.0;
+        for (uint i = l; i < n; i += wg) v += (b0f.d[x + i] - mean) * (b0f.d[x + i] - mean);
+        const float inv = inversesqrt(wg_sum(v) / float(n) + PF(3));
+        for (uint i = l; i < n; i += wg) b1f.d[y + i] = (b0f.d[x + i] - mean) * inv;
+    } else {
+        const float sc = PF(3);
+        float m = uintBitsToFloat(0xff800000u);
+        for (uint i = l; i < n; i += wg) m = max(m, b0f.d[x + i] * sc);
+        m = wg_max(m);
+        if (isinf(m) && m < 0.0) {
+            for (uint i = l; i < n; i += wg) b1f.d[y + i] = 1.0 / float(n);
+            return;
+        }
+        float s = 0.0;
+        for (uint i = l; i < n; i += wg) s += exp(b0f.d[x + i] * sc - m);
+        const float inv = 1.0 / wg_sum(s);
+        for (uint i = l; i < n; i += wg) b1f.d[y + i] = exp(b0f.d[x + i] * sc - m) * inv;
+    }
+}
