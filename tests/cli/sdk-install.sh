@@ -44,6 +44,10 @@ grep -q "$P/lib/basalt/plugins" "$WORK/version.txt" || { cat "$WORK/version.txt"
 "$P/bin/basalt" plugins >"$WORK/plugins.txt" 2>&1 || fail "basalt plugins"
 grep -Eq "sampler +top_k .*$P/lib/basalt/plugins/basalt-sampler-top-k\.so" "$WORK/plugins.txt" ||
     { cat "$WORK/plugins.txt"; fail "installed plugins not listed"; }
+# ... and the installed default model (share/basalt/models), with no -m
+[ -f "$P/share/basalt/models/basalt-fortunes-target.gguf" ] || fail "the default model is not installed"
+BASALT_MODELS_DIR= "$P/bin/basalt" run -p "Life is" -n 4 >"$WORK/default-model.txt" 2>&1 ||
+    { cat "$WORK/default-model.txt"; fail "basalt run with the installed default model"; }
 
 # 3. the out-of-tree plugin, against the prefix only
 cmake -S "$SRC/examples/third-party-sampler" -B "$WORK/tps" -G Ninja -DCMAKE_BUILD_TYPE=Release \
