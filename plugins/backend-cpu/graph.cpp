@@ -1,5 +1,7 @@
 #include "graph.hpp"
 
+#include <basalt/sdk/arena-plan.hpp>
+
 #include <algorithm>
 #include <utility>
 
@@ -176,45 +178,6 @@ NodeCtx check_node(Backend* be, const basalt_graph* g, size_t ni) {
     return c;
 }
 
-// First-fit placement of intermediates with reuse after their last reader.
-class ArenaPlan {
-  public:
-    uint64_t place(uint64_t size) {
-        size = (size + kAlign - 1) / kAlign * kAlign;
-        for (size_t i = 0; i < free_.size(); ++i) {
-            if (free_[i].second >= size) {
-                const uint64_t off = free_[i].first;
-                free_[i].first += size;
-                free_[i].second -= size;
-                if (free_[i].second == 0) free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
-                return off;
-            }
-        }
-        const uint64_t off = top_;
-        top_ += size;
-        return off;
-    }
-    void release(uint64_t off, uint64_t size) {
-        size = (size + kAlign - 1) / kAlign * kAlign;
-        free_.emplace_back(off, size);
-        std::sort(free_.begin(), free_.end());
-        std::vector<std::pair<uint64_t, uint64_t>> merged;
-        for (const auto& f : free_) {
-            if (!merged.empty() && merged.back().first + merged.back().second == f.first) {
-                merged.back().second += f.second;
-            } else {
-                merged.push_back(f);
-            }
-        }
-        free_ = std::move(merged);
-    }
-    uint64_t peak() const noexcept { return top_; }
-
-  private:
-    std::vector<std::pair<uint64_t, uint64_t>> free_;
-    uint64_t top_ = 0;
-};
-
 void check_graph_header(const basalt_graph* g) {
     if (g == nullptr || g->struct_size < sizeof(basalt_graph)) {
         throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': graph is NULL or has a too small struct_size");
@@ -328,7 +291,7 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
             last_use[o] = std::max(last_use[o], static_cast<int64_t>(i));
         }
     }
-    ArenaPlan plan;
+    sdk::ArenaPlan plan(kAlign);
     std::vector<uint64_t> offset(nt, 0);
     std::vector<std::vector<size_t>> release_after(nn);
     for (size_t i = 0; i < nn; ++i) {

@@ -4,6 +4,7 @@
 #include "backend.hpp"
 
 #include <basalt/blocks/dtype.hpp>
+#include <basalt/sdk/arena-plan.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -58,45 +59,6 @@ std::string node_name(const basalt_graph_node* n, size_t index) {
     const std::string op = n != nullptr ? op_name(n->op) : "?";
     throw sdk::error(st, std::string(kLabel) + ": node '" + node_name(n, index) + "' (" + op + "): " + what);
 }
-
-// First-fit placement of intermediates, reusing memory after a tensor's last reader.
-class ArenaPlan {
-  public:
-    uint64_t place(uint64_t size) {
-        size = (size + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-        for (size_t i = 0; i < free_.size(); ++i) {
-            if (free_[i].second >= size) {
-                const uint64_t off = free_[i].first;
-                free_[i].first += size;
-                free_[i].second -= size;
-                if (free_[i].second == 0) free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
-                return off;
-            }
-        }
-        const uint64_t off = top_;
-        top_ += size;
-        return off;
-    }
-    void release(uint64_t off, uint64_t size) {
-        size = (size + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-        free_.emplace_back(off, size);
-        std::sort(free_.begin(), free_.end());
-        std::vector<std::pair<uint64_t, uint64_t>> merged;
-        for (const auto& f : free_) {
-            if (!merged.empty() && merged.back().first + merged.back().second == f.first) {
-                merged.back().second += f.second;
-            } else {
-                merged.push_back(f);
-            }
-        }
-        free_ = std::move(merged);
-    }
-    uint64_t peak() const noexcept { return top_; }
-
-  private:
-    std::vector<std::pair<uint64_t, uint64_t>> free_;
-    uint64_t top_ = 0;
-};
 
 }  // namespace
 
@@ -777,7 +739,7 @@ void Backend::compute(const basalt_graph* g) {
             last_use[o] = std::max(last_use[o], static_cast<int64_t>(i));
         }
     }
-    ArenaPlan plan;
+    sdk::ArenaPlan plan(kArenaAlign);
     inter_offset_.assign(nt, 0);
     std::vector<std::vector<size_t>> release_after(nn);
     for (size_t i = 0; i < nn; ++i) {
