@@ -270,43 +270,17 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
     for (size_t i = 0; i < nn; ++i) ctx.push_back(check_node(&be, graph, i));
 
     // Intermediates: written before read, placed in the arena, released after their last use.
-    const size_t nt = graph->n_tensors;
-    std::vector<int64_t> first_write(nt, -1);
-    std::vector<int64_t> last_use(nt, -1);
-    for (size_t i = 0; i < nn; ++i) {
-        const basalt_graph_node* n = graph->nodes[i];
-        for (int k = 0; k < n->n_inputs; ++k) {
-            const auto t = static_cast<size_t>(n->inputs[k]);
-            if (graph->tensors[t]->buffer != nullptr) continue;
-            if (first_write[t] < 0) {
-                fail_node(n, i, BASALT_ERR_INVALID_ARGUMENT,
-                          "reads intermediate " + tensor_name(graph->tensors[t], n->inputs[k]) +
-                              " (no buffer) before any node writes it");
-            }
-            last_use[t] = static_cast<int64_t>(i);
-        }
-        const auto o = static_cast<size_t>(n->output);
-        if (graph->tensors[o]->buffer == nullptr) {
-            if (first_write[o] < 0) first_write[o] = static_cast<int64_t>(i);
-            last_use[o] = std::max(last_use[o], static_cast<int64_t>(i));
-        }
+    const auto plan = sdk::plan_intermediates(
+        graph, kAlign, [&](size_t i) { return static_cast<uint64_t>(tensor_extent(ctx[i].out)); });
+    if (plan.bad_node >= 0) {
+        const basalt_graph_node* n = graph->nodes[plan.bad_node];
+        const int32_t in = n->inputs[plan.bad_input];
+        fail_node(
+            n, static_cast<size_t>(plan.bad_node), BASALT_ERR_INVALID_ARGUMENT,
+            "reads intermediate " + tensor_name(graph->tensors[in], in) + " (no buffer) before any node writes it");
     }
-    sdk::ArenaPlan plan(kAlign);
-    std::vector<uint64_t> offset(nt, 0);
-    std::vector<std::vector<size_t>> release_after(nn);
-    for (size_t i = 0; i < nn; ++i) {
-        const auto o = static_cast<size_t>(graph->nodes[i]->output);
-        if (first_write[o] == static_cast<int64_t>(i)) {
-            offset[o] = plan.place(static_cast<uint64_t>(tensor_extent(ctx[i].out)));
-            release_after[static_cast<size_t>(last_use[o])].push_back(o);
-        }
-        // A tensor's memory becomes free after the node that reads it last (not before it runs).
-        for (size_t t : release_after[i]) {
-            TensorView v = ctx[static_cast<size_t>(first_write[t])].out;
-            plan.release(offset[t], static_cast<uint64_t>(tensor_extent(v)));
-        }
-    }
-    uint8_t* base = plan.peak() > 0 ? be.arena->reserve(plan.peak()) : nullptr;
+    const std::vector<uint64_t>& offset = plan.offset;
+    uint8_t* base = plan.peak > 0 ? be.arena->reserve(plan.peak) : nullptr;
     for (size_t i = 0; i < nn; ++i) {
         NodeCtx& c = ctx[i];
         const basalt_graph_node* n = graph->nodes[i];

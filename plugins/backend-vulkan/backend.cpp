@@ -718,40 +718,16 @@ void Backend::compute(const basalt_graph* g) {
     for (size_t i = 0; i < nn; ++i) ctx.push_back(check_node(g, i));
 
     // Intermediates: written before read, placed in the arena, released after their last reader.
-    const size_t nt = g->n_tensors;
-    std::vector<int64_t> first_write(nt, -1);
-    std::vector<int64_t> last_use(nt, -1);
-    for (size_t i = 0; i < nn; ++i) {
-        const basalt_graph_node* n = g->nodes[i];
-        for (int k = 0; k < n->n_inputs; ++k) {
-            const auto t = static_cast<size_t>(n->inputs[k]);
-            if (g->tensors[t]->buffer != nullptr) continue;
-            if (first_write[t] < 0) {
-                fail_node(n, i, BASALT_ERR_INVALID_ARGUMENT,
-                          "reads intermediate '" + std::string(g->tensors[t]->name ? g->tensors[t]->name : "?") +
-                              "' (no buffer) before any node writes it");
-            }
-            last_use[t] = static_cast<int64_t>(i);
-        }
-        const auto o = static_cast<size_t>(n->output);
-        if (g->tensors[o]->buffer == nullptr) {
-            if (first_write[o] < 0) first_write[o] = static_cast<int64_t>(i);
-            last_use[o] = std::max(last_use[o], static_cast<int64_t>(i));
-        }
+    const auto plan = sdk::plan_intermediates(g, kArenaAlign, [&](size_t i) { return ctx[i].out.extent; });
+    if (plan.bad_node >= 0) {
+        const basalt_graph_node* n = g->nodes[plan.bad_node];
+        const basalt_tensor* t = g->tensors[n->inputs[plan.bad_input]];
+        fail_node(
+            n, static_cast<size_t>(plan.bad_node), BASALT_ERR_INVALID_ARGUMENT,
+            "reads intermediate '" + std::string(t->name ? t->name : "?") + "' (no buffer) before any node writes it");
     }
-    sdk::ArenaPlan plan(kArenaAlign);
-    inter_offset_.assign(nt, 0);
-    std::vector<std::vector<size_t>> release_after(nn);
-    for (size_t i = 0; i < nn; ++i) {
-        const auto o = static_cast<size_t>(g->nodes[i]->output);
-        if (first_write[o] == static_cast<int64_t>(i)) {
-            inter_offset_[o] = plan.place(ctx[i].out.extent);
-            release_after[static_cast<size_t>(last_use[o])].push_back(o);
-        }
-        for (size_t t : release_after[i])
-            plan.release(inter_offset_[t], ctx[static_cast<size_t>(first_write[t])].out.extent);
-    }
-    if (plan.peak() > 0) ensure_arena(plan.peak());
+    inter_offset_ = plan.offset;
+    if (plan.peak > 0) ensure_arena(plan.peak);
     if (nn == 0) return;
 
     ensure_sets(static_cast<uint32_t>(std::min<size_t>(nn * 4 + 64, 1u << 20)));

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "basalt/plugin_backend.h"
+
 namespace basalt::sdk {
 
 // Offsets are multiples of `align` (a power of two or any positive value). Not thread-safe; one per planning pass.
@@ -57,5 +59,58 @@ class ArenaPlan {
     std::vector<std::pair<uint64_t, uint64_t>> free_;  // (offset, size), sorted after each release
     uint64_t top_ = 0;
 };
+
+// Where a graph's intermediates (tensors with no buffer) live in one arena. bad_node >= 0 means node bad_node's
+// input bad_input reads an intermediate before any node writes it (the plan is then incomplete).
+struct IntermediatePlan {
+    std::vector<uint64_t> offset;  // per tensor index; 0 for tensors with a buffer
+    uint64_t peak = 0;             // arena bytes needed
+    int64_t bad_node = -1;
+    int bad_input = -1;
+};
+
+// Plans the intermediates of `graph` (its node and tensor arrays checked by the caller): each is placed when
+// its first writer runs and released after its last reader; node_extent(i) gives the bytes of node i's output.
+// Not thread-safe per graph; allocates.
+template <typename NodeExtent>
+IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent) {
+    const size_t nn = graph->n_nodes;
+    const size_t nt = graph->n_tensors;
+    IntermediatePlan out;
+    std::vector<int64_t> first_write(nt, -1);
+    std::vector<int64_t> last_use(nt, -1);
+    for (size_t i = 0; i < nn; ++i) {
+        const basalt_graph_node* n = graph->nodes[i];
+        for (int k = 0; k < n->n_inputs; ++k) {
+            const auto t = static_cast<size_t>(n->inputs[k]);
+            if (graph->tensors[t]->buffer != nullptr) continue;
+            if (first_write[t] < 0) {
+                out.bad_node = static_cast<int64_t>(i);
+                out.bad_input = k;
+                return out;
+            }
+            last_use[t] = static_cast<int64_t>(i);
+        }
+        const auto o = static_cast<size_t>(n->output);
+        if (graph->tensors[o]->buffer == nullptr) {
+            if (first_write[o] < 0) first_write[o] = static_cast<int64_t>(i);
+            last_use[o] = std::max(last_use[o], static_cast<int64_t>(i));
+        }
+    }
+    ArenaPlan plan(align);
+    out.offset.assign(nt, 0);
+    std::vector<std::vector<size_t>> release_after(nn);
+    for (size_t i = 0; i < nn; ++i) {
+        const auto o = static_cast<size_t>(graph->nodes[i]->output);
+        if (first_write[o] == static_cast<int64_t>(i)) {
+            out.offset[o] = plan.place(node_extent(i));
+            release_after[static_cast<size_t>(last_use[o])].push_back(o);
+        }
+        // A tensor's memory becomes free after the node that reads it last (not before it runs).
+        for (size_t t : release_after[i]) plan.release(out.offset[t], node_extent(static_cast<size_t>(first_write[t])));
+    }
+    out.peak = plan.peak();
+    return out;
+}
 
 }  // namespace basalt::sdk
