@@ -3,6 +3,7 @@
 // bandwidth, so kernels are judged against the roofline. Times are the fastest of the repeated calls.
 //   bench-backend-ops [--threads 1,2] [--isa auto] [--types q8_0,f16] [--shapes 576x1536,...] [--tokens 1,128]
 //                     [--plugin path/to/basalt-backend-cpu.so]   (another build of the plugin, e.g. a baseline)
+//                     [--backend vulkan --plugin path/to/basalt-backend-vulkan.so]   (another backend; no isa)
 #include <basalt/plugin_backend.h>
 
 #include <algorithm>
@@ -177,6 +178,7 @@ int main(int argc, char** argv) {
                 types_arg = "f32,f16,bf16,q8_0,q4_0,q4_1,q5_0,q5_1,q2_K,q3_K,q4_K,q5_K,q6_K";
     std::string shapes_arg = "576x1536,1536x576,576x49152", tokens_arg = "1,128";
     std::string plugin = BASALT_BENCH_BACKEND_CPU;
+    std::string backend = "cpu";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--threads")
@@ -191,6 +193,8 @@ int main(int argc, char** argv) {
             tokens_arg = argv[i + 1];
         else if (a == "--plugin")
             plugin = argv[i + 1];
+        else if (a == "--backend")
+            backend = argv[i + 1];
         else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;
@@ -198,7 +202,7 @@ int main(int argc, char** argv) {
     }
     basalt::PluginHost host;
     host.load(plugin);
-    const auto* comp = host.find(BASALT_COMPONENT_BACKEND, "cpu");
+    const auto* comp = host.find(BASALT_COMPONENT_BACKEND, backend);
     if (comp == nullptr) return 1;
     const auto* iface = static_cast<const basalt_backend_iface*>(comp->iface);
     for (const auto& th : split(threads_arg)) {
@@ -207,7 +211,8 @@ int main(int argc, char** argv) {
         std::printf("%-6s %-11s %5s %10s %9s %8s %9s\n", "type", "KxN", "T", "us/call", "GB/s", "%bw", "GFLOP/s");
         const char* keys[] = {"threads", "isa"};
         const char* vals[] = {th.c_str(), isa.c_str()};
-        basalt_params p{sizeof(basalt_params), 0, 2, keys, vals};
+        // Only the CPU backend takes an ISA.
+        basalt_params p{sizeof(basalt_params), 0, backend == "cpu" ? 2u : 1u, keys, vals};
         void* be = nullptr;
         if (iface->create(basalt::host_services(), 0, &p, &be) != BASALT_OK) {
             std::fprintf(stderr, "create failed (isa %s)\n", isa.c_str());

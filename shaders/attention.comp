@@ -38,6 +38,9 @@ void main() {
         qr[i] = d < hd_k ? b0f.d[q + d] : 0.0;
         acc[i] = 0.0;
     }
+    // Only the dims this invocation owns: the loops stop there instead of at DMAX.
+    const uint nj_k = min(DMAX, (hd_k + wg - 1u) / wg);
+    const uint nj_v = min(DMAX, (hd_v + wg - 1u) / wg);
     const int window = int(P(19));
     const int sinks = int(P(20));
     const float scale = PF(21);
@@ -52,11 +55,11 @@ void main() {
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
         const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
         float part = 0.0;
-        [[dont_unroll]] for (uint j = 0u; j < DMAX; ++j) {
+        [[dont_unroll]] for (uint j = 0u; j < nj_k; ++j) {
             const uint d = l + j * wg;
             if (d < hd_k) part += qr[j] * ldel_1(P(5), kr, d);
         }
-        float score = wg_sum(part) * scale;
+        float score = wg_sum1(part) * scale;
         if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
         if (score > m) {
             const float r = exp(m - score);
@@ -67,7 +70,7 @@ void main() {
         const float e = exp(score - m);
         sum += e;
         const uint vr = P(12) + uint(slot) * P(13) + kvh * P(26);
-        [[dont_unroll]] for (uint j = 0u; j < DMAX; ++j) {
+        [[dont_unroll]] for (uint j = 0u; j < nj_v; ++j) {
             const uint d = l + j * wg;
             if (d < hd_v) acc[j] += e * ldel_2(P(6), vr, d);
         }

@@ -1,7 +1,8 @@
 #version 450
-// MATMUL and MOE_MATMUL: out[n, m] = dot(W row n, x column m). One workgroup per output row and tile of up to
-// 8 columns: each invocation dequantizes 32-value units of the weight row into registers once and applies them
-// to every column of the tile, then the workgroup reduces. The weight type is a compile-time define.
+// MATMUL and MOE_MATMUL: out[n, m] = dot(W row n, x column m). One workgroup per MROWS output rows and tile of up
+// to 8 columns: each invocation dequantizes 32-value units of the rows into registers once, loads each column's
+// activations of the unit once (vec4 when aligned) and applies them to every row, then the workgroup reduces.
+// The weight type is a compile-time define.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "dequant.glsl"
@@ -31,59 +32,93 @@ DECLARE_DEQUANT(0)
 #define WTYPE T_Q5_1
 #elif defined(W_Q4_K)
 #define WTYPE T_Q4_K
+#elif defined(W_Q5_K)
+#define WTYPE T_Q5_K
 #elif defined(W_Q6_K)
 #define WTYPE T_Q6_K
 #endif
 
 #define TM_MAX 8u
 
+#if defined(W_Q8_0)
+#include "q8_0.glsl"
+#endif
+layout(std430, binding = 1) buffer B1v {
+    vec4 d[];
+}
+b1v;
+
+#ifndef MROWS
+#define MROWS 8u
+#endif
+
 void main() {
     const uint K = P(0);
     const uint N = P(1);
     const uint M = P(2);
-    const uint row = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
-    if (row >= N) return;  // uniform per workgroup
+    const uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * MROWS;
+    if (row0 >= N) return;  // uniform per workgroup
     const bool moe = P(18) != 0u;
     const uint tile = P(24);
     const uint c0 = gl_WorkGroupID.y * tile;
     const uint tm = min(tile, M - c0);
-    const uint n_out = P(17) + row;
 
-    uint wrow = P(3) + row * P(4);  // P(3): this dispatch's first row (row chunks of huge weights)
-    if (moe) wrow += min(b3u.d[(P(19) >> 2) + c0], P(23) - 1u) * P(21);  // ids past n_expert: clamped
+    // P(3): this dispatch's first row (row chunks of huge weights); MoE: the tile's expert (ids past n_expert
+    // are clamped).
+    const uint expert = moe ? min(b3u.d[(P(19) >> 2) + c0], P(23) - 1u) * P(21) : 0u;
+    uint wrow[MROWS];
+    for (uint r = 0u; r < MROWS; ++r) wrow[r] = P(3) + min(row0 + r, N - 1u) * P(4) + expert;
     uint xrow[TM_MAX];
-    float acc[TM_MAX];
+    float acc[MROWS * TM_MAX];
     for (uint t = 0u; t < TM_MAX; ++t) {
-        acc[t] = 0.0;
         const uint c = c0 + min(t, tm - 1u);
         const uint xr = moe && P(22) != 0u ? c / P(20) : c;
         xrow[t] = (P(5) + row_offset(xr, P(6), P(7), P(8), P(9), P(10))) >> 2;
+        for (uint r = 0u; r < MROWS; ++r) acc[r * TM_MAX + t] = 0.0;
     }
 
     const uint units = (K + 31u) / 32u;
-    float w[32];
+    const bool xvec = P(25) != 0u;  // x rows start on 16 bytes: vec4 loads (on lavapipe each load is a lane loop)
+    vec4 w4[MROWS * 8u];
+    vec4 xv[8];
     for (uint u = gl_LocalInvocationID.x; u < units; u += gl_WorkGroupSize.x) {
-        deq32_0(WTYPE, wrow, u, K, w);
+        // Dequantize the unit of every row once; each column's activations are loaded once for all rows.
+        for (uint r = 0u; r < MROWS; ++r) {
+#if defined(W_Q8_0)
+            float d;
+            uint q[8];
+            q8_0_load(wrow[r] + u * 34u, d, q);
+            for (uint j = 0u; j < 8u; ++j) w4[r * 8u + j] = d * i8x4(q[j]);
+#else
+            float w[32];
+            deq32_0(WTYPE, wrow[r], u, K, w);
+            for (uint j = 0u; j < 8u; ++j) {
+                w4[r * 8u + j] = vec4(w[4u * j], w[4u * j + 1u], w[4u * j + 2u], w[4u * j + 3u]);
+            }
+#endif
+        }
         const uint lim = min(32u, K - u * 32u);
         for (uint t = 0u; t < tm; ++t) {
             const uint xb = xrow[t] + u * 32u;
-            float s = 0.0;
-            if (lim == 32u) {
-                for (uint i = 0u; i < 32u; i += 4u) {
-                    s += dot(vec4(w[i], w[i + 1u], w[i + 2u], w[i + 3u]),
-                             vec4(b1f.d[xb + i], b1f.d[xb + i + 1u], b1f.d[xb + i + 2u], b1f.d[xb + i + 3u]));
-                }
+            if (lim == 32u && xvec) {
+                for (uint j = 0u; j < 8u; ++j) xv[j] = b1v.d[(xb >> 2) + j];
             } else {
-                for (uint i = 0u; i < lim; ++i) s += w[i] * b1f.d[xb + i];
+                for (uint j = 0u; j < 8u; ++j) {
+                    for (uint k = 0u; k < 4u; ++k) xv[j][k] = 4u * j + k < lim ? b1f.d[xb + 4u * j + k] : 0.0;
+                }
             }
-            acc[t] += s;
+            for (uint r = 0u; r < MROWS; ++r) {
+                float s = 0.0;
+                for (uint j = 0u; j < 8u; ++j) s += dot(w4[r * 8u + j], xv[j]);
+                acc[r * TM_MAX + t] += s;
+            }
         }
     }
     for (uint t = 0u; t < tm; ++t) {
-        const float v = wg_sum(acc[t]);
-        if (gl_LocalInvocationID.x == 0u) {
-            const uint o = (P(11) + row_offset(c0 + t, P(12), P(13), P(14), P(15), P(16))) >> 2;
-            b2f.d[o + n_out] = v;
+        const uint o = (P(11) + row_offset(c0 + t, P(12), P(13), P(14), P(15), P(16))) >> 2;
+        for (uint r = 0u; r < MROWS; ++r) {
+            const float v = wg_sum1(acc[r * TM_MAX + t]);
+            if (gl_LocalInvocationID.x == 0u && row0 + r < N) b2f.d[o + P(17) + row0 + r] = v;
         }
     }
 }

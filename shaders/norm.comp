@@ -1,10 +1,12 @@
 #version 450
-// Row reductions: RMS_NORM (0), LAYER_NORM (1), SOFTMAX (2). One workgroup per row.
+// Row reductions: RMS_NORM (0), LAYER_NORM (1), SOFTMAX (2). One workgroup per row. P(16) != 0: RMS_NORM fused
+// with the MUL by a weight row that follows it (binding 2 at byte P(17)), one dispatch instead of two.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
+DECLARE_BINDING(2)
 
 void main() {
     const uint op = P(0);
@@ -18,28 +20,33 @@ void main() {
     if (op == 0u) {
         float s = 0.0;
         for (uint i = l; i < n; i += wg) s += b0f.d[x + i] * b0f.d[x + i];
-        const float scale = inversesqrt(wg_sum(s) / float(n) + PF(3));
-        for (uint i = l; i < n; i += wg) b1f.d[y + i] = b0f.d[x + i] * scale;
+        const float scale = inversesqrt(wg_sum1(s) / float(n) + PF(3));
+        if (P(16) != 0u) {
+            const uint w = P(17) >> 2;
+            for (uint i = l; i < n; i += wg) b1f.d[y + i] = b0f.d[x + i] * scale * b2f.d[w + i];
+        } else {
+            for (uint i = l; i < n; i += wg) b1f.d[y + i] = b0f.d[x + i] * scale;
+        }
     } else if (op == 1u) {
         float s = 0.0;
         for (uint i = l; i < n; i += wg) s += b0f.d[x + i];
-        const float mean = wg_sum(s) / float(n);
+        const float mean = wg_sum1(s) / float(n);
         float v = 0.0;
         for (uint i = l; i < n; i += wg) v += (b0f.d[x + i] - mean) * (b0f.d[x + i] - mean);
-        const float inv = inversesqrt(wg_sum(v) / float(n) + PF(3));
+        const float inv = inversesqrt(wg_sum1(v) / float(n) + PF(3));
         for (uint i = l; i < n; i += wg) b1f.d[y + i] = (b0f.d[x + i] - mean) * inv;
     } else {
         const float sc = PF(3);
         float m = uintBitsToFloat(0xff800000u);
         for (uint i = l; i < n; i += wg) m = max(m, b0f.d[x + i] * sc);
-        m = wg_max(m);
+        m = wg_max1(m);
         if (isinf(m) && m < 0.0) {
             for (uint i = l; i < n; i += wg) b1f.d[y + i] = 1.0 / float(n);
             return;
         }
         float s = 0.0;
         for (uint i = l; i < n; i += wg) s += exp(b0f.d[x + i] * sc - m);
-        const float inv = 1.0 / wg_sum(s);
+        const float inv = 1.0 / wg_sum1(s);
         for (uint i = l; i < n; i += wg) b1f.d[y + i] = exp(b0f.d[x + i] * sc - m) * inv;
     }
 }

@@ -475,17 +475,25 @@ std::vector<Case> all_cases() {
 
     // MATMUL: odd sizes, long rows, T = 1 and T > 1, 3-D activations, strided activations.
     for (auto t : flt) {
-        for (auto [k, n, m] :
-             {std::tuple{1, 1, 1}, {7, 5, 3}, {33, 17, 4}, {1000, 13, 1}, {4100, 3, 2}, {64, 70, 20}}) {
+        for (auto [k, n, m] : {std::tuple{1, 1, 1},
+                               {7, 5, 3},
+                               {33, 17, 4},
+                               {1000, 13, 1},
+                               {4100, 3, 2},
+                               {64, 70, 20},
+                               {96, 37, 1},
+                               {1024, 7, 4}}) {
             cs.push_back(matmul_case(rng, t, k, n, {m}));
         }
         cs.push_back(matmul_case(rng, t, 48, 9, {3, 2}, 16));
+        cs.push_back(matmul_case(rng, t, 64, 9, {2, 2}, 16));  // decode-sized, strided activations
     }
     for (auto t : blk32) {
         for (auto [k, n, m] : {std::tuple{32, 1, 1}, {96, 37, 1}, {576, 65, 3}, {4096, 17, 2}, {160, 33, 20}}) {
             cs.push_back(matmul_case(rng, t, k, n, {m}));
         }
         cs.push_back(matmul_case(rng, t, 64, 9, {3, 2}, 32));
+        cs.push_back(matmul_case(rng, t, 64, 9, {2, 2}, 16));  // decode-sized, strided activations
     }
     for (auto t : kq) {
         for (auto [k, n, m] : {std::tuple{256, 1, 1}, {512, 37, 1}, {768, 19, 5}, {4096, 9, 2}, {256, 40, 18}}) {
@@ -1336,7 +1344,6 @@ namespace {
 const char* const kVulkanUnsupported[] = {
     "q2_K",
     "q3_K",
-    "q5_K",
 };
 
 bool vulkan_declared_unsupported(const Case& c) {

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 namespace basalt::vk {
@@ -77,6 +79,7 @@ bool type_readable(basalt_dtype t) noexcept {
         case BASALT_DTYPE_Q5_0:
         case BASALT_DTYPE_Q5_1:
         case BASALT_DTYPE_Q4_K:
+        case BASALT_DTYPE_Q5_K:
         case BASALT_DTYPE_Q6_K:
             return true;
         default:
@@ -158,6 +161,25 @@ Backend::Backend(const basalt_host* host, size_t device)
         subgroup_ = std::clamp<uint32_t>(desc_.subgroup_size, 4, 128);
         row_wg_ = std::clamp<uint32_t>(subgroup_, 8, std::min<uint32_t>(64, lim.maxComputeWorkGroupSize[0]));
 
+        // A fixed subgroup size (VK_EXT_subgroup_size_control: min == max) equal to the row workgroup: one subgroup
+        // per workgroup. BASALT_VK_ONE_SUBGROUP=0 forces the barrier reductions (tests cover both).
+        uint32_t n_ext = 0;
+        a_.vkEnumerateDeviceExtensionProperties(desc_.phys, nullptr, &n_ext, nullptr);
+        std::vector<VkExtensionProperties> exts(n_ext);
+        if (n_ext > 0) a_.vkEnumerateDeviceExtensionProperties(desc_.phys, nullptr, &n_ext, exts.data());
+        for (uint32_t i = 0; i < n_ext; ++i) {
+            if (std::strcmp(exts[i].extensionName, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) != 0) continue;
+            VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc{};
+            sc.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT;
+            VkPhysicalDeviceProperties2 q{};
+            q.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+            q.pNext = &sc;
+            a_.vkGetPhysicalDeviceProperties2(desc_.phys, &q);
+            one_subgroup_ = sc.minSubgroupSize == sc.maxSubgroupSize && sc.maxSubgroupSize == row_wg_;
+        }
+        if (env_u64("BASALT_VK_ONE_SUBGROUP", 1) == 0) one_subgroup_ = false;
+        fusion_ = env_u64("BASALT_VK_FUSE", 1) != 0;  // BASALT_VK_FUSE=0: one dispatch per node (debugging)
+
         VkDescriptorSetLayoutBinding b[kBindings]{};
         for (uint32_t i = 0; i < kBindings; ++i) {
             b[i].binding = i;
@@ -178,9 +200,7 @@ Backend::Backend(const basalt_host* host, size_t device)
         pi.pushConstantRangeCount = 1;
         pi.pPushConstantRanges = &pr;
         vk_check(a_.vkCreatePipelineLayout(dev_, &pi, nullptr, &layout_), "vkCreatePipelineLayout");
-        VkPipelineCacheCreateInfo ci{};
-        ci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-        vk_check(a_.vkCreatePipelineCache(dev_, &ci, nullptr, &cache_), "vkCreatePipelineCache");
+        load_pipeline_cache();
         VkCommandPoolCreateInfo cp{};
         cp.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
         cp.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -214,6 +234,7 @@ Backend::~Backend() {
     destroy_chunk(arena_);
     destroy_chunk(staging_);
     destroy_chunk(dummy_);
+    save_pipeline_cache();
     for (auto& [k, p] : pipelines_) a_.vkDestroyPipeline(dev_, p, nullptr);
     pipelines_.clear();
     if (queries_ != VK_NULL_HANDLE) a_.vkDestroyQueryPool(dev_, queries_, nullptr);
@@ -410,6 +431,75 @@ void Backend::read(basalt_buffer* b, uint64_t offset, void* dst, uint64_t size) 
 
 // ---------------------------------------------------------------------------------------------------------
 // Pipelines and dispatches
+
+// The VkPipelineCache lives in $XDG_CACHE_HOME/basalt (else ~/.cache/basalt), one file per device model;
+// BASALT_VK_PIPELINE_CACHE=0 turns it off. A missing, foreign or unreadable file means an empty cache, and
+// failing to write it is ignored: the cache only saves pipeline compile time.
+void Backend::load_pipeline_cache() {
+    std::string dir;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+        dir = std::string(x) + "/basalt";
+    } else if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+        dir = std::string(h) + "/.cache/basalt";
+    }
+    if (env_u64("BASALT_VK_PIPELINE_CACHE", 1) == 0) dir.clear();
+    std::vector<char> data;
+    const VkPhysicalDeviceProperties& pr = desc_.props;
+    if (!dir.empty()) {
+        char name[64];
+        std::snprintf(name, sizeof(name), "vulkan-pipelines-%08x-%08x.bin", pr.vendorID, pr.deviceID);
+        cache_path_ = dir + "/" + name;
+        std::ifstream f(cache_path_, std::ios::binary);
+        if (f) data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+        // VkPipelineCacheHeaderVersionOne: header size, version 1, vendor, device, pipelineCacheUUID.
+        uint32_t head[4] = {};
+        if (data.size() >= 32) std::memcpy(head, data.data(), sizeof(head));
+        if (data.size() < 32 || head[0] < 32 || head[1] != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
+            head[2] != pr.vendorID || head[3] != pr.deviceID ||
+            std::memcmp(data.data() + 16, pr.pipelineCacheUUID, VK_UUID_SIZE) != 0) {
+            data.clear();
+        }
+    }
+    VkPipelineCacheCreateInfo ci{};
+    ci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+    ci.initialDataSize = data.size();
+    ci.pInitialData = data.empty() ? nullptr : data.data();
+    if (a_.vkCreatePipelineCache(dev_, &ci, nullptr, &cache_) != VK_SUCCESS) {
+        ci.initialDataSize = 0;
+        ci.pInitialData = nullptr;
+        vk_check(a_.vkCreatePipelineCache(dev_, &ci, nullptr, &cache_), "vkCreatePipelineCache");
+    }
+}
+
+void Backend::save_pipeline_cache() noexcept {
+    if (cache_ == VK_NULL_HANDLE || cache_path_.empty() || pipelines_.size() == cache_loaded_) return;
+    try {
+        size_t size = 0;
+        if (a_.vkGetPipelineCacheData(dev_, cache_, &size, nullptr) != VK_SUCCESS || size == 0) return;
+        std::vector<char> data(size);
+        if (a_.vkGetPipelineCacheData(dev_, cache_, &size, data.data()) != VK_SUCCESS) return;
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::create_directories(fs::path(cache_path_).parent_path(), ec);
+        // Written aside and renamed: a concurrent reader sees the old file or the new one, never a torn one.
+        const std::string tmp = cache_path_ + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+        {
+            std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+            if (!f) return;
+            f.write(data.data(), static_cast<std::streamsize>(size));
+            if (!f) {
+                f.close();
+                fs::remove(tmp, ec);
+                return;
+            }
+        }
+        fs::rename(tmp, cache_path_, ec);
+        if (ec) fs::remove(tmp, ec);
+        cache_loaded_ = pipelines_.size();
+    } catch (...) {
+        // Best effort only.
+    }
+}
 
 VkPipeline Backend::pipeline(const char* shader, uint32_t wg) {
     const auto key = std::make_pair(std::string(shader), wg);
@@ -617,7 +707,9 @@ Placed Backend::place(const TensorView& v, uint64_t begin, uint64_t bytes) const
     if (v.t->buffer == nullptr) {
         const uint64_t start = inter_offset_[static_cast<size_t>(v.index)] + begin;
         const uint64_t aligned = start / offset_align_ * offset_align_;
-        p.bind = Binding{arena_.buf, aligned, std::min(arena_.size - aligned, (start - aligned + bytes + 3) / 4 * 4)};
+        // Ranges end on 16 bytes (chunks do too), so shaders may read whole 16-byte vectors.
+        p.bind =
+            Binding{arena_.buf, aligned, std::min(arena_.size - aligned, (start - aligned + bytes + 15) / 16 * 16)};
         p.delta = static_cast<uint32_t>(start - aligned);
         return p;
     }
@@ -627,7 +719,7 @@ Placed Backend::place(const TensorView& v, uint64_t begin, uint64_t bytes) const
         if (start >= c.begin && start + bytes <= c.begin + c.size) {
             const uint64_t local = start - c.begin;
             const uint64_t aligned = local / offset_align_ * offset_align_;
-            p.bind = Binding{c.buf, aligned, std::min(c.size - aligned, (local - aligned + bytes + 3) / 4 * 4)};
+            p.bind = Binding{c.buf, aligned, std::min(c.size - aligned, (local - aligned + bytes + 15) / 16 * 16)};
             p.delta = static_cast<uint32_t>(local - aligned);
             return p;
         }
@@ -717,8 +809,34 @@ void Backend::compute(const basalt_graph* g) {
     ctx.reserve(nn);
     for (size_t i = 0; i < nn; ++i) ctx.push_back(check_node(g, i));
 
+    // RMS_NORM whose intermediate output only feeds the next node, a MUL by a weight row: one dispatch. The
+    // planner keeps the norm's input alive through the MUL (the fused dispatch reads it while writing the MUL's
+    // output, which must not land on it).
+    std::vector<bool> fused(nn, false);
+    {
+        std::vector<int> readers(g->n_tensors, 0);
+        for (size_t i = 0; i < nn; ++i) {
+            for (int k = 0; k < g->nodes[i]->n_inputs; ++k) ++readers[static_cast<size_t>(g->nodes[i]->inputs[k])];
+        }
+        for (size_t i = 0; i + 1 < nn; ++i) {
+            const basalt_graph_node* a = g->nodes[i];
+            const basalt_graph_node* b = g->nodes[i + 1];
+            const auto t = static_cast<size_t>(a->output);
+            if (a->op != BASALT_OP_RMS_NORM || b->op != BASALT_OP_MUL || b->inputs[0] != a->output ||
+                b->inputs[1] == a->output || g->tensors[t]->buffer != nullptr || readers[t] != 1 || fused[i]) {
+                continue;
+            }
+            const TensorView& w = ctx[i + 1].in[1];
+            if (w.ne[0] != ctx[i].out.ne[0] || w.nrows() != 1 || w.nb[0] != 4 || !fusion_) continue;
+            ctx[i].fused_mul = &ctx[i + 1];
+            fused[i + 1] = true;
+        }
+    }
+
     // Intermediates: written before read, placed in the arena, released after their last reader.
-    const auto plan = sdk::plan_intermediates(g, kArenaAlign, [&](size_t i) { return ctx[i].out.extent; });
+    const auto plan = sdk::plan_intermediates(
+        g, kArenaAlign, [&](size_t i) { return ctx[i].out.extent; },
+        [&](size_t i) { return ctx[i].fused_mul != nullptr; });
     if (plan.bad_node >= 0) {
         const basalt_graph_node* n = g->nodes[plan.bad_node];
         const basalt_tensor* t = g->tensors[n->inputs[plan.bad_input]];
@@ -748,7 +866,7 @@ void Backend::compute(const basalt_graph* g) {
         if (profile_) {
             a_.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, static_cast<uint32_t>(2 * i));
         }
-        op_impl(g->nodes[i]->op)->record(ctx[i]);
+        if (!fused[i]) op_impl(g->nodes[i]->op)->record(ctx[i]);
         if (profile_) {
             a_.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_,
                                    static_cast<uint32_t>(2 * i + 1));

@@ -72,6 +72,8 @@ struct NodeCtx {
     int n_in = 0;
     TensorView in[BASALT_MAX_NODE_INPUTS];
     TensorView out;
+    // RMS_NORM only: the MUL by a weight row that follows it, recorded in the same dispatch (set by compute()).
+    const NodeCtx* fused_mul = nullptr;
 
     std::string label() const;
     [[noreturn]] void fail(basalt_status status, const std::string& what) const;
@@ -122,6 +124,9 @@ class Backend {
     uint32_t subgroup_size() const noexcept { return subgroup_; }
     uint64_t max_range() const noexcept { return max_range_; }
     uint32_t row_wg() const noexcept { return row_wg_; }
+    // Whether a workgroup of row_wg() invocations is exactly one subgroup (the subgroup size is fixed): the
+    // matmul shaders then reduce without a barrier (their _sg variants).
+    bool one_subgroup() const noexcept { return one_subgroup_; }
 
   private:
     struct Pipeline {
@@ -138,6 +143,8 @@ class Backend {
     void destroy_chunk(basalt_buffer::Chunk& c);
     void submit_and_wait();
     void begin_commands();
+    void load_pipeline_cache();
+    void save_pipeline_cache() noexcept;
     void staging_copy(const basalt_buffer::Chunk& c, uint64_t off, uint8_t* host, uint64_t size, bool upload);
 
     const basalt_host* host_;
@@ -152,6 +159,10 @@ class Backend {
     uint64_t offset_align_ = 16;
     uint32_t subgroup_ = 8;
     uint32_t row_wg_ = 32;
+    bool one_subgroup_ = false;
+    bool fusion_ = true;       // fuse RMS_NORM -> MUL chains (BASALT_VK_FUSE=0 turns it off)
+    std::string cache_path_;   // VkPipelineCache file ("" when there is no cache directory)
+    size_t cache_loaded_ = 0;  // pipelines_ size when the cache was loaded or last saved
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipelineCache cache_ = VK_NULL_HANDLE;

@@ -139,11 +139,41 @@ const char* matmul_shader(basalt_dtype t) {
             return "matmul_q5_1";
         case BASALT_DTYPE_Q4_K:
             return "matmul_q4_k";
+        case BASALT_DTYPE_Q5_K:
+            return "matmul_q5_k";
         case BASALT_DTYPE_Q6_K:
             return "matmul_q6_k";
         default:
             return nullptr;
     }
+}
+
+// The decode matvec (matvec.comp): rows per workgroup, and its variant for a weight type (null: none).
+constexpr uint32_t kMatvecRows = 4;
+constexpr uint32_t kMatmulRows = 8;  // MROWS of matmul.comp
+constexpr uint64_t kMatvecMaxCols = 4;
+
+const char* matvec_shader(basalt_dtype t) {
+    switch (t) {
+        case BASALT_DTYPE_F32:
+            return "matvec_f32";
+        case BASALT_DTYPE_F16:
+            return "matvec_f16";
+        case BASALT_DTYPE_Q8_0:
+            return "matvec_q8_0";
+        default:
+            return nullptr;
+    }
+}
+
+// Whether every row of x starts on 16 bytes of its binding (the matmul shaders then read it as vec4).
+bool x_vec4(const Placed& xp, const TensorView& x) {
+    return x.ne[0] % 4 == 0 && xp.delta % 16 == 0 && x.nb[1] % 16 == 0 && x.nb[2] % 16 == 0 && x.nb[3] % 16 == 0;
+}
+
+// The registry name of a matmul/matvec variant: "_sg" when a workgroup is one subgroup (no barrier).
+std::string reduce_variant(const NodeCtx& c, const char* base) {
+    return c.be->one_subgroup() ? std::string(base) + "_sg" : std::string(base);
 }
 
 void check_weights(const NodeCtx& c, const TensorView& w) {
@@ -183,6 +213,10 @@ void record_matmul(NodeCtx& c) {
     const Placed op = c.be->place(c.out);
     constexpr uint32_t kTile = 8;
     const uint64_t m = static_cast<uint64_t>(x.nrows());
+    // The matvec reads 8-value pieces, x and F32 rows as vec4, F16 rows as words: strides and offsets aligned.
+    const uint64_t walign = w.type == BASALT_DTYPE_F32 ? 16 : w.type == BASALT_DTYPE_F16 ? 4 : 2;
+    const bool matvec = m <= kMatvecMaxCols && matvec_shader(w.type) != nullptr && w.ne[0] % 32 == 0 &&
+                        static_cast<uint64_t>(w.nb[1]) % walign == 0 && x_vec4(xp, x);
     for (int64_t lo = 0; lo < n; lo += per) {
         const int64_t hi = std::min(n, lo + per);
         const Placed wp = per == n ? c.be->place(w)
@@ -191,11 +225,17 @@ void record_matmul(NodeCtx& c) {
         std::vector<uint32_t> pc = {u32(w.ne[0]), u32(hi - lo), u32(m), wp.delta, u32(w.nb[1])};
         push_tensor(pc, xp, x);
         push_tensor(pc, op, c.out);
-        pc.insert(pc.end(), {u32(lo), 0u, 0u, 0u, 0u, 0u, 0u, kTile});
+        pc.insert(pc.end(), {u32(lo), 0u, 0u, 0u, 0u, 0u, 0u, kTile, x_vec4(xp, x) ? 1u : 0u});
         uint32_t gx = 0;
         uint32_t gz = 0;
-        Backend::split_groups(static_cast<uint64_t>(hi - lo), gx, gz);
-        run(c, matmul_shader(w.type), c.be->row_wg(), {wp, xp, op}, pc, gx,
+        if (matvec && wp.delta % walign == 0) {
+            Backend::split_groups(static_cast<uint64_t>(hi - lo + kMatvecRows - 1) / kMatvecRows, gx, gz);
+            run(c, reduce_variant(c, matvec_shader(w.type)).c_str(), c.be->row_wg(), {wp, xp, op}, pc, gx,
+                static_cast<uint32_t>(m), gz);
+            continue;
+        }
+        Backend::split_groups(static_cast<uint64_t>(hi - lo + kMatmulRows - 1) / kMatmulRows, gx, gz);
+        run(c, reduce_variant(c, matmul_shader(w.type)).c_str(), c.be->row_wg(), {wp, xp, op}, pc, gx,
             static_cast<uint32_t>((m + kTile - 1) / kTile), gz);
     }
 }
@@ -239,11 +279,13 @@ void record_moe_matmul(NodeCtx& c) {
     std::vector<uint32_t> pc = {u32(w.ne[0]), u32(w.ne[1]), u32(k * tokens), wp.delta, u32(w.nb[1])};
     push_tensor(pc, xp, x);
     push_tensor(pc, op, c.out);
-    pc.insert(pc.end(), {0u, 1u, ip.delta, u32(k), u32(w.nb[2]), shared ? 1u : 0u, u32(w.ne[2]), 1u});
+    pc.insert(pc.end(),
+              {0u, 1u, ip.delta, u32(k), u32(w.nb[2]), shared ? 1u : 0u, u32(w.ne[2]), 1u, x_vec4(xp, x) ? 1u : 0u});
     uint32_t gx = 0;
     uint32_t gz = 0;
-    Backend::split_groups(static_cast<uint64_t>(w.ne[1]), gx, gz);
-    run(c, matmul_shader(w.type), c.be->row_wg(), {wp, xp, op, ip}, pc, gx, u32(k * tokens), gz);
+    Backend::split_groups(static_cast<uint64_t>(w.ne[1] + kMatmulRows - 1) / kMatmulRows, gx, gz);
+    run(c, reduce_variant(c, matmul_shader(w.type)).c_str(), c.be->row_wg(), {wp, xp, op, ip}, pc, gx, u32(k * tokens),
+        gz);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -329,7 +371,17 @@ void record_unary(NodeCtx& c) {
         uint32_t gx = 0;
         uint32_t gz = 0;
         Backend::split_groups(static_cast<uint64_t>(c.out.nrows()), gx, gz);
-        run(c, "norm", c.be->row_wg(), {a, o}, pc, gx, 1, gz);
+        if (c.fused_mul != nullptr) {
+            // RMS_NORM -> MUL by a weight row: written straight to the MUL's output.
+            const Placed w = c.be->place(c.fused_mul->in[1]);
+            const Placed mo = c.be->place(c.fused_mul->out);
+            pc.resize(10);
+            push_tensor(pc, mo, c.fused_mul->out);
+            pc.insert(pc.end(), {1u, w.delta});
+            run(c, reduce_variant(c, "norm").c_str(), c.be->row_wg(), {a, mo, w}, pc, gx, 1, gz);
+            return;
+        }
+        run(c, reduce_variant(c, "norm").c_str(), c.be->row_wg(), {a, o}, pc, gx, 1, gz);
     } else {
         run(c, "unary", kElemWg, {a, o}, pc, elem_groups(static_cast<uint64_t>(c.out.nelements())), 1, 1);
     }
@@ -474,7 +526,8 @@ void record_attention(NodeCtx& c) {
                                 u32(c.in[3].nrows()),
                                 u32(hd_k / k.block * k.block_bytes),
                                 u32(hd_v / v.block * v.block_bytes)};
-    run(c, "attention", c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head), u32(tokens), 1);
+    run(c, reduce_variant(c, "attention").c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head),
+        u32(tokens), 1);
 }
 
 void check_kv_write(const NodeCtx& c) {

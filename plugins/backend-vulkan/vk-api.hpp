@@ -42,6 +42,8 @@ namespace basalt::vk {
     X(vkDestroyPipeline)                        \
     X(vkCreatePipelineCache)                    \
     X(vkDestroyPipelineCache)                   \
+    X(vkGetPipelineCacheData)                   \
+    X(vkEnumerateDeviceExtensionProperties)     \
     X(vkCreateDescriptorPool)                   \
     X(vkDestroyDescriptorPool)                  \
     X(vkResetDescriptorPool)                    \

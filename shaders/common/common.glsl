@@ -91,6 +91,17 @@ float wg_sum(float v) {
     return v;
 }
 
+// wg_sum / wg_max for the row reductions (matmul, matvec, attention, norm): built with ONE_SUBGROUP (the host picks
+// that variant when a workgroup is exactly one subgroup) it is a bare subgroupAdd with no barrier, which on lavapipe
+// also spares the coroutine that every barrier-carrying shader runs on.
+float wg_sum1(float v) {
+#ifdef ONE_SUBGROUP
+    return subgroupAdd(v);
+#else
+    return wg_sum(v);
+#endif
+}
+
 float wg_max(float v) {
     v = subgroupMax(v);
     if (gl_NumSubgroups > 1u) {
@@ -103,6 +114,14 @@ float wg_max(float v) {
     return v;
 }
 
+float wg_max1(float v) {
+#ifdef ONE_SUBGROUP
+    return subgroupMax(v);
+#else
+    return wg_max(v);
+#endif
+}
+
 // Type ids (basalt_dtype / GGUF).
 #define T_F32 0u
 #define T_F16 1u
@@ -112,6 +131,7 @@ float wg_max(float v) {
 #define T_Q5_1 7u
 #define T_Q8_0 8u
 #define T_Q4_K 12u
+#define T_Q5_K 13u
 #define T_Q6_K 14u
 #define T_I32 26u
 #define T_BF16 30u

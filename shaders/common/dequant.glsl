@@ -61,6 +61,23 @@
                 const uint v = ld32_##N(q + 4u * i);                                                                  \
                 for (uint k = 0u; k < 4u; ++k) w[4u * i + k] = d * float((v >> (8u * k + sh)) & 15u) - m;             \
             }                                                                                                         \
+        } else if (type == T_Q5_K) {                                                                                  \
+            const uint sb = row + (u >> 3) * 176u;                                                                    \
+            const uint j = u & 7u;                                                                                    \
+            float sc, mn;                                                                                             \
+            k4_scale_min_##N(sb, j, sc, mn);                                                                          \
+            const float d = ldh_##N(sb) * sc;                                                                         \
+            const float m = ldh_##N(sb + 2u) * mn;                                                                    \
+            const uint q = sb + 48u + (j >> 1) * 32u;                                                                 \
+            const uint sh = (j & 1u) * 4u;                                                                            \
+            for (uint i = 0u; i < 8u; ++i) {                                                                          \
+                const uint v = ld32_##N(q + 4u * i);                                                                  \
+                const uint h = ld32_##N(sb + 16u + 4u * i);                                                           \
+                for (uint k = 0u; k < 4u; ++k) {                                                                      \
+                    const uint hb = ((h >> (8u * k + j)) & 1u) << 4;                                                  \
+                    w[4u * i + k] = d * float(((v >> (8u * k + sh)) & 15u) | hb) - m;                                 \
+                }                                                                                                     \
+            }                                                                                                         \
         } else if (type == T_Q6_K) {                                                                                  \
             const uint sb = row + (u >> 3) * 210u;                                                                    \
             const uint hf = (u >> 2) & 1u;                                                                            \
@@ -126,6 +143,16 @@
             const uint q = (ld8_##N(sb + 16u + (sub >> 1) * 32u + j) >> ((sub & 1u) * 4u)) & 15u;                     \
             return ldh_##N(sb) * sc * float(q) - ldh_##N(sb + 2u) * mn;                                               \
         }                                                                                                             \
+        if (type == T_Q5_K) {                                                                                         \
+            const uint sb = row + (i >> 8) * 176u;                                                                    \
+            const uint r = i & 255u;                                                                                  \
+            const uint sub = r >> 5;                                                                                  \
+            float sc, mn;                                                                                             \
+            k4_scale_min_##N(sb, sub, sc, mn);                                                                        \
+            uint q = (ld8_##N(sb + 48u + (sub >> 1) * 32u + j) >> ((sub & 1u) * 4u)) & 15u;                           \
+            q |= ((ld8_##N(sb + 16u + j) >> sub) & 1u) << 4;                                                          \
+            return ldh_##N(sb) * sc * float(q) - ldh_##N(sb + 2u) * mn;                                               \
+        }                                                                                                             \
         if (type == T_Q6_K) {                                                                                         \
             const uint sb = row + (i >> 8) * 210u;                                                                    \
             const uint r = i & 255u;                                                                                  \
@@ -141,5 +168,5 @@
 
 bool type_supported(uint t) {
     return t == T_F32 || t == T_F16 || t == T_BF16 || t == T_Q8_0 || t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 ||
-           t == T_Q5_1 || t == T_Q4_K || t == T_Q6_K;
+           t == T_Q5_1 || t == T_Q4_K || t == T_Q5_K || t == T_Q6_K;
 }

@@ -71,9 +71,11 @@ struct IntermediatePlan {
 
 // Plans the intermediates of `graph` (its node and tensor arrays checked by the caller): each is placed when
 // its first writer runs and released after its last reader; node_extent(i) gives the bytes of node i's output.
+// joined(i) true means node i runs in one dispatch with node i + 1 (a fused chain): memory read by any node of
+// a chain is released only after the whole chain, so no output of the chain overlaps one of its inputs.
 // Not thread-safe per graph; allocates.
-template <typename NodeExtent>
-IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent) {
+template <typename NodeExtent, typename Joined>
+IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent, Joined joined) {
     const size_t nn = graph->n_nodes;
     const size_t nt = graph->n_tensors;
     IntermediatePlan out;
@@ -104,13 +106,21 @@ IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, N
         const auto o = static_cast<size_t>(graph->nodes[i]->output);
         if (first_write[o] == static_cast<int64_t>(i)) {
             out.offset[o] = plan.place(node_extent(i));
-            release_after[static_cast<size_t>(last_use[o])].push_back(o);
+            auto r = static_cast<size_t>(last_use[o]);
+            while (r + 1 < nn && joined(r)) ++r;
+            release_after[r].push_back(o);
         }
         // A tensor's memory becomes free after the node that reads it last (not before it runs).
         for (size_t t : release_after[i]) plan.release(out.offset[t], node_extent(static_cast<size_t>(first_write[t])));
     }
     out.peak = plan.peak();
     return out;
+}
+
+// plan_intermediates with every node in its own dispatch.
+template <typename NodeExtent>
+IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent) {
+    return plan_intermediates(graph, align, node_extent, [](size_t) { return false; });
 }
 
 }  // namespace basalt::sdk
