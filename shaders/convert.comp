@@ -1,6 +1,5 @@
 #version 450
-// KV_WRITE (MODE_KV_WRITE: cache row slots[i] = convert(x row i)) and CAST (MODE_CAST: out = convert(in)).
-// One invocation per output unit: an element (F32/F16/BF16) or a Q8_0 block of 32.
+// CAST: out = convert(in). One invocation per output unit: an element (F32/F16/BF16) or a Q8_0 block of 32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -25,16 +24,7 @@ void main() {
         const uint r = idx / units;
         const uint u = idx % units;
         const uint src = P(4) + row_offset(r, P(5), P(6), P(7), P(8), P(9));
-#ifdef MODE_KV_WRITE
-        const uint slot = b2u.d[(P(16) >> 2) + r];
-        if (slot >= P(17)) continue;
-        bool later = false;  // a slot written twice keeps the later row
-        for (uint j = r + 1u; j < rows; ++j) later = later || b2u.d[(P(16) >> 2) + j] == slot;
-        if (later) continue;
-        const uint dst = P(10) + row_offset(slot, P(11), P(12), P(13), P(14), P(15));
-#else
         const uint dst = P(10) + row_offset(r, P(11), P(12), P(13), P(14), P(15));
-#endif
         if (out_type == T_Q8_0) {
             float v[32];
             float amax = 0.0;

@@ -30,6 +30,10 @@ DECLARE_DEQUANT(0)
 #define WTYPE T_Q5_0
 #elif defined(W_Q5_1)
 #define WTYPE T_Q5_1
+#elif defined(W_Q2_K)
+#define WTYPE T_Q2_K
+#elif defined(W_Q3_K)
+#define WTYPE T_Q3_K
 #elif defined(W_Q4_K)
 #define WTYPE T_Q4_K
 #elif defined(W_Q5_K)

@@ -13,6 +13,9 @@
 namespace basalt {
 namespace {
 
+// Attention slot lists are padded to a multiple of this many (slot, position) pairs (see decode_chunk).
+constexpr size_t kVisibleStep = 64;
+
 // Owned key/value strings viewed as basalt_params for a create call.
 struct ParamsView {
     std::vector<const char*> keys, values;
@@ -326,6 +329,9 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     }
     size_t n_vis = 1;
     for (const auto& l : lists) n_vis = std::max(n_vis, l.size() / 2);
+    // Lists padded (slot -1) to a multiple of kVisibleStep pairs: consecutive decode steps then build graphs of
+    // one shape, which a backend can run again from what it recorded (Vulkan replays its command buffer).
+    n_vis = std::max(n_vis, std::min<size_t>((n_vis + kVisibleStep - 1) / kVisibleStep * kVisibleStep, n_ctx_));
     std::vector<int32_t> list_data(2 * n_vis * lists.size(), -1);
     for (size_t g = 0; g < lists.size(); ++g)
         std::copy(lists[g].begin(), lists[g].end(), list_data.begin() + static_cast<std::ptrdiff_t>(2 * n_vis * g));

@@ -9,10 +9,12 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "graph-key.hpp"
 #include "vk-api.hpp"
 
 // The opaque ABI handle: a byte range backed by one or more device buffers. Chunks overlap by `overlap` bytes
@@ -127,22 +129,38 @@ class Backend {
     // Whether a workgroup of row_wg() invocations is exactly one subgroup (the subgroup size is fixed): the
     // matmul shaders then reduce without a barrier (their _sg variants).
     bool one_subgroup() const noexcept { return one_subgroup_; }
+    // Whether ATTENTION may use lanes over keys (attention_keys.comp; BASALT_VK_ATTENTION_KEYS=0: never).
+    bool attention_keys() const noexcept { return attention_keys_; }
 
   private:
     struct Pipeline {
         VkPipeline pipe = VK_NULL_HANDLE;
     };
+    // A command buffer recorded for one graph shape, with the descriptor sets it binds: replayed as is when a
+    // graph with the same key comes again (decode steps, equal prefill chunks).
+    struct Recording {
+        GraphKey key;
+        VkCommandBuffer cmd = VK_NULL_HANDLE;
+        VkDescriptorPool pool = VK_NULL_HANDLE;
+        uint32_t cap = 0;   // descriptor sets the pool holds
+        uint32_t used = 0;  // descriptor sets allocated so far
+        uint64_t last_use = 0;
+    };
+    void make_recording(Recording& r, uint32_t sets);
+    void destroy_recording(Recording& r) noexcept;
+    // Drops every kept recording (a buffer or the arena they bind went away).
+    void forget_recordings() noexcept;
+    void record_graph(const basalt_graph* g, std::vector<NodeCtx>& ctx, const std::vector<bool>& fused, Recording& r);
     NodeCtx check_node(const basalt_graph* g, size_t i);
     TensorView make_view(const basalt_graph* g, const basalt_graph_node* n, size_t ni, int32_t index,
                          const char* role) const;
     VkPipeline pipeline(const char* shader, uint32_t wg);
     void ensure_arena(uint64_t bytes);
-    void ensure_sets(uint32_t n);
     uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags want) const;
     void make_chunk(basalt_buffer::Chunk& c, uint64_t size, bool prefer_host);
     void destroy_chunk(basalt_buffer::Chunk& c);
-    void submit_and_wait();
-    void begin_commands();
+    void submit_and_wait(VkCommandBuffer cmd);
+    void begin_commands(VkCommandBuffer cmd, bool one_time);
     void load_pipeline_cache();
     void save_pipeline_cache() noexcept;
     void staging_copy(const basalt_buffer::Chunk& c, uint64_t off, uint8_t* host, uint64_t size, bool upload);
@@ -160,6 +178,7 @@ class Backend {
     uint32_t subgroup_ = 8;
     uint32_t row_wg_ = 32;
     bool one_subgroup_ = false;
+    bool attention_keys_ = true;
     bool fusion_ = true;       // fuse RMS_NORM -> MUL chains (BASALT_VK_FUSE=0 turns it off)
     std::string cache_path_;   // VkPipelineCache file ("" when there is no cache directory)
     size_t cache_loaded_ = 0;  // pipelines_ size when the cache was loaded or last saved
@@ -170,9 +189,15 @@ class Backend {
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
-    VkDescriptorPool dpool_ = VK_NULL_HANDLE;
-    uint32_t dpool_cap_ = 0;
-    uint32_t sets_used_ = 0;
+    Recording scratch_;                                 // graphs that are not kept (profiling, reuse off, unkeyable)
+    Recording* rec_ = nullptr;                          // where dispatch() records
+    std::vector<std::unique_ptr<Recording>> recorded_;  // kept, least recently used evicted past kMaxRecordings
+    uint64_t use_clock_ = 0;
+    bool reuse_ = true;        // BASALT_VK_REUSE=0: record every graph afresh
+    bool stats_ = false;       // BASALT_VK_STATS=1: print recording counts when destroyed
+    uint64_t n_graphs_ = 0;    // graph_compute calls
+    uint64_t n_recorded_ = 0;  // command buffers recorded (kept or not)
+    uint64_t n_replayed_ = 0;  // graphs run from a kept command buffer
     basalt_buffer::Chunk staging_;
     basalt_buffer::Chunk dummy_;
     basalt_buffer::Chunk arena_;

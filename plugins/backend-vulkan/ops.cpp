@@ -137,6 +137,10 @@ const char* matmul_shader(basalt_dtype t) {
             return "matmul_q5_0";
         case BASALT_DTYPE_Q5_1:
             return "matmul_q5_1";
+        case BASALT_DTYPE_Q2_K:
+            return "matmul_q2_k";
+        case BASALT_DTYPE_Q3_K:
+            return "matmul_q3_k";
         case BASALT_DTYPE_Q4_K:
             return "matmul_q4_k";
         case BASALT_DTYPE_Q5_K:
@@ -526,7 +530,14 @@ void record_attention(NodeCtx& c) {
                                 u32(c.in[3].nrows()),
                                 u32(hd_k / k.block * k.block_bytes),
                                 u32(hd_v / v.block * v.block_bytes)};
-    run(c, reduce_variant(c, "attention").c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head),
+    // Lanes over keys (attention_keys.comp) where the head dims allow; else lanes over dims (attention.comp).
+    const int64_t hd = std::max(hd_k, hd_v);
+    const bool keys = hd_k % 4 == 0 && hd_v % 4 == 0 && hd <= 256 && c.be->attention_keys();
+    const std::string shader = keys ? "attention_keys_d" + std::to_string(hd <= 64    ? 64
+                                                                          : hd <= 128 ? 128
+                                                                                      : 256)
+                                    : std::string("attention");
+    run(c, reduce_variant(c, shader.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head),
         u32(tokens), 1);
 }
 
@@ -563,8 +574,10 @@ void record_kv_write(NodeCtx& c) {
     push_tensor(pc, xp, x);
     push_tensor(pc, cp, cache);
     pc.insert(pc.end(), {sp.delta, u32(cache.nrows())});
-    const uint64_t units = static_cast<uint64_t>(cache.type == BASALT_DTYPE_Q8_0 ? x.ne[0] / 32 : x.ne[0]);
-    run(c, "kv_write", kElemWg, {xp, cp, sp}, pc, elem_groups(units * static_cast<uint64_t>(x.nrows())), 1, 1);
+    uint32_t gx = 0;
+    uint32_t gz = 0;
+    Backend::split_groups(static_cast<uint64_t>(x.nrows()), gx, gz);  // one workgroup per row
+    run(c, reduce_variant(c, "kv_write").c_str(), c.be->row_wg(), {xp, cp, sp}, pc, gx, 1, gz);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ namespace basalt::vk {
     X(vkCreateCommandPool)                      \
     X(vkDestroyCommandPool)                     \
     X(vkAllocateCommandBuffers)                 \
+    X(vkFreeCommandBuffers)                     \
     X(vkResetCommandBuffer)                     \
     X(vkBeginCommandBuffer)                     \
     X(vkEndCommandBuffer)                       \

@@ -130,6 +130,8 @@ float wg_max1(float v) {
 #define T_Q5_0 6u
 #define T_Q5_1 7u
 #define T_Q8_0 8u
+#define T_Q2_K 10u
+#define T_Q3_K 11u
 #define T_Q4_K 12u
 #define T_Q5_K 13u
 #define T_Q6_K 14u

@@ -12,6 +12,11 @@
             mn = float((ld8_##N(s + j + 4u) >> 4) | ((ld8_##N(s + j) >> 6) << 4));                                    \
         }                                                                                                             \
     }                                                                                                                 \
+    float k3_scale_##N(uint sb, uint s) {                                                                             \
+        const uint lo = s < 8u ? ld8_##N(sb + 96u + s) & 15u : ld8_##N(sb + 88u + s) >> 4;                            \
+        const uint hi = (ld8_##N(sb + 104u + (s & 3u)) >> (2u * (s >> 2))) & 3u;                                      \
+        return float(int(lo | (hi << 4)) - 32);                                                                       \
+    }                                                                                                                 \
     void deq32_##N(uint type, uint row, uint u, uint n, out float w[32]) {                                            \
         if (type == T_Q8_0) {                                                                                         \
             const uint b = row + u * 34u;                                                                             \
@@ -46,6 +51,44 @@
                     const uint e = 4u * j + k;                                                                        \
                     w[e] = d * float(((v >> (8u * k)) & 15u) | (((qh >> e) & 1u) << 4)) + m;                          \
                     w[e + 16u] = d * float(((v >> (8u * k + 4u)) & 15u) | (((qh >> (e + 16u)) & 1u) << 4)) + m;       \
+                }                                                                                                     \
+            }                                                                                                         \
+        } else if (type == T_Q2_K) {                                                                                  \
+            const uint sb = row + (u >> 3) * 84u;                                                                     \
+            const uint j = u & 7u;                                                                                    \
+            const float d = ldh_##N(sb + 80u);                                                                        \
+            const float dm = ldh_##N(sb + 82u);                                                                       \
+            const uint s0 = ld8_##N(sb + 2u * j);                                                                     \
+            const uint s1 = ld8_##N(sb + 2u * j + 1u);                                                                \
+            const float d0 = d * float(s0 & 15u);                                                                     \
+            const float d1 = d * float(s1 & 15u);                                                                     \
+            const float m0 = dm * float(s0 >> 4);                                                                     \
+            const float m1 = dm * float(s1 >> 4);                                                                     \
+            const uint q = sb + 16u + (j >> 2) * 32u;                                                                 \
+            const uint sh = (j & 3u) * 2u;                                                                            \
+            for (uint i = 0u; i < 8u; ++i) {                                                                          \
+                const uint v = ld32_##N(q + 4u * i);                                                                  \
+                for (uint k = 0u; k < 4u; ++k) {                                                                      \
+                    const uint l = 4u * i + k;                                                                        \
+                    const float qv = float((v >> (8u * k + sh)) & 3u);                                                \
+                    w[l] = l < 16u ? d0 * qv - m0 : d1 * qv - m1;                                                     \
+                }                                                                                                     \
+            }                                                                                                         \
+        } else if (type == T_Q3_K) {                                                                                  \
+            const uint sb = row + (u >> 3) * 110u;                                                                    \
+            const uint j = u & 7u;                                                                                    \
+            const float d = ldh_##N(sb + 108u);                                                                       \
+            const float d0 = d * k3_scale_##N(sb, 2u * j);                                                            \
+            const float d1 = d * k3_scale_##N(sb, 2u * j + 1u);                                                       \
+            const uint q = sb + 32u + (j >> 2) * 32u;                                                                 \
+            const uint sh = (j & 3u) * 2u;                                                                            \
+            for (uint i = 0u; i < 8u; ++i) {                                                                          \
+                const uint v = ld32_##N(q + 4u * i);                                                                  \
+                const uint h = ld32_##N(sb + 4u * i);                                                                 \
+                for (uint k = 0u; k < 4u; ++k) {                                                                      \
+                    const uint l = 4u * i + k;                                                                        \
+                    const int qv = int((v >> (8u * k + sh)) & 3u) - (((h >> (8u * k + j)) & 1u) != 0u ? 0 : 4);       \
+                    w[l] = (l < 16u ? d0 : d1) * float(qv);                                                           \
                 }                                                                                                     \
             }                                                                                                         \
         } else if (type == T_Q4_K) {                                                                                  \
@@ -134,6 +177,20 @@
             const float m = one ? ldh_##N(b + 2u) : (five ? -16.0 : -8.0) * d;                                        \
             return d * float(q) + m;                                                                                  \
         }                                                                                                             \
+        if (type == T_Q2_K) {                                                                                         \
+            const uint sb = row + (i >> 8) * 84u;                                                                     \
+            const uint sub = (i & 255u) >> 5;                                                                         \
+            const uint sc = ld8_##N(sb + 2u * sub + (j >> 4));                                                        \
+            const uint q = (ld8_##N(sb + 16u + (sub >> 2) * 32u + j) >> ((sub & 3u) * 2u)) & 3u;                      \
+            return ldh_##N(sb + 80u) * float(sc & 15u) * float(q) - ldh_##N(sb + 82u) * float(sc >> 4);               \
+        }                                                                                                             \
+        if (type == T_Q3_K) {                                                                                         \
+            const uint sb = row + (i >> 8) * 110u;                                                                    \
+            const uint sub = (i & 255u) >> 5;                                                                         \
+            const uint q = (ld8_##N(sb + 32u + (sub >> 2) * 32u + j) >> ((sub & 3u) * 2u)) & 3u;                      \
+            const int v = int(q) - (((ld8_##N(sb + j) >> sub) & 1u) != 0u ? 0 : 4);                                   \
+            return ldh_##N(sb + 108u) * k3_scale_##N(sb, 2u * sub + (j >> 4)) * float(v);                             \
+        }                                                                                                             \
         if (type == T_Q4_K) {                                                                                         \
             const uint sb = row + (i >> 8) * 144u;                                                                    \
             const uint r = i & 255u;                                                                                  \
@@ -168,5 +225,5 @@
 
 bool type_supported(uint t) {
     return t == T_F32 || t == T_F16 || t == T_BF16 || t == T_Q8_0 || t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 ||
-           t == T_Q5_1 || t == T_Q4_K || t == T_Q5_K || t == T_Q6_K;
+           t == T_Q5_1 || t == T_Q2_K || t == T_Q3_K || t == T_Q4_K || t == T_Q5_K || t == T_Q6_K;
 }

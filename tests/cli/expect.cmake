@@ -1,4 +1,4 @@
-# Runs EXE with ARGS (a ;-list, optional ENV "K=V"), then checks the exit status against RC (0 = success,
+# Runs EXE with ARGS (a ;-list, optional ENV "K=V", several separated by |), then checks the exit status against RC (0 = success,
 # anything else = that exact code), the combined stdout+stderr against REGEX and REGEX2, and, with JSON_GREEDY, that
 # stdout is JSON listing sampler/greedy with a version and an existing file.
 set(cmd ${EXE})
@@ -6,6 +6,7 @@ if(ARGS)
   list(APPEND cmd ${ARGS})
 endif()
 if(ENV)
+  string(REPLACE "|" ";" ENV "${ENV}")
   set(cmd ${CMAKE_COMMAND} -E env ${ENV} ${cmd})
 endif()
 execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -1,0 +1,120 @@
+#version 450
+// ATTENTION over slot lists, lanes over keys: one workgroup per (head, query token); invocation l takes visible
+// pairs l, l + WG, l + 2 WG, ... and computes the whole q.k of each (K and V read 4 values per load) with its own
+// online softmax (max, sum, V accumulator). The invocations' states are merged once at the end, so a key costs no
+// workgroup reduction (the per-dim attention.comp pays one per key). Head dims: multiples of 4, at most DMAX.
+// K/V cache types F32, F16, Q8_0. Push constants: as attention.comp.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+
+DECLARE_BINDING(0)
+DECLARE_BINDING(1)
+DECLARE_BINDING(2)
+DECLARE_BINDING(3)
+DECLARE_BINDING(4)
+DECLARE_BINDING(5)
+DECLARE_LOADS(1)
+DECLARE_LOADS(2)
+layout(std430, binding = 1) buffer B1v {
+    vec4 d[];
+}
+b1v;
+layout(std430, binding = 2) buffer B2v {
+    vec4 d[];
+}
+b2v;
+
+#ifndef DMAX
+#define DMAX 256u
+#endif
+#define D4 (DMAX / 4u)
+
+// Values i .. i + 3 (i a multiple of 4) of the row at byte `row`.
+#define DECLARE_LD4(N)                                                                                 \
+    vec4 ld4_##N(uint type, uint row, uint i) {                                                        \
+        if (type == T_F32) {                                                                           \
+            const uint w = (row >> 2) + i;                                                             \
+            if ((w & 3u) == 0u) return b##N##v.d[w >> 2];                                              \
+            return uintBitsToFloat(uvec4(b##N##u.d[w], b##N##u.d[w + 1u], b##N##u.d[w + 2u],           \
+                                         b##N##u.d[w + 3u]));                                          \
+        }                                                                                              \
+        if (type == T_F16) {                                                                           \
+            const uint b = row + 2u * i;                                                               \
+            return vec4(unpackHalf2x16(ld32_##N(b)), unpackHalf2x16(ld32_##N(b + 4u)));                \
+        }                                                                                              \
+        /* Q8_0: the 4 values lie in one block */                                                      \
+        const uint b = row + (i >> 5) * 34u;                                                           \
+        const int v = int(ld32_##N(b + 2u + (i & 31u)));                                               \
+        return ldh_##N(b) * vec4(ivec4(v << 24, v << 16, v << 8, v) >> 24);                            \
+    }
+DECLARE_LD4(1)
+DECLARE_LD4(2)
+
+void main() {
+    const uint hd_k = P(0);
+    const uint hd_v = P(1);
+    const uint h = gl_WorkGroupID.x;
+    const uint t = gl_WorkGroupID.y;
+    const uint l = gl_LocalInvocationID.x;
+    const uint wg = gl_WorkGroupSize.x;
+    const uint kvh = h / P(3);
+    const uint list = b4u.d[(P(15) >> 2) + 2u * t];
+    const uint n_vis = list < P(24) ? P(4) : 0u;  // a query naming no list sees nothing
+    const int pos = int(b4u.d[(P(15) >> 2) + 2u * t + 1u]);
+    const uint q = (P(7) + h * P(8) + t * P(9)) >> 2;
+    const uint nk = hd_k / 4u;
+    const uint nv = hd_v / 4u;
+    vec4 q4[D4];
+    vec4 acc[D4];
+    for (uint j = 0u; j < nk; ++j) {
+        q4[j] = vec4(b0f.d[q + 4u * j], b0f.d[q + 4u * j + 1u], b0f.d[q + 4u * j + 2u], b0f.d[q + 4u * j + 3u]);
+    }
+    for (uint j = 0u; j < nv; ++j) acc[j] = vec4(0.0);
+    const int window = int(P(19));
+    const int sinks = int(P(20));
+    const float scale = PF(21);
+    const float cap = PF(22);
+    const float neg_inf = uintBitsToFloat(0xff800000u);
+    float m = neg_inf;
+    float sum = 0.0;
+    const uint lbase = (P(14) >> 2) + list * 2u * P(4);
+    for (uint i = l; i < n_vis; i += wg) {
+        const int slot = int(b3u.d[lbase + 2u * i]);
+        const int p = int(b3u.d[lbase + 2u * i + 1u]);
+        if (slot < 0 || slot >= int(P(23)) || p > pos) continue;
+        if (window != 0 && !(p > pos - window || p < sinks)) continue;
+        const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
+        float s = 0.0;
+        for (uint j = 0u; j < nk; ++j) s += dot(q4[j], ld4_1(P(5), kr, 4u * j));
+        float score = s * scale;
+        if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
+        if (score > m) {
+            const float r = exp(m - score);
+            sum *= r;
+            for (uint j = 0u; j < nv; ++j) acc[j] *= r;
+            m = score;
+        }
+        const float e = exp(score - m);
+        sum += e;
+        const uint vr = P(12) + uint(slot) * P(13) + kvh * P(26);
+        for (uint j = 0u; j < nv; ++j) acc[j] += e * ld4_2(P(6), vr, 4u * j);
+    }
+    // Merge: every invocation's state rescaled to the workgroup's max.
+    const float mx = wg_max1(m);
+    const float f = (m == neg_inf || mx == neg_inf) ? 0.0 : exp(m - mx);
+    const float total = wg_sum1(sum * f);
+    const float inv = total > 0.0 ? 1.0 / total : 0.0;
+    const uint o = (P(16) + h * P(17) + t * P(18)) >> 2;
+    for (uint j = 0u; j < nv; ++j) {
+        const vec4 a = acc[j] * f;
+#ifdef ONE_SUBGROUP
+        const vec4 r = subgroupAdd(a);
+#else
+        const vec4 r = vec4(wg_sum(a.x), wg_sum(a.y), wg_sum(a.z), wg_sum(a.w));
+#endif
+        if (j % wg == l) {
+            for (uint k = 0u; k < 4u; ++k) b5f.d[o + 4u * j + k] = r[k] * inv;
+        }
+    }
+}
