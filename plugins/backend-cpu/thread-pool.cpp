@@ -15,6 +15,8 @@ inline void cpu_relax() {
 
 // Spin iterations before a worker goes to sleep (~tens of microseconds): covers the gap between two ops.
 constexpr int kSpin = 20000;
+// Loads of the generation counter without a pause first (a few tens of microseconds).
+constexpr int kTightSpin = 200000;
 constexpr int64_t kMaxTasks = int64_t{1} << 22;
 constexpr uint64_t kField = (uint64_t{1} << 22) - 1;
 
@@ -61,6 +63,9 @@ void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
         uint64_t g = generation_.load(std::memory_order_acquire);
+        // First a tight spin (no pause: a paused spinner notices a new op late, and in a VM a pause loop can
+        // cost the vCPU its slice), then a relaxed one, then sleep.
+        for (int spin = 0; g == seen && spin < kTightSpin; ++spin) g = generation_.load(std::memory_order_acquire);
         for (int spin = 0; g == seen && spin < kSpin; ++spin) {
             cpu_relax();
             g = generation_.load(std::memory_order_acquire);

@@ -44,12 +44,14 @@ class ThreadPool {
     std::vector<std::thread> threads_;
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::atomic<uint64_t> generation_{0};
+    // The hot atomics sit on cache lines of their own: the workers' spin on generation_ must not contend with
+    // the task claims and completions.
+    alignas(64) std::atomic<uint64_t> generation_{0};
     // Task claims: (generation << 44) | (n_tasks << 22) | next. A worker that wakes late cannot claim a task
     // of a newer run, and the caller waits for finished tasks, not for every worker to check in.
-    std::atomic<uint64_t> claim_{0};
-    std::atomic<int64_t> done_{0};
-    std::atomic<bool> failed_{false};
+    alignas(64) std::atomic<uint64_t> claim_{0};
+    alignas(64) std::atomic<int64_t> done_{0};
+    alignas(64) std::atomic<bool> failed_{false};
     std::atomic<int> sleeping_{0};
     bool stop_ = false;
     int64_t n_tasks_ = 0;
