@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vulkan-gpu-check.sh: builds Basalt with the Vulkan backend, then on the Vulkan device the loader finds runs the
-# device listing, the SmolLM2-135M-shaped Q8_0 benchmark (pp128 / tg64, with the per-op profile), the Vulkan golden
+# device listing, the SmolLM2-135M-shaped Q8_0 benchmark (pp128 / tg64, then per-op profiles of decode and prefill), the Vulkan golden
 # tests and the Vulkan op harness. Meant for an NVIDIA machine (the device tool's H200), runs anywhere: with
 # VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json it checks lavapipe.
 #
@@ -90,7 +90,11 @@ step devices "$bin/basalt" plugins
 # The benchmark model (weights are random; the shape and the type set the speed).
 model="$out/smollm2-135m-q8_0.gguf"
 [[ -f "$model" ]] || step model "$bin/make-model" --shape smollm2-135m --type q8_0 -o "$model"
-BASALT_VK_PROFILE=1 step bench "$bin/basalt" bench -m "$model" --backend vulkan -p "$pp" -n "$tg" -r 1
+# Timings with command-buffer replay (profiling records every graph afresh, so it runs separately).
+BASALT_VK_STATS=1 step bench "$bin/basalt" bench -m "$model" --backend vulkan -p "$pp" -n "$tg" -r 3
+# Per-op GPU time: decode steps, then one prefill.
+BASALT_VK_PROFILE=1 step profile-tg "$bin/basalt" bench -m "$model" --backend vulkan -p 0 -n 8 -r 1
+BASALT_VK_PROFILE=1 step profile-pp "$bin/basalt" bench -m "$model" --backend vulkan -p "$pp" -n 0 -r 1
 
 # Golden logits and the op harness on this device (the CTest entries pin lavapipe; these use the driver above).
 step golden "$bin/basalt-tests" "[vulkan]"
@@ -99,6 +103,10 @@ step ops "$bin/basalt-core-tests" "[vulkan]"
 echo
 echo "== summary ($(date -u +%FT%TZ), VK_DRIVER_FILES=${VK_DRIVER_FILES:-<default>})"
 grep -E '^ *(pp|tg)[0-9]+ ' "$out/bench.log" || true
-grep -E '^\[vulkan profile\]' "$out/bench.log" | head -12 || true
+grep -E '^\[vulkan\] ' "$out/bench.log" || true
+echo "-- per-op, decode steps:"
+grep -E '^\[vulkan profile\]' "$out/profile-tg.log" | head -12 || true
+echo "-- per-op, prefill:"
+grep -E '^\[vulkan profile\]' "$out/profile-pp.log" | head -12 || true
 for line in "${summary[@]}"; do echo "$line"; done
 exit "$failed"
