@@ -7,7 +7,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
@@ -31,22 +30,21 @@ b2v;
 #define D4 (DMAX / 4u)
 
 // Values i .. i + 3 (i a multiple of 4) of the row at byte `row`.
-#define DECLARE_LD4(N)                                                                                 \
-    vec4 ld4_##N(uint type, uint row, uint i) {                                                        \
-        if (type == T_F32) {                                                                           \
-            const uint w = (row >> 2) + i;                                                             \
-            if ((w & 3u) == 0u) return b##N##v.d[w >> 2];                                              \
-            return uintBitsToFloat(uvec4(b##N##u.d[w], b##N##u.d[w + 1u], b##N##u.d[w + 2u],           \
-                                         b##N##u.d[w + 3u]));                                          \
-        }                                                                                              \
-        if (type == T_F16) {                                                                           \
-            const uint b = row + 2u * i;                                                               \
-            return vec4(unpackHalf2x16(ld32_##N(b)), unpackHalf2x16(ld32_##N(b + 4u)));                \
-        }                                                                                              \
-        /* Q8_0: the 4 values lie in one block */                                                      \
-        const uint b = row + (i >> 5) * 34u;                                                           \
-        const int v = int(ld32_##N(b + 2u + (i & 31u)));                                               \
-        return ldh_##N(b) * vec4(ivec4(v << 24, v << 16, v << 8, v) >> 24);                            \
+#define DECLARE_LD4(N)                                                                                            \
+    vec4 ld4_##N(uint type, uint row, uint i) {                                                                   \
+        if (type == T_F32) {                                                                                      \
+            const uint w = (row >> 2) + i;                                                                        \
+            if ((w & 3u) == 0u) return b##N##v.d[w >> 2];                                                         \
+            return uintBitsToFloat(uvec4(b##N##u.d[w], b##N##u.d[w + 1u], b##N##u.d[w + 2u], b##N##u.d[w + 3u])); \
+        }                                                                                                         \
+        if (type == T_F16) {                                                                                      \
+            const uint b = row + 2u * i;                                                                          \
+            return vec4(unpackHalf2x16(ld32_##N(b)), unpackHalf2x16(ld32_##N(b + 4u)));                           \
+        }                                                                                                         \
+        /* Q8_0: the 4 values lie in one block */                                                                 \
+        const uint b = row + (i >> 5) * 34u;                                                                      \
+        const int v = int(ld32_##N(b + 2u + (i & 31u)));                                                          \
+        return ldh_##N(b) * vec4(ivec4(v << 24, v << 16, v << 8, v) >> 24);                                       \
     }
 DECLARE_LD4(1)
 DECLARE_LD4(2)

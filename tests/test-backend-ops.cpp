@@ -718,40 +718,35 @@ std::vector<Case> all_cases() {
         cs.push_back(attention_case(rng, s));
     }
 
-    // KV_WRITE into F32 / F16 / Q8_0 caches: the whole cache is the result (untouched slots included).
-    for (auto ct : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0}) {
-        Builder b(rng, std::string("KV_WRITE ") + facts(ct).name);
-        const int64_t n = 96;
-        const int x = b.input("x", BASALT_DTYPE_F32, {n, 3});
-        const int cache = b.input("cache", ct, {n, 10});
-        const std::vector<int32_t> slots{7, 2, 9};
-        const int sl = b.ints("slots", {3}, slots);
+    // KV_WRITE into F32 / F16 / Q8_0 caches: the whole cache is the result (untouched slots included). Then odd
+    // rows (F16 rows that share words) and slots named twice (the later row wins).
+    struct KvWriteSpec {
+        basalt_dtype type;
+        int64_t n;
+        std::vector<int32_t> slots;
+        const char* label;
+    };
+    const std::vector<KvWriteSpec> kv_writes = {
+        {BASALT_DTYPE_F32, 96, {7, 2, 9}, ""},
+        {BASALT_DTYPE_F16, 96, {7, 2, 9}, ""},
+        {BASALT_DTYPE_Q8_0, 96, {7, 2, 9}, ""},
+        {BASALT_DTYPE_F32, 37, {4, 1, 4, 8, 1, 5}, "odd rows, repeated slots "},
+        {BASALT_DTYPE_F16, 37, {4, 1, 4, 8, 1, 5}, "odd rows, repeated slots "},
+    };
+    for (const KvWriteSpec& kw : kv_writes) {
+        Builder b(rng, std::string("KV_WRITE ") + kw.label + facts(kw.type).name);
+        const auto rows = static_cast<int64_t>(kw.slots.size());
+        const int x = b.input("x", BASALT_DTYPE_F32, {kw.n, rows});
+        const int cache = b.input("cache", kw.type, {kw.n, 10});
+        const int sl = b.ints("slots", {rows}, kw.slots);
         b.node(BASALT_OP_KV_WRITE, cache, {x, cache, sl});
         auto e = b.vals(cache);
         const auto X = b.vals(x);
-        for (size_t i = 0; i < slots.size(); ++i) {
-            std::copy(X.begin() + static_cast<std::ptrdiff_t>(i * n),
-                      X.begin() + static_cast<std::ptrdiff_t>((i + 1) * n), e.begin() + slots[i] * n);
+        for (size_t i = 0; i < kw.slots.size(); ++i) {
+            std::copy(X.begin() + static_cast<std::ptrdiff_t>(i * kw.n),
+                      X.begin() + static_cast<std::ptrdiff_t>((i + 1) * kw.n), e.begin() + kw.slots[i] * kw.n);
         }
-        cs.push_back(b.done(e, ct == BASALT_DTYPE_F32 ? 0 : ct == BASALT_DTYPE_F16 ? 1e-6 : 1e-4));
-    }
-    // Odd rows (F16 rows that share words) and slots named twice (the later row wins).
-    for (auto ct : {BASALT_DTYPE_F32, BASALT_DTYPE_F16}) {
-        Builder b(rng, std::string("KV_WRITE odd rows, repeated slots ") + facts(ct).name);
-        const int64_t n = 37;
-        const std::vector<int32_t> slots{4, 1, 4, 8, 1, 5};
-        const auto rows = static_cast<int64_t>(slots.size());
-        const int x = b.input("x", BASALT_DTYPE_F32, {n, rows});
-        const int cache = b.input("cache", ct, {n, 10});
-        const int sl = b.ints("slots", {rows}, slots);
-        b.node(BASALT_OP_KV_WRITE, cache, {x, cache, sl});
-        auto e = b.vals(cache);
-        const auto X = b.vals(x);
-        for (size_t i = 0; i < slots.size(); ++i) {
-            std::copy(X.begin() + static_cast<std::ptrdiff_t>(i * n),
-                      X.begin() + static_cast<std::ptrdiff_t>((i + 1) * n), e.begin() + slots[i] * n);
-        }
-        cs.push_back(b.done(e, ct == BASALT_DTYPE_F32 ? 0 : 1e-6));
+        cs.push_back(b.done(e, kw.type == BASALT_DTYPE_F32 ? 0 : kw.type == BASALT_DTYPE_F16 ? 1e-6 : 1e-4));
     }
 
     // TOPK with ties (lower index first).

@@ -153,12 +153,16 @@ Backend::Backend(const basalt_host* host, size_t device)
     try {
         a_.vkGetDeviceQueue(dev_, desc_.queue_family, 0, &queue_);
         a_.vkGetPhysicalDeviceMemoryProperties(desc_.phys, &mem_);
+        // Fills one extension properties struct chained to VkPhysicalDeviceProperties2.
+        const auto query_props = [&](void* ext) {
+            VkPhysicalDeviceProperties2 p2{};
+            p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+            p2.pNext = ext;
+            a_.vkGetPhysicalDeviceProperties2(desc_.phys, &p2);
+        };
         VkPhysicalDeviceMaintenance3Properties m3{};
         m3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
-        VkPhysicalDeviceProperties2 p2{};
-        p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-        p2.pNext = &m3;
-        a_.vkGetPhysicalDeviceProperties2(desc_.phys, &p2);
+        query_props(&m3);
         const VkPhysicalDeviceLimits& lim = desc_.props.limits;
         max_alloc_ = m3.maxMemoryAllocationSize;
         max_range_ = lim.maxStorageBufferRange;
@@ -181,10 +185,7 @@ Backend::Backend(const basalt_host* host, size_t device)
             if (std::strcmp(exts[i].extensionName, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME) != 0) continue;
             VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc{};
             sc.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT;
-            VkPhysicalDeviceProperties2 q{};
-            q.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-            q.pNext = &sc;
-            a_.vkGetPhysicalDeviceProperties2(desc_.phys, &q);
+            query_props(&sc);
             one_subgroup_ = sc.minSubgroupSize == sc.maxSubgroupSize && sc.maxSubgroupSize == row_wg_;
         }
         if (!env_flag("BASALT_VK_ONE_SUBGROUP", true)) one_subgroup_ = false;

@@ -91,31 +91,19 @@
                     w[l] = (l < 16u ? d0 : d1) * float(qv);                                                           \
                 }                                                                                                     \
             }                                                                                                         \
-        } else if (type == T_Q4_K) {                                                                                  \
-            const uint sb = row + (u >> 3) * 144u;                                                                    \
+        } else if (type == T_Q4_K || type == T_Q5_K) {                                                                \
+            const bool five = type == T_Q5_K; /* Q5_K: Q4_K plus a high-bit plane qh[32] before the quants */         \
+            const uint sb = row + (u >> 3) * (five ? 176u : 144u);                                                    \
             const uint j = u & 7u;                                                                                    \
             float sc, mn;                                                                                             \
             k4_scale_min_##N(sb, j, sc, mn);                                                                          \
             const float d = ldh_##N(sb) * sc;                                                                         \
             const float m = ldh_##N(sb + 2u) * mn;                                                                    \
-            const uint q = sb + 16u + (j >> 1) * 32u;                                                                 \
+            const uint q = sb + (five ? 48u : 16u) + (j >> 1) * 32u;                                                  \
             const uint sh = (j & 1u) * 4u;                                                                            \
             for (uint i = 0u; i < 8u; ++i) {                                                                          \
                 const uint v = ld32_##N(q + 4u * i);                                                                  \
-                for (uint k = 0u; k < 4u; ++k) w[4u * i + k] = d * float((v >> (8u * k + sh)) & 15u) - m;             \
-            }                                                                                                         \
-        } else if (type == T_Q5_K) {                                                                                  \
-            const uint sb = row + (u >> 3) * 176u;                                                                    \
-            const uint j = u & 7u;                                                                                    \
-            float sc, mn;                                                                                             \
-            k4_scale_min_##N(sb, j, sc, mn);                                                                          \
-            const float d = ldh_##N(sb) * sc;                                                                         \
-            const float m = ldh_##N(sb + 2u) * mn;                                                                    \
-            const uint q = sb + 48u + (j >> 1) * 32u;                                                                 \
-            const uint sh = (j & 1u) * 4u;                                                                            \
-            for (uint i = 0u; i < 8u; ++i) {                                                                          \
-                const uint v = ld32_##N(q + 4u * i);                                                                  \
-                const uint h = ld32_##N(sb + 16u + 4u * i);                                                           \
+                const uint h = five ? ld32_##N(sb + 16u + 4u * i) : 0u;                                               \
                 for (uint k = 0u; k < 4u; ++k) {                                                                      \
                     const uint hb = ((h >> (8u * k + j)) & 1u) << 4;                                                  \
                     w[4u * i + k] = d * float(((v >> (8u * k + sh)) & 15u) | hb) - m;                                 \
@@ -191,23 +179,14 @@
             const int v = int(q) - (((ld8_##N(sb + j) >> sub) & 1u) != 0u ? 0 : 4);                                   \
             return ldh_##N(sb + 108u) * k3_scale_##N(sb, 2u * sub + (j >> 4)) * float(v);                             \
         }                                                                                                             \
-        if (type == T_Q4_K) {                                                                                         \
-            const uint sb = row + (i >> 8) * 144u;                                                                    \
-            const uint r = i & 255u;                                                                                  \
-            const uint sub = r >> 5;                                                                                  \
+        if (type == T_Q4_K || type == T_Q5_K) {                                                                       \
+            const bool five = type == T_Q5_K;                                                                         \
+            const uint sb = row + (i >> 8) * (five ? 176u : 144u);                                                    \
+            const uint sub = (i & 255u) >> 5;                                                                         \
             float sc, mn;                                                                                             \
             k4_scale_min_##N(sb, sub, sc, mn);                                                                        \
-            const uint q = (ld8_##N(sb + 16u + (sub >> 1) * 32u + j) >> ((sub & 1u) * 4u)) & 15u;                     \
-            return ldh_##N(sb) * sc * float(q) - ldh_##N(sb + 2u) * mn;                                               \
-        }                                                                                                             \
-        if (type == T_Q5_K) {                                                                                         \
-            const uint sb = row + (i >> 8) * 176u;                                                                    \
-            const uint r = i & 255u;                                                                                  \
-            const uint sub = r >> 5;                                                                                  \
-            float sc, mn;                                                                                             \
-            k4_scale_min_##N(sb, sub, sc, mn);                                                                        \
-            uint q = (ld8_##N(sb + 48u + (sub >> 1) * 32u + j) >> ((sub & 1u) * 4u)) & 15u;                           \
-            q |= ((ld8_##N(sb + 16u + j) >> sub) & 1u) << 4;                                                          \
+            uint q = (ld8_##N(sb + (five ? 48u : 16u) + (sub >> 1) * 32u + j) >> ((sub & 1u) * 4u)) & 15u;            \
+            if (five) q |= ((ld8_##N(sb + 16u + j) >> sub) & 1u) << 4;                                                \
             return ldh_##N(sb) * sc * float(q) - ldh_##N(sb + 2u) * mn;                                               \
         }                                                                                                             \
         if (type == T_Q6_K) {                                                                                         \
