@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include <basalt/sdk/op-contracts.hpp>
+
 #include "graph.hpp"
 
 namespace basalt::cpu {
@@ -73,53 +75,13 @@ AttnShape attn_shape(const NodeCtx& c) {
 }  // namespace
 
 void check_attention(const NodeCtx& c) {
-    c.expect_type(c.in[0], "q", BASALT_DTYPE_F32);
-    c.expect_type(c.in[3], "slot lists", BASALT_DTYPE_I32);
-    c.expect_type(c.in[4], "query table", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
     for (int i = 1; i <= 2; ++i) {
         if (!cache_type_ok(c.in[i].type)) {
             c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " cache type " + type_name(c.in[i].type) +
                                                " is not supported (f32, f16, q8_0)");
         }
     }
-    const AttnShape s = attn_shape(c);
-    if (c.in[0].ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "q " + c.in[0].shape() + " must be [hd_k, n_head, T]");
-    if (c.in[1].ne[0] % s.hd_k != 0 || s.n_kv < 1 || s.n_head % s.n_kv != 0) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "K cache " + c.in[1].shape() + " is not [hd_k * n_kv_head, n_slots] with " +
-                                                "hd_k = " + std::to_string(s.hd_k) + " and n_head " +
-                                                std::to_string(s.n_head) + " a multiple of n_kv_head");
-    }
-    if (c.in[2].ne[0] % s.n_kv != 0 || c.in[2].nrows() != c.in[1].nrows()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "V cache " + c.in[2].shape() + " is not [hd_v * " + std::to_string(s.n_kv) +
-                                                ", n_slots] like K " + c.in[1].shape());
-    }
-    for (int i = 1; i <= 2; ++i) {
-        const int64_t hd = i == 1 ? s.hd_k : s.hd_v;
-        if (hd % type_info(c.in[i].type)->block != 0) {
-            c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " head size " + std::to_string(hd) +
-                                               " is not a multiple of " + type_name(c.in[i].type) + "'s block");
-        }
-    }
-    if (c.in[3].ne[0] % 2 != 0 || !c.in[3].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slot lists " + c.in[3].shape() + " must be packed [2 * n_vis, n_lists]");
-    }
-    if (c.in[4].ne[0] != 2 || c.in[4].nrows() != s.tokens || !c.in[4].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "query table " + c.in[4].shape() + " must be packed [2, T] with T = " + std::to_string(s.tokens));
-    }
-    const bool flat = c.out.ne[0] == s.hd_v * s.n_head && c.out.nrows() == s.tokens;
-    const bool split = c.out.ne[0] == s.hd_v && c.out.ne[1] == s.n_head && c.out.ne[2] == s.tokens;
-    if (!flat && !split) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [hd_v * n_head, T] = [" +
-                                                std::to_string(s.hd_v * s.n_head) + ", " + std::to_string(s.tokens) +
-                                                "]");
-    }
-    if (c.ip(0) < 0 || c.ip(1) < 0 || !(c.fp(1) >= 0.0f) || !std::isfinite(c.fp(0)) || !std::isfinite(c.fp(1))) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "window ip[0] = " + std::to_string(c.ip(0)) + ", sinks ip[1] = " +
-                                                std::to_string(c.ip(1)) + ", scale fp[0] = " + std::to_string(c.fp(0)) +
-                                                ", soft-cap fp[1] = " + std::to_string(c.fp(1)) + " are not valid");
-    }
+    sdk::contract::attention(c);
 }
 
 void run_attention(NodeCtx& c) {
@@ -190,27 +152,10 @@ void run_attention(NodeCtx& c) {
 }
 
 void check_kv_write(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[2], "slots", BASALT_DTYPE_I32);
-    const TensorView& cache = c.in[1];
-    if (!cache_type_ok(cache.type)) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(cache.type) + " is not supported (f32, f16, q8_0)");
+    if (!cache_type_ok(c.in[1].type)) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(c.in[1].type) + " is not supported (f32, f16, q8_0)");
     }
-    if (c.node->output != c.node->inputs[1]) {
-        const basalt_tensor* a = c.out.t;
-        const basalt_tensor* b = cache.t;
-        bool same = a->buffer == b->buffer && a->offset == b->offset && a->dtype == b->dtype && a->buffer != nullptr;
-        for (int i = 0; i < 4 && same; ++i) same = c.out.ne[i] == cache.ne[i] && c.out.nb[i] == cache.nb[i];
-        if (!same) c.fail(BASALT_ERR_INVALID_ARGUMENT, "output must be the cache (input 1): the write is in place");
-    }
-    if (c.in[0].ne[0] != cache.ne[0]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "input 0 " + c.in[0].shape() + " and cache " + cache.shape() + " differ in row length");
-    }
-    if (c.in[2].nelements() != c.in[0].nrows() || !c.in[2].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slots " + c.in[2].shape() + " must be packed, one per row of input 0 (" +
-                                                std::to_string(c.in[0].nrows()) + ")");
-    }
+    sdk::contract::kv_write(c);
 }
 
 void run_kv_write(NodeCtx& c) {

@@ -2,6 +2,8 @@
 #include <cstring>
 #include <vector>
 
+#include <basalt/sdk/op-contracts.hpp>
+
 #include "graph.hpp"
 
 namespace basalt::cpu {
@@ -12,7 +14,7 @@ void check_cast(const NodeCtx& c) {
     }
     if (!can_quantize(c.out.type))
         c.fail(BASALT_ERR_UNSUPPORTED, "cast to " + type_name(c.out.type) + " is not supported");
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    sdk::contract::cast(c);
 }
 
 void run_cast(NodeCtx& c) {
@@ -30,19 +32,7 @@ void run_cast(NodeCtx& c) {
 }
 
 void check_copy(const NodeCtx& c) {
-    if (c.in[0].type != c.out.type) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "input type " + type_name(c.in[0].type) + " differs from output type " + type_name(c.out.type));
-    }
-    if (c.in[0].nelements() != c.out.nelements()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "input " + c.in[0].shape() + " and output " + c.out.shape() + " differ in element count");
-    }
-    const bool same_rows = c.in[0].ne[0] == c.out.ne[0];
-    const bool packed = c.in[0].rows_packed() && c.out.rows_packed();
-    if (!same_rows && !packed && type_info(c.out.type)->block != 1) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "reshaping copy of strided " + type_name(c.out.type) + " tensors");
-    }
+    sdk::contract::copy(c);
 }
 
 void run_copy(NodeCtx& c) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include <basalt/sdk/op-contracts.hpp>
+
 #include "graph.hpp"
 
 namespace basalt::cpu {
@@ -56,18 +58,7 @@ float silu(float x) {
 }  // namespace
 
 void check_binary(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    const bool same = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].ne[1] == c.in[0].ne[1] &&
-                      c.in[1].ne[2] == c.in[0].ne[2] && c.in[1].ne[3] == c.in[0].ne[3];
-    const bool row = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].nrows() == 1;
-    if (!same && !row) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + c.in[1].shape() + " neither matches input 0 " +
-                                                c.in[0].shape() + " nor is one row of " +
-                                                std::to_string(c.in[0].ne[0]));
-    }
+    sdk::contract::binary(c);
 }
 
 void run_add(NodeCtx& c) {
@@ -79,12 +70,7 @@ void run_mul(NodeCtx& c) {
 }
 
 void check_unary(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    if ((c.node->op == BASALT_OP_RMS_NORM || c.node->op == BASALT_OP_LAYER_NORM) && !(c.fp(0) >= 0.0f)) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "epsilon fp[0] = " + std::to_string(c.fp(0)) + " must be >= 0");
-    }
+    sdk::contract::unary(c);
 }
 
 void run_scale(NodeCtx& c) {
@@ -155,11 +141,7 @@ void run_gelu_erf(NodeCtx& c) {
 }
 
 void check_glu(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    c.expect_same_shape(c.in[1], "input 1", c.out, "output");
+    sdk::contract::binary(c);
 }
 
 void run_swiglu(NodeCtx& c) {
@@ -171,27 +153,7 @@ void run_geglu(NodeCtx& c) {
 }
 
 void check_rope(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "positions", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    const int64_t hd = c.in[0].ne[0];
-    const int64_t tokens = c.in[0].ne[2] * c.in[0].ne[3];
-    if (c.in[1].nelements() != tokens || !c.in[1].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "positions " + c.in[1].shape() + " must hold one packed I32 per token (" + std::to_string(tokens) + ")");
-    }
-    if (c.ip(0) != 0 && c.ip(0) != 1) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "mode ip[0] = " + std::to_string(c.ip(0)) + " (0 pairs, 1 neox)");
-    }
-    if (c.ip(1) <= 0 || c.ip(1) % 2 != 0 || c.ip(1) > hd) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "n_rot ip[1] = " + std::to_string(c.ip(1)) + " must be even and in 2.." + std::to_string(hd));
-    }
-    if (!(c.fp(0) > 0.0f) || !std::isfinite(c.fp(1))) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "freq_base fp[0] = " + std::to_string(c.fp(0)) + " must be > 0 and freq_scale fp[1] finite");
-    }
+    sdk::contract::rope(c);
 }
 
 void run_rope(NodeCtx& c) {

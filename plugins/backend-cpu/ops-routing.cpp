@@ -5,22 +5,14 @@
 #include <numeric>
 #include <vector>
 
+#include <basalt/sdk/op-contracts.hpp>
+
 #include "graph.hpp"
 
 namespace basalt::cpu {
 
 void check_topk(const NodeCtx& c) {
-    c.expect_type(c.in[0], "router logits", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_I32);
-    const int64_t n = c.in[0].ne[0];
-    if (c.ip(0) < 1 || c.ip(0) > n) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "k ip[0] = " + std::to_string(c.ip(0)) + " must be in 1.." + std::to_string(n));
-    }
-    if (c.out.ne[0] != c.ip(0) || c.out.nrows() != c.in[0].nrows()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(c.ip(0)) + ", " +
-                                                std::to_string(c.in[0].nrows()) + "]");
-    }
+    sdk::contract::topk(c);
 }
 
 void run_topk(NodeCtx& c) {
@@ -43,15 +35,7 @@ void run_topk(NodeCtx& c) {
 }
 
 void check_moe_combine(const NodeCtx& c) {
-    c.expect_type(c.in[0], "expert outputs", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "weights", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    const TensorView& x = c.in[0];
-    if (x.ne[3] != 1 || c.in[1].ne[0] != x.ne[1] || c.in[1].nrows() != x.ne[2] || c.out.ne[0] != x.ne[0] ||
-        c.out.nrows() != x.ne[2]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expects [N, k, T] " + x.shape() + ", weights [k, T] " + c.in[1].shape() +
-                                                " and output [N, T] " + c.out.shape());
-    }
+    sdk::contract::moe_combine(c);
 }
 
 void run_moe_combine(NodeCtx& c) {
@@ -75,14 +59,7 @@ void run_moe_combine(NodeCtx& c) {
 }
 
 void check_gather(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "indices", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    if (c.in[1].nrows() != c.in[0].nrows()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "indices " + c.in[1].shape() + " and input 0 " + c.in[0].shape() + " differ in T");
-    }
-    c.expect_same_shape(c.in[1], "indices", c.out, "output");
+    sdk::contract::gather(c);
 }
 
 void run_gather(NodeCtx& c) {

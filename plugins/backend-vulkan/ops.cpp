@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include <basalt/sdk/op-contracts.hpp>
+
 #include "backend.hpp"
 
 namespace basalt::vk {
@@ -60,13 +62,7 @@ void check_get_rows(const NodeCtx& c) {
     const TensorView& src = c.in[0];
     if (!type_readable(src.type))
         c.fail(BASALT_ERR_UNSUPPORTED, "source type " + type_name(src.type) + " is not supported");
-    c.expect_type(c.in[1], "row ids", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    if (!c.in[1].rows_packed()) c.fail(BASALT_ERR_INVALID_ARGUMENT, "row ids must be packed");
-    if (c.out.ne[0] != src.ne[0] || c.out.nrows() != c.in[1].nelements()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(src.ne[0]) +
-                                                ", " + std::to_string(c.in[1].nelements()) + "]");
-    }
+    sdk::contract::get_rows(c);
     need_fit(c, c.in[1], "row ids");
     need_fit(c, c.out, "output");
     if (src.extent + 256 > c.be->max_range() &&
@@ -189,18 +185,7 @@ void check_weights(const NodeCtx& c, const TensorView& w) {
 void check_matmul(const NodeCtx& c) {
     const TensorView& w = c.in[0];
     check_weights(c, w);
-    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    if (w.ne[2] != 1 || w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "weights " + w.shape() + " must be 2-D");
-    if (c.in[1].ne[0] != w.ne[0]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "input 1 " + c.in[1].shape() + " does not have the weights' K = " + std::to_string(w.ne[0]));
-    }
-    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != c.in[1].ne[1] || c.out.ne[2] != c.in[1].ne[2] ||
-        c.out.ne[3] != c.in[1].ne[3]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(w.ne[1]) +
-                                                ", M] for weights " + w.shape() + " and input " + c.in[1].shape());
-    }
+    sdk::contract::matmul(c);
     need_fit(c, c.in[1], "input 1");
     need_fit(c, c.out, "output");
     if (static_cast<uint64_t>(w.nb[1]) + 256 > c.be->max_range())
@@ -245,27 +230,8 @@ void record_matmul(NodeCtx& c) {
 }
 
 void check_moe_matmul(const NodeCtx& c) {
-    const TensorView& w = c.in[0];
-    check_weights(c, w);
-    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
-    c.expect_type(c.in[2], "expert ids", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    const TensorView& ids = c.in[2];
-    const int64_t k = ids.ne[0];
-    const int64_t tokens = ids.ne[1];
-    if (w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "experts " + w.shape() + " must be [K, N, n_expert]");
-    if (ids.ne[2] != 1 || ids.ne[3] != 1 || !ids.rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expert ids " + ids.shape() + " must be packed [k, T]");
-    }
-    const TensorView& x = c.in[1];
-    const bool per_expert = x.ne[1] == k && x.ne[2] == tokens && x.ne[3] == 1 && (x.t->n_dims >= 3 || tokens == 1);
-    const bool shared = x.ne[1] == tokens && x.ne[2] == 1 && x.ne[3] == 1;
-    if (x.ne[0] != w.ne[0] || (!per_expert && !shared)) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + x.shape() + " must be [K, T] or [K, k, T]");
-    }
-    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != k || c.out.ne[2] != tokens || c.out.ne[3] != 1) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [N, k, T]");
-    }
+    check_weights(c, c.in[0]);
+    sdk::contract::moe_matmul(c);
     need_fit_all(c);
 }
 
@@ -295,18 +261,7 @@ void record_moe_matmul(NodeCtx& c) {
 // ---------------------------------------------------------------------------------------------------------
 
 void check_binary(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    const bool same = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].ne[1] == c.in[0].ne[1] &&
-                      c.in[1].ne[2] == c.in[0].ne[2] && c.in[1].ne[3] == c.in[0].ne[3];
-    const bool row = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].nrows() == 1;
-    const bool glu = c.node->op == BASALT_OP_SWIGLU || c.node->op == BASALT_OP_GEGLU;
-    if (!same && (glu || !row)) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + c.in[1].shape() + " neither matches input 0 " +
-                                                c.in[0].shape() + (glu ? "" : " nor is one row"));
-    }
+    sdk::contract::binary(c);
     need_fit_all(c);
 }
 
@@ -337,12 +292,7 @@ void record_binary(NodeCtx& c) {
 }
 
 void check_unary(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    if ((c.node->op == BASALT_OP_RMS_NORM || c.node->op == BASALT_OP_LAYER_NORM) && !(c.fp(0) >= 0.0f)) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "epsilon fp[0] = " + std::to_string(c.fp(0)) + " must be >= 0");
-    }
+    sdk::contract::unary(c);
     need_fit_all(c);
 }
 
@@ -394,23 +344,7 @@ void record_unary(NodeCtx& c) {
 // ---------------------------------------------------------------------------------------------------------
 
 void check_rope(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "positions", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    const int64_t hd = c.in[0].ne[0];
-    const int64_t tokens = c.in[0].ne[2] * c.in[0].ne[3];
-    if (c.in[1].nelements() != tokens || !c.in[1].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "positions " + c.in[1].shape() + " must hold one packed I32 per token");
-    }
-    if (c.ip(0) != 0 && c.ip(0) != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "mode ip[0] = " + std::to_string(c.ip(0)));
-    if (c.ip(1) <= 0 || c.ip(1) % 2 != 0 || c.ip(1) > hd) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "n_rot ip[1] = " + std::to_string(c.ip(1)) + " must be even and <= head_dim");
-    }
-    if (!(c.fp(0) > 0.0f) || !std::isfinite(c.fp(1))) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "freq_base fp[0] must be > 0 and freq_scale fp[1] finite");
-    }
+    sdk::contract::rope(c);
     need_fit_all(c);
 }
 
@@ -436,53 +370,22 @@ bool cache_type_ok(basalt_dtype t) {
 }
 
 void check_attention(const NodeCtx& c) {
-    c.expect_type(c.in[0], "q", BASALT_DTYPE_F32);
-    c.expect_type(c.in[3], "slot lists", BASALT_DTYPE_I32);
-    c.expect_type(c.in[4], "query table", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
     for (int i = 1; i <= 2; ++i) {
         if (!cache_type_ok(c.in[i].type)) {
             c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " cache type " + type_name(c.in[i].type) +
                                                " is not supported (f32, f16, q8_0)");
         }
     }
-    const int64_t hd_k = c.in[0].ne[0];
-    const int64_t n_head = c.in[0].ne[1];
-    const int64_t tokens = c.in[0].ne[2];
-    const int64_t n_kv = c.in[1].ne[0] / hd_k;
-    if (c.in[0].ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "q " + c.in[0].shape() + " must be [hd_k, n_head, T]");
-    if (c.in[1].ne[0] % hd_k != 0 || n_kv < 1 || n_head % n_kv != 0) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "K cache " + c.in[1].shape() + " is not [hd_k * n_kv_head, n_slots]");
-    }
-    if (c.in[2].ne[0] % n_kv != 0 || c.in[2].nrows() != c.in[1].nrows()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "V cache " + c.in[2].shape() + " does not match K " + c.in[1].shape());
-    }
-    const int64_t hd_v = c.in[2].ne[0] / n_kv;
+    const sdk::contract::AttentionShape s = sdk::contract::attention(c);
     for (int i = 1; i <= 2; ++i) {
-        const int64_t hd = i == 1 ? hd_k : hd_v;
-        if (hd % c.in[i].block != 0) {
-            c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " head size " + std::to_string(hd) +
-                                               " is not a multiple of " + type_name(c.in[i].type) + "'s block");
-        }
         if (c.in[i].ne[2] != 1 || c.in[i].ne[3] != 1) {
             c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " cache must be 2-D");
         }
     }
-    if (hd_k > 32 * static_cast<int64_t>(c.be->row_wg()) || hd_v > 32 * static_cast<int64_t>(c.be->row_wg())) {
+    const auto limit = 32 * static_cast<int64_t>(c.be->row_wg());
+    if (s.hd_k > limit || s.hd_v > limit) {
         c.fail(BASALT_ERR_UNSUPPORTED,
-               "head sizes above " + std::to_string(32 * c.be->row_wg()) + " are not supported on this device");
-    }
-    if (c.in[3].ne[0] % 2 != 0 || !c.in[3].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slot lists " + c.in[3].shape() + " must be packed [2 * n_vis, n_lists]");
-    }
-    if (c.in[4].ne[0] != 2 || c.in[4].nrows() != tokens || !c.in[4].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "query table " + c.in[4].shape() + " must be packed [2, T]");
-    }
-    const bool flat = c.out.ne[0] == hd_v * n_head && c.out.nrows() == tokens && c.out.ne[2] == 1;
-    const bool split = c.out.ne[0] == hd_v && c.out.ne[1] == n_head && c.out.ne[2] == tokens;
-    if (!flat && !split) c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [hd_v * n_head, T]");
-    if (c.ip(0) < 0 || c.ip(1) < 0 || !(c.fp(1) >= 0.0f) || !std::isfinite(c.fp(0)) || !std::isfinite(c.fp(1))) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "window, sinks, scale or soft-cap are not valid");
+               "head sizes above " + std::to_string(limit) + " are not supported on this device");
     }
     need_fit_all(c);
 }
@@ -542,25 +445,10 @@ void record_attention(NodeCtx& c) {
 }
 
 void check_kv_write(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[2], "slots", BASALT_DTYPE_I32);
-    const TensorView& cache = c.in[1];
-    if (!cache_type_ok(cache.type)) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(cache.type) + " is not supported (f32, f16, q8_0)");
+    if (!cache_type_ok(c.in[1].type)) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(c.in[1].type) + " is not supported (f32, f16, q8_0)");
     }
-    if (c.node->output != c.node->inputs[1]) {
-        const basalt_tensor* a = c.out.t;
-        const basalt_tensor* b = cache.t;
-        bool same = a->buffer == b->buffer && a->offset == b->offset && a->dtype == b->dtype && a->buffer != nullptr;
-        for (int i = 0; i < 4 && same; ++i) same = c.out.ne[i] == cache.ne[i] && c.out.nb[i] == cache.nb[i];
-        if (!same) c.fail(BASALT_ERR_INVALID_ARGUMENT, "output must be the cache (input 1): the write is in place");
-    }
-    if (c.in[0].ne[0] != cache.ne[0]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 0 " + c.in[0].shape() + " and cache " + cache.shape() + " differ");
-    }
-    if (c.in[2].nelements() != c.in[0].nrows() || !c.in[2].rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slots " + c.in[2].shape() + " must be packed, one per row of input 0");
-    }
+    sdk::contract::kv_write(c);
     need_fit_all(c);
 }
 
@@ -583,34 +471,17 @@ void record_kv_write(NodeCtx& c) {
 // ---------------------------------------------------------------------------------------------------------
 
 void check_topk(const NodeCtx& c) {
-    c.expect_type(c.in[0], "router logits", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_I32);
-    if (c.ip(0) < 1 || c.ip(0) > c.in[0].ne[0])
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "k ip[0] = " + std::to_string(c.ip(0)));
-    if (c.out.ne[0] != c.ip(0) || c.out.nrows() != c.in[0].nrows()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [k, rows]");
-    }
+    sdk::contract::topk(c);
     need_fit_all(c);
 }
 
 void check_gather(const NodeCtx& c) {
-    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "indices", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    if (c.in[1].nrows() != c.in[0].nrows()) c.fail(BASALT_ERR_INVALID_ARGUMENT, "indices and input 0 differ in T");
-    c.expect_same_shape(c.in[1], "indices", c.out, "output");
+    sdk::contract::gather(c);
     need_fit_all(c);
 }
 
 void check_moe_combine(const NodeCtx& c) {
-    c.expect_type(c.in[0], "expert outputs", BASALT_DTYPE_F32);
-    c.expect_type(c.in[1], "weights", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    const TensorView& x = c.in[0];
-    if (x.ne[3] != 1 || c.in[1].ne[0] != x.ne[1] || c.in[1].nrows() != x.ne[2] || c.out.ne[0] != x.ne[0] ||
-        c.out.nrows() != x.ne[2]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expects [N, k, T], weights [k, T] and output [N, T]");
-    }
+    sdk::contract::moe_combine(c);
     need_fit_all(c);
 }
 
@@ -664,7 +535,7 @@ void check_cast(const NodeCtx& c) {
     }
     if (!cast_target_ok(c.out.type))
         c.fail(BASALT_ERR_UNSUPPORTED, "cast to " + type_name(c.out.type) + " is not supported");
-    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    sdk::contract::cast(c);
     need_fit_all(c);
 }
 
@@ -680,19 +551,7 @@ void record_cast(NodeCtx& c) {
 }
 
 void check_copy(const NodeCtx& c) {
-    if (c.in[0].type != c.out.type) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "input type " + type_name(c.in[0].type) + " differs from output type " + type_name(c.out.type));
-    }
-    if (c.in[0].nelements() != c.out.nelements()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "input " + c.in[0].shape() + " and output " + c.out.shape() + " differ in size");
-    }
-    const bool same_rows = c.in[0].ne[0] == c.out.ne[0];
-    const bool packed = c.in[0].rows_packed() && c.out.rows_packed();
-    if (!same_rows && !packed && c.out.block != 1) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "reshaping copy of strided " + type_name(c.out.type) + " tensors");
-    }
+    sdk::contract::copy(c);
     need_fit_all(c);
 }
 

@@ -1,0 +1,304 @@
+// The shape, type and parameter contracts of the backend ABI's ops (abi/include/basalt/plugin_backend.h), written
+// once for every backend. A backend's node check calls the op's contract, then adds what is its own: which weight,
+// cache and cast types it supports, and device limits. Header-only; needs basalt_blocks (type traits).
+//
+// Each function takes the node's check context `c`, any type with: in[] and out (views with t, type, ne[4],
+// nrows(), nelements(), rows_packed() and shape()), node, ip(i), fp(i), fail(status, what) (throws, naming the
+// node), expect_type(view, role, type) and expect_same_shape(a, role_a, b, role_b). They only read; thread-safe.
+#pragma once
+
+#include <basalt/plugin_backend.h>
+#include <basalt/blocks/dtype.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace basalt::sdk::contract {
+
+// Elements per block of a view's type (1 for plain and unknown types).
+template <class View>
+int64_t block_of(const View& v) noexcept {
+    const blocks::DtypeTraits* tr = blocks::dtype_traits(v.type);
+    return tr != nullptr ? tr->block_size : 1;
+}
+
+// ADD, MUL: input 1 has input 0's shape or is one row of it (broadcast); SWIGLU, GEGLU: both inputs have the
+// output's shape. All F32.
+template <class C>
+void binary(const C& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    if (c.node->op == BASALT_OP_SWIGLU || c.node->op == BASALT_OP_GEGLU) {
+        c.expect_same_shape(c.in[1], "input 1", c.out, "output");
+        return;
+    }
+    const bool same = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].ne[1] == c.in[0].ne[1] &&
+                      c.in[1].ne[2] == c.in[0].ne[2] && c.in[1].ne[3] == c.in[0].ne[3];
+    const bool row = c.in[1].ne[0] == c.in[0].ne[0] && c.in[1].nrows() == 1;
+    if (!same && !row) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + c.in[1].shape() + " neither matches input 0 " +
+                                                c.in[0].shape() + " nor is one row of " +
+                                                std::to_string(c.in[0].ne[0]));
+    }
+}
+
+// SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF: F32, output shaped as the input; norms' epsilon >= 0.
+template <class C>
+void unary(const C& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    if ((c.node->op == BASALT_OP_RMS_NORM || c.node->op == BASALT_OP_LAYER_NORM) && !(c.fp(0) >= 0.0f)) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "epsilon fp[0] = " + std::to_string(c.fp(0)) + " must be >= 0");
+    }
+}
+
+// ROPE: x [head_dim, n_head, T] F32, positions one packed I32 per token, mode 0/1, even n_rot <= head_dim.
+template <class C>
+void rope(const C& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "positions", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    const int64_t hd = c.in[0].ne[0];
+    const int64_t tokens = c.in[0].ne[2] * c.in[0].ne[3];
+    if (c.in[1].nelements() != tokens || !c.in[1].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "positions " + c.in[1].shape() + " must hold one packed I32 per token (" + std::to_string(tokens) + ")");
+    }
+    if (c.ip(0) != 0 && c.ip(0) != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "mode ip[0] = " + std::to_string(c.ip(0)) + " (0 pairs, 1 neox)");
+    }
+    if (c.ip(1) <= 0 || c.ip(1) % 2 != 0 || c.ip(1) > hd) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "n_rot ip[1] = " + std::to_string(c.ip(1)) + " must be even and in 2.." + std::to_string(hd));
+    }
+    if (!(c.fp(0) > 0.0f) || !std::isfinite(c.fp(1))) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "freq_base fp[0] = " + std::to_string(c.fp(0)) + " must be > 0 and freq_scale fp[1] finite");
+    }
+}
+
+// The head sizes and counts of an ATTENTION node.
+struct AttentionShape {
+    int64_t hd_k = 0;
+    int64_t hd_v = 0;
+    int64_t n_head = 0;
+    int64_t n_kv = 0;
+    int64_t tokens = 0;
+};
+
+// ATTENTION's shapes: q [hd_k, n_head, T] F32; K [hd_k * n_kv, n_slots], V [hd_v * n_kv, n_slots] (head sizes
+// whole blocks of their types; which cache types work is the backend's check); slot lists packed I32
+// [2 * n_vis, n_lists]; query table packed I32 [2, T]; output [hd_v * n_head, T] or [hd_v, n_head, T] F32;
+// window, sinks >= 0, finite scale, soft-cap >= 0.
+template <class C>
+AttentionShape attention(const C& c) {
+    c.expect_type(c.in[0], "q", BASALT_DTYPE_F32);
+    c.expect_type(c.in[3], "slot lists", BASALT_DTYPE_I32);
+    c.expect_type(c.in[4], "query table", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    AttentionShape s;
+    s.hd_k = c.in[0].ne[0];
+    s.n_head = c.in[0].ne[1];
+    s.tokens = c.in[0].ne[2];
+    s.n_kv = s.hd_k > 0 ? c.in[1].ne[0] / s.hd_k : 0;
+    if (c.in[0].ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "q " + c.in[0].shape() + " must be [hd_k, n_head, T]");
+    if (s.hd_k < 1 || c.in[1].ne[0] % s.hd_k != 0 || s.n_kv < 1 || s.n_head % s.n_kv != 0) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "K cache " + c.in[1].shape() + " is not [hd_k * n_kv_head, n_slots] with " +
+                                                "hd_k = " + std::to_string(s.hd_k) + " and n_head " +
+                                                std::to_string(s.n_head) + " a multiple of n_kv_head");
+    }
+    if (c.in[2].ne[0] % s.n_kv != 0 || c.in[2].nrows() != c.in[1].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "V cache " + c.in[2].shape() + " is not [hd_v * " + std::to_string(s.n_kv) +
+                                                ", n_slots] like K " + c.in[1].shape());
+    }
+    s.hd_v = c.in[2].ne[0] / s.n_kv;
+    for (int i = 1; i <= 2; ++i) {
+        const int64_t hd = i == 1 ? s.hd_k : s.hd_v;
+        if (hd % block_of(c.in[i]) != 0) {
+            c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " head size " + std::to_string(hd) +
+                                               " is not a multiple of " + blocks::dtype_name(c.in[i].type) +
+                                               "'s block");
+        }
+    }
+    if (c.in[3].ne[0] % 2 != 0 || !c.in[3].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slot lists " + c.in[3].shape() + " must be packed [2 * n_vis, n_lists]");
+    }
+    if (c.in[4].ne[0] != 2 || c.in[4].nrows() != s.tokens || !c.in[4].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "query table " + c.in[4].shape() + " must be packed [2, T] with T = " + std::to_string(s.tokens));
+    }
+    const bool flat = c.out.ne[0] == s.hd_v * s.n_head && c.out.nrows() == s.tokens && c.out.ne[2] == 1;
+    const bool split = c.out.ne[0] == s.hd_v && c.out.ne[1] == s.n_head && c.out.ne[2] == s.tokens;
+    if (!flat && !split) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [hd_v * n_head, T] = [" +
+                                                std::to_string(s.hd_v * s.n_head) + ", " + std::to_string(s.tokens) +
+                                                "]");
+    }
+    if (c.ip(0) < 0 || c.ip(1) < 0 || !(c.fp(1) >= 0.0f) || !std::isfinite(c.fp(0)) || !std::isfinite(c.fp(1))) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "window ip[0] = " + std::to_string(c.ip(0)) + ", sinks ip[1] = " +
+                                                std::to_string(c.ip(1)) + ", scale fp[0] = " + std::to_string(c.fp(0)) +
+                                                ", soft-cap fp[1] = " + std::to_string(c.fp(1)) + " are not valid");
+    }
+    return s;
+}
+
+// KV_WRITE: x [n, T] F32 into the cache (input 1, which is also the output: the write is in place), slots one
+// packed I32 per row of x. Which cache types work is the backend's check.
+template <class C>
+void kv_write(const C& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[2], "slots", BASALT_DTYPE_I32);
+    const auto& cache = c.in[1];
+    if (c.node->output != c.node->inputs[1]) {
+        const basalt_tensor* a = c.out.t;
+        const basalt_tensor* b = cache.t;
+        bool same = a->buffer == b->buffer && a->offset == b->offset && a->dtype == b->dtype && a->buffer != nullptr;
+        for (int i = 0; i < 4 && same; ++i) same = c.out.ne[i] == cache.ne[i] && c.out.nb[i] == cache.nb[i];
+        if (!same) c.fail(BASALT_ERR_INVALID_ARGUMENT, "output must be the cache (input 1): the write is in place");
+    }
+    if (c.in[0].ne[0] != cache.ne[0]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "input 0 " + c.in[0].shape() + " and cache " + cache.shape() + " differ in row length");
+    }
+    if (c.in[2].nelements() != c.in[0].nrows() || !c.in[2].rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "slots " + c.in[2].shape() + " must be packed, one per row of input 0 (" +
+                                                std::to_string(c.in[0].nrows()) + ")");
+    }
+}
+
+// CAST's shapes (which types convert is the backend's check): output shaped as the input.
+template <class C>
+void cast(const C& c) {
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+}
+
+// COPY: same type and element count; a reshaping copy of a block type needs packed rows.
+template <class C>
+void copy(const C& c) {
+    if (c.in[0].type != c.out.type) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input type " + std::string(blocks::dtype_name(c.in[0].type)) +
+                                                " differs from output type " + blocks::dtype_name(c.out.type));
+    }
+    if (c.in[0].nelements() != c.out.nelements()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "input " + c.in[0].shape() + " and output " + c.out.shape() + " differ in element count");
+    }
+    const bool same_rows = c.in[0].ne[0] == c.out.ne[0];
+    const bool packed = c.in[0].rows_packed() && c.out.rows_packed();
+    if (!same_rows && !packed && block_of(c.out) != 1) {
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "reshaping copy of strided " + std::string(blocks::dtype_name(c.out.type)) + " tensors");
+    }
+}
+
+// MATMUL's shapes (which weight types work is the backend's check): W [K, N] 2-D, x [K, M...] F32, out [N, M...] F32.
+template <class C>
+void matmul(const C& c) {
+    const auto& w = c.in[0];
+    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    if (w.ne[2] != 1 || w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "weights " + w.shape() + " must be 2-D");
+    if (c.in[1].ne[0] != w.ne[0]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "input 1 " + c.in[1].shape() + " does not have the weights' K = " + std::to_string(w.ne[0]));
+    }
+    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != c.in[1].ne[1] || c.out.ne[2] != c.in[1].ne[2] ||
+        c.out.ne[3] != c.in[1].ne[3]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(w.ne[1]) +
+                                                ", M] for weights " + w.shape() + " and input " + c.in[1].shape());
+    }
+}
+
+// MOE_MATMUL's shapes (weight types: the backend's check): experts [K, N, n_expert], x [K, T] (shared) or
+// [K, k, T] (one per selected expert) F32, ids packed I32 [k, T], out [N, k, T] F32. Returns true when x is shared.
+template <class C>
+bool moe_matmul(const C& c) {
+    const auto& w = c.in[0];
+    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
+    c.expect_type(c.in[2], "expert ids", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    const auto& ids = c.in[2];
+    const int64_t k = ids.ne[0];
+    const int64_t tokens = ids.ne[1];
+    if (w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "experts " + w.shape() + " must be [K, N, n_expert]");
+    if (ids.ne[2] != 1 || ids.ne[3] != 1 || !ids.rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expert ids " + ids.shape() + " must be packed [k, T]");
+    }
+    const auto& x = c.in[1];
+    const bool per_expert = x.ne[1] == k && x.ne[2] == tokens && x.ne[3] == 1 && (x.t->n_dims >= 3 || tokens == 1);
+    const bool shared = x.ne[1] == tokens && x.ne[2] == 1 && x.ne[3] == 1;
+    if (x.ne[0] != w.ne[0] || (!per_expert && !shared)) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + x.shape() +
+                                                " must be [K, T] or [K, k, T] with K = " + std::to_string(w.ne[0]) +
+                                                ", k = " + std::to_string(k) + ", T = " + std::to_string(tokens));
+    }
+    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != k || c.out.ne[2] != tokens || c.out.ne[3] != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [N, k, T] = [" +
+                                                std::to_string(w.ne[1]) + ", " + std::to_string(k) + ", " +
+                                                std::to_string(tokens) + "]");
+    }
+    return shared && !per_expert;
+}
+
+// GET_ROWS' shapes (source types: the backend's check): packed I32 row ids, out [n, ids] F32.
+template <class C>
+void get_rows(const C& c) {
+    const auto& src = c.in[0];
+    c.expect_type(c.in[1], "row ids", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    if (!c.in[1].rows_packed()) c.fail(BASALT_ERR_INVALID_ARGUMENT, "row ids must be packed");
+    if (c.out.ne[0] != src.ne[0] || c.out.nrows() != c.in[1].nelements()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(src.ne[0]) +
+                                                ", " + std::to_string(c.in[1].nelements()) + "]");
+    }
+}
+
+// TOPK: router logits F32 [n, rows] -> I32 [k, rows], 1 <= k <= n.
+template <class C>
+void topk(const C& c) {
+    c.expect_type(c.in[0], "router logits", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_I32);
+    const int64_t n = c.in[0].ne[0];
+    if (c.ip(0) < 1 || c.ip(0) > n) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "k ip[0] = " + std::to_string(c.ip(0)) + " must be in 1.." + std::to_string(n));
+    }
+    if (c.out.ne[0] != c.ip(0) || c.out.nrows() != c.in[0].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(c.ip(0)) + ", " +
+                                                std::to_string(c.in[0].nrows()) + "]");
+    }
+}
+
+// MOE_COMBINE: [N, k, T] and weights [k, T] -> [N, T], all F32.
+template <class C>
+void moe_combine(const C& c) {
+    c.expect_type(c.in[0], "expert outputs", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "weights", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    const auto& x = c.in[0];
+    if (x.ne[3] != 1 || c.in[1].ne[0] != x.ne[1] || c.in[1].nrows() != x.ne[2] || c.out.ne[0] != x.ne[0] ||
+        c.out.nrows() != x.ne[2]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expects [N, k, T] " + x.shape() + ", weights [k, T] " + c.in[1].shape() +
+                                                " and output [N, T] " + c.out.shape());
+    }
+}
+
+// GATHER: F32 [n, T] and I32 indices [k, T] -> F32 [k, T].
+template <class C>
+void gather(const C& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "indices", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    if (c.in[1].nrows() != c.in[0].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "indices " + c.in[1].shape() + " and input 0 " + c.in[0].shape() + " differ in T");
+    }
+    c.expect_same_shape(c.in[1], "indices", c.out, "output");
+}
+
+}  // namespace basalt::sdk::contract
