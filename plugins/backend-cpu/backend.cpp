@@ -95,7 +95,11 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
                              "backend 'cpu': device " + std::to_string(device) + " does not exist (1 device)");
         }
         sdk::params p(params, kLabel);
-        p.expect_only({"threads", "isa"});
+        p.expect_only({"threads", "isa", "device"});
+        if (const long long d = p.get_int("device", 0); d != 0) {
+            throw sdk::error(BASALT_ERR_NOT_FOUND,
+                             "backend 'cpu': device " + std::to_string(d) + " does not exist (1 device)");
+        }
         const long long hw = std::max(1u, std::thread::hardware_concurrency());
         const long long threads = p.get_int("threads", hw);
         if (threads < 1 || threads > 1024) {

@@ -1,6 +1,9 @@
 #include "handles.hpp"
 
 #include <charconv>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace basalt::cli {
 
@@ -59,7 +62,11 @@ void add_session_options(po::options_description& d) {
         "threads,t", po::value<uint32_t>()->default_value(0), "backend threads (0: all cores)")(
         "ctx,c", po::value<uint32_t>()->default_value(0), "context size (0: training context, at most 4096)")(
         "batch,b", po::value<uint32_t>()->default_value(512), "tokens per forward pass")(
-        "kv-type", po::value<std::string>()->default_value("f16"), "stored type of K and V (f32, f16, q8_0)");
+        "kv-type", po::value<std::string>()->default_value("f16"), "stored type of K and V (f32, f16, q8_0)")(
+        "device", po::value<uint32_t>(),
+        "backend device index (see basalt plugins; default: the first, or "
+        "BASALT_VK_DEVICE for vulkan)")("backend-param", po::value<std::vector<std::string>>()->composing(),
+                                        "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu");
 }
 
 basalt_session_params session_params(const po::variables_map& vm, SessionStrings& keep) {
@@ -71,8 +78,35 @@ basalt_session_params session_params(const po::variables_map& vm, SessionStrings
     keep.kv_params.count = 2;
     keep.kv_params.keys = keep.keys.data();
     keep.kv_params.values = keep.values.data();
+    keep.backend_strings.clear();
+    if (vm.count("device") != 0) {
+        keep.backend_strings.push_back("device");
+        keep.backend_strings.push_back(std::to_string(vm["device"].as<uint32_t>()));
+    }
+    if (vm.count("backend-param") != 0) {
+        for (const std::string& kv : vm["backend-param"].as<std::vector<std::string>>()) {
+            const size_t eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0) {
+                throw std::invalid_argument("--backend-param '" + kv + "' is not KEY=VALUE");
+            }
+            keep.backend_strings.push_back(kv.substr(0, eq));
+            keep.backend_strings.push_back(kv.substr(eq + 1));
+        }
+    }
+    keep.backend_keys.clear();
+    keep.backend_values.clear();
+    for (size_t i = 0; i + 1 < keep.backend_strings.size(); i += 2) {
+        keep.backend_keys.push_back(keep.backend_strings[i].c_str());
+        keep.backend_values.push_back(keep.backend_strings[i + 1].c_str());
+    }
+    keep.backend_params = basalt_params{};
+    keep.backend_params.struct_size = sizeof(basalt_params);
+    keep.backend_params.count = keep.backend_keys.size();
+    keep.backend_params.keys = keep.backend_keys.data();
+    keep.backend_params.values = keep.backend_values.data();
     basalt_session_params p{};
     p.kv_params = &keep.kv_params;
+    p.backend_params = keep.backend_keys.empty() ? nullptr : &keep.backend_params;
     p.struct_size = sizeof(p);
     p.n_ctx = vm["ctx"].as<uint32_t>();
     p.n_batch = vm["batch"].as<uint32_t>();

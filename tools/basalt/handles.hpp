@@ -53,7 +53,12 @@ struct SessionStrings {
     std::string kv_type;
     std::vector<const char*> keys, values;
     basalt_params kv_params{};
+    std::vector<std::string> backend_strings;  // KEY, VALUE, KEY, VALUE ... of --device / --backend-param
+    std::vector<const char*> backend_keys, backend_values;
+    basalt_params backend_params{};
 };
+// Session parameters from the options of add_session_options (strings kept in `keep`). Throws
+// std::invalid_argument naming a --backend-param that is not KEY=VALUE.
 basalt_session_params session_params(const po::variables_map& vm, SessionStrings& keep);
 
 }  // namespace basalt::cli

@@ -16,7 +16,7 @@ libbasalt is found through $BASALT_LIBRARY, else relative to this package (see _
 import copy
 import ctypes
 import itertools
-from ctypes import POINTER, byref, c_float, c_int8, c_int32, c_size_t, c_uint32, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_float, c_int8, c_int32, c_size_t, c_uint32, c_void_p
 
 from . import _capi
 from ._capi import (SAMPLER_ARGMAX_INVARIANT, SAMPLER_DRAFT_SAFE, SAMPLER_SELECTS, TokenData)
@@ -227,12 +227,29 @@ class Model(_Owned):
 # ---- sessions ------------------------------------------------------------------------------------------------------
 
 
+def _params(d, keep):
+    """A basalt_params over the str items of dict d; keep holds the buffers it points into."""
+    keys = (c_char_p * len(d))(*[str(k).encode() for k in d])
+    values = (c_char_p * len(d))(*[str(v).encode() for v in d.values()])
+    keep.extend([keys, values])
+    prm = _capi.Params()
+    prm.struct_size = ctypes.sizeof(prm)
+    prm.count = len(d)
+    prm.keys = ctypes.cast(keys, ctypes.POINTER(c_char_p))
+    prm.values = ctypes.cast(values, ctypes.POINTER(c_char_p))
+    keep.append(prm)
+    return prm
+
+
 class Session(_Owned):
     """A model on a backend with a KV cache, decoding batches of sequences."""
 
     _free = "basalt_session_free"
 
-    def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None):
+    def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None,
+                 device=None, backend_params=None, kv_params=None):
+        """device: the backend's device index (None: its default); backend_params / kv_params: dicts of str
+        parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"})."""
         self._lib = _capi.lib()
         self._handle = None
         self._runtime = runtime
@@ -242,6 +259,14 @@ class Session(_Owned):
         p.n_ctx, p.n_batch, p.n_seq_max, p.n_threads = n_ctx, n_batch, n_seq_max, n_threads
         p.backend = backend.encode() if backend else None
         p.kv_cache = kv_cache.encode() if kv_cache else None
+        bp = dict(backend_params or {})
+        if device is not None:
+            bp["device"] = str(int(device))
+        keep = []  # the ctypes arrays must live until basalt_session_create returns
+        if bp:
+            p.backend_params = ctypes.pointer(_params(bp, keep))
+        if kv_params:
+            p.kv_params = ctypes.pointer(_params(kv_params, keep))
         handle = c_void_p()
         _check(self._lib.basalt_session_create(runtime._handle, model._handle, byref(p), byref(handle)))
         self._handle = handle

@@ -227,6 +227,28 @@ class TestBasalt(unittest.TestCase):
         tokens = self.tokens("py_no_repeat:n=1000;greedy", 24)
         self.assertEqual(len(set(tokens)), len(tokens))
 
+    def test_session_device_and_parameters(self):
+        prompt = self.model.tokenize(PROMPT)
+        with basalt.Session(self.rt, self.model) as plain:
+            plain.decode(prompt)
+            expected = plain.logits()
+        # device 0 and backend / KV parameters reach the plugins: same logits with the scalar kernels and f32 K/V
+        # up to rounding, and the parameters are really passed (a wrong one fails naming it)
+        with basalt.Session(self.rt, self.model, device=0, backend_params={"isa": "scalar"},
+                            kv_params={"k_type": "f32", "v_type": "f32"}) as s:
+            s.decode(prompt)
+            got = s.logits()
+            self.assertLess(max(abs(a - b) for a, b in zip(got, expected)), 1e-3)
+        with self.assertRaises(basalt.BasaltError) as e:
+            basalt.Session(self.rt, self.model, device=3)
+        self.assertIn("device 3 does not exist (1 device)", str(e.exception))
+        with self.assertRaises(basalt.BasaltError) as e:
+            basalt.Session(self.rt, self.model, backend_params={"nope": 1})
+        self.assertIn("unknown parameter 'nope'", str(e.exception))
+        with self.assertRaises(basalt.BasaltError) as e:
+            basalt.Session(self.rt, self.model, kv_params={"k_type": "q2_k"})
+        self.assertIn("q2_k", str(e.exception))
+
     def test_errors_carry_status_and_message(self):
         with self.assertRaises(basalt.BasaltError) as e:
             basalt.SamplerChain(self.rt, "py_top_k:k=many;py_greedy")
