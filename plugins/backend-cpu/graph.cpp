@@ -1,6 +1,7 @@
 #include "graph.hpp"
 
 #include <basalt/sdk/arena-plan.hpp>
+#include <basalt/sdk/op-contracts.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -269,9 +270,16 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
     ctx.reserve(nn);
     for (size_t i = 0; i < nn; ++i) ctx.push_back(check_node(&be, graph, i));
 
+    // COPY nodes that only reshape an intermediate do not run: the output takes the input's memory.
+    std::vector<bool> reshaped(nn, false);
+    for (size_t i = 0; i < nn; ++i) {
+        reshaped[i] = sdk::contract::is_reshape(ctx[i]) && tensor_extent(ctx[i].in[0]) == tensor_extent(ctx[i].out);
+    }
     // Intermediates: written before read, placed in the arena, released after their last use.
     const auto plan = sdk::plan_intermediates(
-        graph, kAlign, [&](size_t i) { return static_cast<uint64_t>(tensor_extent(ctx[i].out)); });
+        graph, kAlign, [&](size_t i) { return static_cast<uint64_t>(tensor_extent(ctx[i].out)); },
+        [](size_t) { return false; },
+        [&](size_t i) { return reshaped[i] ? int64_t{graph->nodes[i]->inputs[0]} : int64_t{-1}; });
     if (plan.bad_node >= 0) {
         const basalt_graph_node* n = graph->nodes[plan.bad_node];
         const int32_t in = n->inputs[plan.bad_input];
@@ -288,7 +296,7 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
             if (c.in[k].data == nullptr) c.in[k].data = base + offset[static_cast<size_t>(n->inputs[k])];
         }
         if (c.out.data == nullptr) c.out.data = base + offset[static_cast<size_t>(n->output)];
-        op_impl(n->op)->run(c);
+        if (!reshaped[i]) op_impl(n->op)->run(c);
     }
 }
 

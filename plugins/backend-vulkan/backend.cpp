@@ -5,6 +5,7 @@
 
 #include <basalt/blocks/dtype.hpp>
 #include <basalt/sdk/arena-plan.hpp>
+#include <basalt/sdk/op-contracts.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -906,7 +907,8 @@ void Backend::compute(const basalt_graph* g) {
     // RMS_NORM whose intermediate output only feeds the next node, a MUL by a weight row: one dispatch. The
     // planner keeps the norm's input alive through the MUL (the fused dispatch reads it while writing the MUL's
     // output, which must not land on it).
-    std::vector<bool> fused(nn, false);
+    std::vector<bool> fused(nn, false);     // recorded by another node's dispatch, or not at all
+    std::vector<bool> reshaped(nn, false);  // COPY nodes elided (their output aliases their input)
     {
         std::vector<int> readers(g->n_tensors, 0);
         for (size_t i = 0; i < nn; ++i) {
@@ -927,10 +929,18 @@ void Backend::compute(const basalt_graph* g) {
         }
     }
 
+    // COPY nodes that only reshape an intermediate run as nothing: the output takes the input's memory.
+    for (size_t i = 0; i < nn; ++i) {
+        if (fusion_ && sdk::contract::is_reshape(ctx[i]) && ctx[i].in[0].extent == ctx[i].out.extent) {
+            fused[i] = true;
+            reshaped[i] = true;
+        }
+    }
     // Intermediates: written before read, placed in the arena, released after their last reader.
     const auto plan = sdk::plan_intermediates(
         g, kArenaAlign, [&](size_t i) { return ctx[i].out.extent; },
-        [&](size_t i) { return ctx[i].fused_mul != nullptr; });
+        [&](size_t i) { return ctx[i].fused_mul != nullptr; },
+        [&](size_t i) { return reshaped[i] ? int64_t{g->nodes[i]->inputs[0]} : int64_t{-1}; });
     if (plan.bad_node >= 0) {
         const basalt_graph_node* n = g->nodes[plan.bad_node];
         const basalt_tensor* t = g->tensors[n->inputs[plan.bad_input]];

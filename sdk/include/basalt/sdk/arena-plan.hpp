@@ -73,9 +73,12 @@ struct IntermediatePlan {
 // its first writer runs and released after its last reader; node_extent(i) gives the bytes of node i's output.
 // joined(i) true means node i runs in one dispatch with node i + 1 (a fused chain): memory read by any node of
 // a chain is released only after the whole chain, so no output of the chain overlaps one of its inputs.
+// alias(i) >= 0 names an intermediate input of node i whose memory node i's output takes over (a reshape the
+// backend does not run: same bytes, same layout); the memory then lives until the last reader of either.
 // Not thread-safe per graph; allocates.
-template <typename NodeExtent, typename Joined>
-IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent, Joined joined) {
+template <typename NodeExtent, typename Joined, typename Alias>
+IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent, Joined joined,
+                                    Alias alias) {
     const size_t nn = graph->n_nodes;
     const size_t nt = graph->n_tensors;
     IntermediatePlan out;
@@ -99,14 +102,31 @@ IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, N
             last_use[o] = std::max(last_use[o], static_cast<int64_t>(i));
         }
     }
+    // Aliases: an output sharing an earlier intermediate's memory; the memory's owner (root) lives as long as any.
+    std::vector<size_t> root(nt);
+    for (size_t t = 0; t < nt; ++t) root[t] = t;
+    std::vector<int64_t> live_until = last_use;
+    for (size_t i = 0; i < nn; ++i) {
+        const int64_t a = alias(i);
+        const auto o = static_cast<size_t>(graph->nodes[i]->output);
+        if (a < 0 || static_cast<size_t>(a) >= nt || first_write[o] != static_cast<int64_t>(i)) continue;
+        const auto src = static_cast<size_t>(a);
+        if (graph->tensors[src]->buffer != nullptr || first_write[src] < 0 || first_write[src] >= first_write[o]) {
+            continue;
+        }
+        root[o] = root[src];
+        live_until[root[o]] = std::max(live_until[root[o]], last_use[o]);
+    }
     ArenaPlan plan(align);
     out.offset.assign(nt, 0);
     std::vector<std::vector<size_t>> release_after(nn);
     for (size_t i = 0; i < nn; ++i) {
         const auto o = static_cast<size_t>(graph->nodes[i]->output);
-        if (first_write[o] == static_cast<int64_t>(i)) {
+        if (first_write[o] == static_cast<int64_t>(i) && root[o] != o) {
+            out.offset[o] = out.offset[root[o]];
+        } else if (first_write[o] == static_cast<int64_t>(i)) {
             out.offset[o] = plan.place(node_extent(i));
-            auto r = static_cast<size_t>(last_use[o]);
+            auto r = static_cast<size_t>(live_until[o]);
             while (r + 1 < nn && joined(r)) ++r;
             release_after[r].push_back(o);
         }
@@ -117,7 +137,13 @@ IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, N
     return out;
 }
 
-// plan_intermediates with every node in its own dispatch.
+// plan_intermediates without aliases.
+template <typename NodeExtent, typename Joined>
+IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent, Joined joined) {
+    return plan_intermediates(graph, align, node_extent, joined, [](size_t) { return int64_t{-1}; });
+}
+
+// plan_intermediates with every node in its own dispatch and no aliases.
 template <typename NodeExtent>
 IntermediatePlan plan_intermediates(const basalt_graph* graph, uint64_t align, NodeExtent node_extent) {
     return plan_intermediates(graph, align, node_extent, [](size_t) { return false; });

@@ -196,6 +196,18 @@ void copy(const C& c) {
     }
 }
 
+// Whether a checked COPY node only reshapes an intermediate into an intermediate: same type and element count,
+// both densely packed (elements, then rows). A backend may then skip it and let the output take the input's
+// memory (plan_intermediates' alias).
+template <class C>
+bool is_reshape(const C& c) {
+    if (c.node->op != BASALT_OP_COPY || c.in[0].t->buffer != nullptr || c.out.t->buffer != nullptr) return false;
+    const blocks::DtypeTraits* tr = blocks::dtype_traits(c.out.type);
+    if (tr == nullptr || c.in[0].type != c.out.type || c.in[0].nelements() != c.out.nelements()) return false;
+    const auto elem = static_cast<int64_t>(tr->type_size);
+    return c.in[0].nb[0] == elem && c.out.nb[0] == elem && c.in[0].rows_packed() && c.out.rows_packed();
+}
+
 // MATMUL's shapes (which weight types work is the backend's check): W [K, N] 2-D, x [K, M...] F32, out [N, M...] F32.
 template <class C>
 void matmul(const C& c) {
