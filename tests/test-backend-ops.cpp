@@ -1194,6 +1194,45 @@ TEST_CASE("every op case matches the double-precision reference on every backend
     }
 }
 
+TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit for bit", "[backend-ops]") {
+    // Prefill (several-column and register-blocked kernels) and decode (the single-column dot product) must give
+    // identical floats, so batch prefill equals token-by-token decode exactly. Odd N and M leave partial blocks.
+    Rng rng(20261202);
+    for (const auto& bt : backends_under_test()) {
+        Instance inst(plugins().ifaces.at(bt.component), bt.params);
+        if (inst.status == BASALT_ERR_UNSUPPORTED) continue;  // an ISA this machine lacks
+        REQUIRE(inst.status == BASALT_OK);
+        for (basalt_dtype wt : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0}) {
+            for (int64_t k : {64, 576, 100}) {
+                if (wt != BASALT_DTYPE_F32 && wt != BASALT_DTYPE_F16 && k % 32 != 0) continue;
+                const int64_t n = 13;
+                const int64_t m = 11;
+                Case all = matmul_case(rng, wt, k, n, {m});
+                const RunResult ra = run_case(inst.iface, inst.be, all);
+                REQUIRE(ra.outcome == RunResult::Ok);
+                const HostTensor& w = all.tensors[0];
+                const HostTensor& x = all.tensors[1];
+                const int64_t xrow = static_cast<int64_t>(x.data.size()) / m;
+                for (int64_t j = 0; j < m; ++j) {
+                    Builder b(rng, "column");
+                    const int wi = b.input_data("w", wt, {k, n}, w.data);
+                    const int xi =
+                        b.input_data("x", BASALT_DTYPE_F32, {k, 1},
+                                     std::vector<uint8_t>(x.data.begin() + j * xrow, x.data.begin() + (j + 1) * xrow));
+                    const int o = b.output("out", BASALT_DTYPE_F32, {n, 1});
+                    b.node(BASALT_OP_MATMUL, o, {wi, xi});
+                    const RunResult r1 = run_case(inst.iface, inst.be, b.done({}, 0));
+                    REQUIRE(r1.outcome == RunResult::Ok);
+                    for (int64_t i = 0; i < n; ++i) {
+                        INFO(bt.label << " " << facts(wt).name << " K=" << k << " column " << j << " row " << i);
+                        CHECK(r1.out[static_cast<size_t>(i)] == ra.out[static_cast<size_t>(j * n + i)]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("backend-cpu describes its device and parses its parameters", "[backend-ops]") {
     const basalt_backend_iface* iface = cpu_iface();
     size_t n = 0;

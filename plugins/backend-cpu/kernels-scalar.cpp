@@ -283,6 +283,10 @@ void axpy_f32(int64_t n, float a, const float* x, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void round_f16(int64_t n, const float* x, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+}
+
 void axpy_f16(int64_t n, float a, const uint16_t* x, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * h2f(x[i]);
 }
@@ -309,6 +313,7 @@ void init_kernels_scalar(Kernels& k) {
     k.dot_f16 = att_dot_f16;
     k.axpy_f32 = axpy_f32;
     k.axpy_f16 = axpy_f16;
+    k.round_f16 = round_f16;
 }
 
 }  // namespace basalt::cpu

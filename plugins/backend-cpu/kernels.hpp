@@ -18,6 +18,11 @@ using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
 // vec_dot(n, w, a[j]) bit for bit (the same float operations per output), but each weight block is loaded and
 // prepared once for all the columns. Used by MATMUL / MOE_MATMUL when there is more than one activation row.
 using VecDotMultiFn = void (*)(int64_t n, const void* w, const void* const* a, int ncols, float* res);
+// A register block: block_rows weight rows (row r at w + r * w_stride) against `ncols` (1..block_cols) activation
+// rows in the multi_act layout, written to out[j][row + r]; each equals vec_dot(n, row r, a[j]) bit for bit.
+// Weights and activations are each loaded once per block. Used by the several-columns path for whole row groups.
+using VecDotBlockFn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* const* a, int ncols,
+                               float* const* out, int64_t row);
 
 constexpr int kMaxDtype = 31;
 
@@ -34,11 +39,16 @@ struct Kernels {
     VecDotMultiFn vec_dot_multi[kMaxDtype] = {};  // optional (nullptr: vec_dot per column)
     int multi_cols[kMaxDtype] = {};               // most columns one vec_dot_multi call takes
     MultiAct multi_act[kMaxDtype] = {};           // the activation layout vec_dot_multi reads
+    VecDotBlockFn vec_dot_block[kMaxDtype] = {};  // optional (needs vec_dot_multi; reads the same layout)
+    int block_rows[kMaxDtype] = {};               // weight rows one vec_dot_block call takes
+    int block_cols[kMaxDtype] = {};               // most columns one vec_dot_block call takes
     // Attention helpers: dot(q, k) over F32/F16 keys, v-accumulation y += a * x, y *= a.
     float (*dot_f32)(int64_t n, const float* a, const float* b) = nullptr;
     float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;
     void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
     void (*axpy_f16)(int64_t n, float a, const uint16_t* x, float* y) = nullptr;
+    // y[i] = x[i] rounded to F16 and back (fp16_to_fp32(fp32_to_fp16(x[i])), bit for bit): MultiAct::F32Rounded.
+    void (*round_f16)(int64_t n, const float* x, float* y) = nullptr;
 };
 
 // Fills the scalar table (the reference, always available).

@@ -2,7 +2,8 @@
 // (Q8_0 / Q8_1 / Q8_K / F16 / F32) and run the ISA's dot product on the weight blocks directly; threads
 // split the output rows (weight rows), and each task walks tokens in tiles so a weight row stays in cache. With
 // more than one activation row, the ISA's several-columns kernel (vec_dot_multi) computes a few tokens per weight
-// row pass, bit-identical to the single-column dot product.
+// row pass, and where the ISA has one, a register-blocked kernel (vec_dot_block) a few weight rows x a few tokens
+// per call; both are bit-identical to the single-column dot product.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -23,6 +24,8 @@ struct MatJob {
 
 constexpr int64_t kTokenTile = 16;
 constexpr int64_t kTileBytes = 16384;
+constexpr int64_t kBlockTileBytes = 512 * 1024;
+constexpr int64_t kBlockRowBytes = 128 * 1024;
 
 // Converts rows of F32 activations into the ActFormat (F32: used in place), laid out as `layout` says.
 std::vector<const void*> convert_rows(NodeCtx& c, ActFormat f, const TensorView& x,
@@ -43,8 +46,7 @@ std::vector<const void*> convert_rows(NodeCtx& c, ActFormat f, const TensorView&
                 const float* src = x.frow(r);
                 uint8_t* row = base + r * rb;
                 if (layout == MultiAct::F32Rounded) {
-                    auto* dst = reinterpret_cast<float*>(row);
-                    for (int64_t i = 0; i < k; ++i) dst[i] = fp16_to_fp32(fp32_to_fp16(src[i]));
+                    c.be->kernels.round_f16(k, src, reinterpret_cast<float*>(row));
                     continue;
                 }
                 quantize_row_q8_0(src, blocks.data(), k);
@@ -90,18 +92,34 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
     // Several-columns kernel: a token tile of about kTileBytes of activations, so it stays in L1 while the
     // weight rows stream past it.
     int64_t tile = kTokenTile;
+    // Bytes of one converted activation row in the several-columns layout.
+    const MultiAct layout = c.be->kernels.multi_act[wtype];
+    const int64_t rb = layout == MultiAct::Q8Split      ? 2 * k
+                       : layout == MultiAct::F32Rounded ? 4 * k
+                                                        : act_row_bytes(act_format(wtype), k);
     if (multi) {
-        const MultiAct layout = c.be->kernels.multi_act[wtype];
-        const int64_t rb = layout == MultiAct::Q8Split      ? 2 * k
-                           : layout == MultiAct::F32Rounded ? 4 * k
-                                                            : act_row_bytes(act_format(wtype), k);
         tile = std::clamp<int64_t>(kTileBytes / std::max<int64_t>(1, rb) / mcols * mcols, mcols, kTokenTile);
     }
+    // Register blocks (several weight rows x several columns per call). A task walks its rows in tiles of about
+    // kBlockRowBytes of weights (L2) and its tokens in tiles of about kBlockTileBytes of activations (L2); inside,
+    // one column block (in L1) meets every row block of the row tile in turn.
+    const VecDotBlockFn dot_block = multi ? c.be->kernels.vec_dot_block[wtype] : nullptr;
+    const int64_t brows = dot_block != nullptr ? c.be->kernels.block_rows[wtype] : 1;
+    const int64_t bcols = dot_block != nullptr ? c.be->kernels.block_cols[wtype] : 1;
+    int64_t btile = 0;
+    int64_t rtile = 0;
+    if (dot_block != nullptr) {
+        btile = std::max<int64_t>(bcols, kBlockTileBytes / std::max<int64_t>(1, rb) / bcols * bcols);
+        const int64_t wb = jobs.empty() ? 1 : std::max<int64_t>(1, jobs[0].w_stride);
+        rtile = std::max<int64_t>(brows, kBlockRowBytes / wb / brows * brows);
+    }
     const int threads = c.be->pool->size();
-    // Tasks: (job, row chunk). Aim for a few chunks per thread over all jobs together.
+    // Tasks: (job, row chunk). Aim for a few chunks per thread over all jobs together; with register blocks a
+    // chunk is a whole number of row blocks.
     int64_t total_rows = 0;
     for (const MatJob& j : jobs) total_rows += j.n_rows;
-    const int64_t chunk = std::max<int64_t>(4, total_rows / (static_cast<int64_t>(threads) * 4) + 1);
+    int64_t chunk = std::max<int64_t>(4, total_rows / (static_cast<int64_t>(threads) * 4) + 1);
+    chunk = (chunk + brows - 1) / brows * brows;
     struct Task {
         size_t job;
         int64_t r0;
@@ -119,9 +137,27 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
         const auto cols = static_cast<int64_t>(job.act.size());
         if (dot_multi != nullptr) {
             float res[kTokenTile];
+            int64_t n0 = t.r0;
+            if (dot_block != nullptr) {
+                const int64_t nb_end = t.r0 + (t.r1 - t.r0) / brows * brows;
+                for (int64_t ra = t.r0; ra < nb_end; ra += rtile) {
+                    const int64_t re = std::min(nb_end, ra + rtile);
+                    for (int64_t c0 = 0; c0 < cols; c0 += btile) {
+                        const int64_t c1 = std::min(cols, c0 + btile);
+                        for (int64_t col = c0; col < c1; col += bcols) {
+                            const int nc = static_cast<int>(std::min(bcols, c1 - col));
+                            for (int64_t n = ra; n < re; n += brows) {
+                                dot_block(k, job.w + n * job.w_stride, job.w_stride, job.act.data() + col, nc,
+                                          job.out.data() + col, n);
+                            }
+                        }
+                    }
+                }
+                n0 = nb_end;
+            }
             for (int64_t c0 = 0; c0 < cols; c0 += tile) {
                 const int64_t c1 = std::min(cols, c0 + tile);
-                for (int64_t n = t.r0; n < t.r1; ++n) {
+                for (int64_t n = n0; n < t.r1; ++n) {
                     const uint8_t* wr = job.w + n * job.w_stride;
                     for (int64_t col = c0; col < c1; col += mcols) {
                         const int nc = static_cast<int>(std::min(mcols, c1 - col));
