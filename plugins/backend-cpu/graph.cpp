@@ -270,6 +270,27 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
     ctx.reserve(nn);
     for (size_t i = 0; i < nn; ++i) ctx.push_back(check_node(&be, graph, i));
 
+    // Consecutive MATMULs of one input with weights of one type (Q, K, V; gate, up) run as one parallel region
+    // that converts the input once. group_end[i] > i + 1 starts such a group; the planner keeps everything the
+    // group reads alive until its last node (its outputs are written together).
+    std::vector<size_t> group_end(nn, 0);
+    for (size_t i = 0; i < nn;) {
+        size_t j = i + 1;
+        const basalt_graph_node* a = graph->nodes[i];
+        if (a->op == BASALT_OP_MATMUL) {
+            while (j < nn && graph->nodes[j]->op == BASALT_OP_MATMUL && graph->nodes[j]->inputs[1] == a->inputs[1] &&
+                   ctx[j].in[0].type == ctx[i].in[0].type && ctx[j].in[0].ne[0] == ctx[i].in[0].ne[0] &&
+                   graph->nodes[j]->output != a->inputs[1]) {
+                ++j;
+            }
+        }
+        group_end[i] = j;
+        i = j;
+    }
+    std::vector<bool> in_group(nn, false);  // node i runs with node i + 1
+    for (size_t i = 0; i < nn; ++i) {
+        for (size_t j = i; group_end[i] > i + 1 && j + 1 < group_end[i]; ++j) in_group[j] = true;
+    }
     // COPY nodes that only reshape an intermediate do not run: the output takes the input's memory.
     std::vector<bool> reshaped(nn, false);
     for (size_t i = 0; i < nn; ++i) {
@@ -278,7 +299,7 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
     // Intermediates: written before read, placed in the arena, released after their last use.
     const auto plan = sdk::plan_intermediates(
         graph, kAlign, [&](size_t i) { return static_cast<uint64_t>(tensor_extent(ctx[i].out)); },
-        [](size_t) { return false; },
+        [&](size_t i) { return static_cast<bool>(in_group[i]); },
         [&](size_t i) { return reshaped[i] ? int64_t{graph->nodes[i]->inputs[0]} : int64_t{-1}; });
     if (plan.bad_node >= 0) {
         const basalt_graph_node* n = graph->nodes[plan.bad_node];
@@ -296,7 +317,15 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
             if (c.in[k].data == nullptr) c.in[k].data = base + offset[static_cast<size_t>(n->inputs[k])];
         }
         if (c.out.data == nullptr) c.out.data = base + offset[static_cast<size_t>(n->output)];
-        if (!reshaped[i]) op_impl(n->op)->run(c);
+    }
+    for (size_t i = 0; i < nn;) {
+        if (group_end[i] > i + 1) {
+            run_matmul_group(&ctx[i], group_end[i] - i);
+            i = group_end[i];
+            continue;
+        }
+        if (!reshaped[i]) op_impl(graph->nodes[i]->op)->run(ctx[i]);
+        ++i;
     }
 }
 

@@ -86,6 +86,9 @@ void check_get_rows(const NodeCtx&);
 void run_get_rows(NodeCtx&);
 void check_matmul(const NodeCtx&);
 void run_matmul(NodeCtx&);
+// Runs n checked MATMUL nodes (ctx[0..n)) that share their input and their weight type and K as one parallel
+// region, converting the input once.
+void run_matmul_group(NodeCtx* ctx, size_t n);
 void check_moe_matmul(const NodeCtx&);
 void run_moe_matmul(NodeCtx&);
 void check_binary(const NodeCtx&);

@@ -206,18 +206,28 @@ void check_matmul(const NodeCtx& c) {
     }
 }
 
+void run_matmul_group(NodeCtx* ctx, size_t n) {
+    NodeCtx& c = ctx[0];
+    const TensorView& w0 = c.in[0];
+    const bool multi = use_multi(c, w0.type, c.in[1].nrows());
+    const std::vector<const void*> act =
+        convert_rows(c, act_format(w0.type), c.in[1], multi ? c.be->kernels.multi_act[w0.type] : MultiAct::Native);
+    std::vector<MatJob> jobs(n);
+    for (size_t m = 0; m < n; ++m) {
+        const NodeCtx& cm = ctx[m];
+        MatJob& job = jobs[m];
+        job.w = cm.in[0].data;
+        job.w_stride = cm.in[0].nb[1];
+        job.n_rows = cm.in[0].ne[1];
+        job.act = act;
+        job.out.resize(act.size());
+        for (int64_t r = 0; r < cm.out.nrows(); ++r) job.out[static_cast<size_t>(r)] = cm.out.frow(r);
+    }
+    run_jobs(c, w0.type, w0.ne[0], jobs, multi);
+}
+
 void run_matmul(NodeCtx& c) {
-    const TensorView& w = c.in[0];
-    std::vector<MatJob> jobs(1);
-    MatJob& job = jobs[0];
-    job.w = w.data;
-    job.w_stride = w.nb[1];
-    job.n_rows = w.ne[1];
-    const bool multi = use_multi(c, w.type, c.in[1].nrows());
-    job.act = convert_rows(c, act_format(w.type), c.in[1], multi ? c.be->kernels.multi_act[w.type] : MultiAct::Native);
-    job.out.resize(job.act.size());
-    for (int64_t r = 0; r < c.out.nrows(); ++r) job.out[static_cast<size_t>(r)] = c.out.frow(r);
-    run_jobs(c, w.type, w.ne[0], jobs, multi);
+    run_matmul_group(&c, 1);
 }
 
 void check_moe_matmul(const NodeCtx& c) {
