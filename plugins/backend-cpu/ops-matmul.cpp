@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include <basalt/sdk/op-contracts.hpp>
+
 #include "graph.hpp"
 
 namespace basalt::cpu {
@@ -190,20 +192,8 @@ void check_weights(const NodeCtx& c, const TensorView& w) {
 }  // namespace
 
 void check_matmul(const NodeCtx& c) {
-    const TensorView& w = c.in[0];
-    check_weights(c, w);
-    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    if (w.ne[2] != 1 || w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "weights " + w.shape() + " must be 2-D");
-    if (c.in[1].ne[0] != w.ne[0]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "input 1 " + c.in[1].shape() + " does not have the weights' K = " + std::to_string(w.ne[0]));
-    }
-    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != c.in[1].ne[1] || c.out.ne[2] != c.in[1].ne[2] ||
-        c.out.ne[3] != c.in[1].ne[3]) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(w.ne[1]) +
-                                                ", M] for weights " + w.shape() + " and input " + c.in[1].shape());
-    }
+    check_weights(c, c.in[0]);
+    sdk::contract::matmul(c);
 }
 
 void run_matmul_group(NodeCtx* ctx, size_t n) {
@@ -231,31 +221,8 @@ void run_matmul(NodeCtx& c) {
 }
 
 void check_moe_matmul(const NodeCtx& c) {
-    const TensorView& w = c.in[0];
-    check_weights(c, w);
-    c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
-    c.expect_type(c.in[2], "expert ids", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    const TensorView& ids = c.in[2];
-    const int64_t k = ids.ne[0];
-    const int64_t tokens = ids.ne[1];
-    if (w.ne[3] != 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "experts " + w.shape() + " must be [K, N, n_expert]");
-    if (ids.ne[2] != 1 || ids.ne[3] != 1 || !ids.rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "expert ids " + ids.shape() + " must be packed [k, T]");
-    }
-    const TensorView& x = c.in[1];
-    const bool per_expert = x.ne[1] == k && x.ne[2] == tokens && x.ne[3] == 1 && (x.t->n_dims >= 3 || tokens == 1);
-    const bool shared = x.ne[1] == tokens && x.ne[2] == 1 && x.ne[3] == 1;
-    if (x.ne[0] != w.ne[0] || (!per_expert && !shared)) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "input 1 " + x.shape() +
-                                                " must be [K, T] or [K, k, T] with K = " + std::to_string(w.ne[0]) +
-                                                ", k = " + std::to_string(k) + ", T = " + std::to_string(tokens));
-    }
-    if (c.out.ne[0] != w.ne[1] || c.out.ne[1] != k || c.out.ne[2] != tokens || c.out.ne[3] != 1) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [N, k, T] = [" +
-                                                std::to_string(w.ne[1]) + ", " + std::to_string(k) + ", " +
-                                                std::to_string(tokens) + "]");
-    }
+    check_weights(c, c.in[0]);
+    sdk::contract::moe_matmul(c);
 }
 
 void run_moe_matmul(NodeCtx& c) {
@@ -295,16 +262,9 @@ void run_moe_matmul(NodeCtx& c) {
 }
 
 void check_get_rows(const NodeCtx& c) {
-    const TensorView& src = c.in[0];
-    if (!can_dequantize(src.type))
-        c.fail(BASALT_ERR_UNSUPPORTED, "source type " + type_name(src.type) + " is not supported");
-    c.expect_type(c.in[1], "row ids", BASALT_DTYPE_I32);
-    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
-    if (!c.in[1].rows_packed()) c.fail(BASALT_ERR_INVALID_ARGUMENT, "row ids must be packed");
-    if (c.out.ne[0] != src.ne[0] || c.out.nrows() != c.in[1].nelements()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(src.ne[0]) +
-                                                ", " + std::to_string(c.in[1].nelements()) + "]");
-    }
+    if (!can_dequantize(c.in[0].type))
+        c.fail(BASALT_ERR_UNSUPPORTED, "source type " + type_name(c.in[0].type) + " is not supported");
+    sdk::contract::get_rows(c);
 }
 
 void run_get_rows(NodeCtx& c) {
