@@ -167,8 +167,10 @@ NodeCtx check_node(Backend* be, const basalt_graph* g, size_t ni) {
                   "has " + std::to_string(n->n_inputs) + " inputs, expected " + std::to_string(impl->min_inputs));
     }
     NodeCtx c;
+    c.backend = "backend 'cpu'";
     c.be = be;
     c.node = n;
+    c.index = ni;
     c.n_in = n->n_inputs;
     static const char* const kRoles[] = {"input 0", "input 1", "input 2", "input 3",
                                          "input 4", "input 5", "input 6", "input 7"};
@@ -193,49 +195,6 @@ void check_graph_header(const basalt_graph* g) {
 const OpImpl* op_impl(basalt_op op) noexcept {
     if (op <= BASALT_OP_NONE || op >= BASALT_OP_COUNT) return nullptr;
     return &kOps[op];
-}
-
-std::string op_name(basalt_op op) {
-    const OpImpl* impl = op_impl(op);
-    return impl != nullptr ? impl->name : "op " + std::to_string(op);
-}
-
-bool TensorView::rows_packed() const noexcept {
-    const TypeInfo* ti = type_info(type);
-    const int64_t row = ne[0] / ti->block * ti->bytes;
-    return (ne[1] == 1 || nb[1] == row) && (ne[2] == 1 || nb[2] == row * ne[1]) &&
-           (ne[3] == 1 || nb[3] == row * ne[1] * ne[2]);
-}
-
-std::string TensorView::shape() const {
-    std::string s = "[";
-    const int nd = t != nullptr ? t->n_dims : 4;
-    for (int i = 0; i < nd; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-    return s + "] " + type_name(type);
-}
-
-std::string NodeCtx::label() const {
-    return "node '" + std::string(node->name != nullptr ? node->name : "?") + "' (" + op_name(node->op) + ")";
-}
-
-void NodeCtx::fail(basalt_status status, const std::string& what) const {
-    throw sdk::error(status, "backend 'cpu': " + label() + ": " + what);
-}
-
-void NodeCtx::expect_type(const TensorView& t, const char* role, basalt_dtype type) const {
-    if (t.type != type) {
-        fail(t.type == type || type_info(t.type) == nullptr ? BASALT_ERR_INVALID_ARGUMENT : BASALT_ERR_UNSUPPORTED,
-             std::string(role) + " has type " + type_name(t.type) + ", expected " + type_name(type));
-    }
-}
-
-void NodeCtx::expect_same_shape(const TensorView& a, const char* ra, const TensorView& b, const char* rb) const {
-    for (int i = 0; i < 4; ++i) {
-        if (a.ne[i] != b.ne[i]) {
-            fail(BASALT_ERR_INVALID_ARGUMENT,
-                 std::string(ra) + " " + a.shape() + " and " + rb + " " + b.shape() + " must have the same shape");
-        }
-    }
 }
 
 int64_t chunk_count(int64_t n, int threads, int64_t min_chunk) noexcept {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <basalt/plugin_backend.h>
+#include <basalt/sdk/node-view.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <cstdint>
@@ -28,15 +29,9 @@ struct Backend {
 };
 
 // A tensor as an op sees it: dims beyond n_dims are 1, data resolved (nullptr while only validating).
-struct TensorView {
-    const basalt_tensor* t = nullptr;
-    basalt_dtype type = 0;
-    int64_t ne[4] = {1, 1, 1, 1};
-    int64_t nb[4] = {0, 0, 0, 0};
+struct TensorView : sdk::TensorLayout {
     uint8_t* data = nullptr;
 
-    int64_t nrows() const noexcept { return ne[1] * ne[2] * ne[3]; }
-    int64_t nelements() const noexcept { return ne[0] * ne[1] * ne[2] * ne[3]; }
     // Row r of the ne1*ne2*ne3 rows, in (i1 fastest) order.
     uint8_t* row(int64_t r) const noexcept {
         const int64_t i1 = r % ne[1];
@@ -47,26 +42,11 @@ struct TensorView {
         return data + i0 * nb[0] + i1 * nb[1] + i2 * nb[2] + i3 * nb[3];
     }
     float* frow(int64_t r) const noexcept { return reinterpret_cast<float*>(row(r)); }
-    // True when the rows are packed one after another (row r at r * row bytes).
-    bool rows_packed() const noexcept;
-    std::string shape() const;
 };
 
-// What an op's check and run functions see.
-struct NodeCtx {
+// What an op's check and run functions see (label, fail, expect_type, expect_same_shape, ip, fp: the SDK's).
+struct NodeCtx : sdk::NodeView<TensorView> {
     Backend* be = nullptr;
-    const basalt_graph_node* node = nullptr;
-    int n_in = 0;
-    TensorView in[BASALT_MAX_NODE_INPUTS];
-    TensorView out;
-
-    std::string label() const;
-    [[noreturn]] void fail(basalt_status status, const std::string& what) const;
-    // Shorthands for the usual checks; each fails naming the node.
-    void expect_type(const TensorView& t, const char* role, basalt_dtype type) const;
-    void expect_same_shape(const TensorView& a, const char* ra, const TensorView& b, const char* rb) const;
-    int ip(int i) const noexcept { return node->iparams[i]; }
-    float fp(int i) const noexcept { return node->fparams[i]; }
 };
 
 struct OpImpl {
@@ -79,7 +59,7 @@ struct OpImpl {
 
 // Returns nullptr for an op this backend does not implement.
 const OpImpl* op_impl(basalt_op op) noexcept;
-std::string op_name(basalt_op op);
+using sdk::op_name;
 
 // Per-file op tables (ops-*.cpp).
 void check_get_rows(const NodeCtx&);

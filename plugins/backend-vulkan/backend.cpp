@@ -74,7 +74,7 @@ std::string node_name(const basalt_graph_node* n, size_t index) {
 }  // namespace
 
 std::string type_name(basalt_dtype t) {
-    return blocks::dtype_name(t);
+    return sdk::type_label(t);
 }
 
 bool type_readable(basalt_dtype t) noexcept {
@@ -95,43 +95,6 @@ bool type_readable(basalt_dtype t) noexcept {
             return true;
         default:
             return false;
-    }
-}
-
-bool TensorView::rows_packed() const noexcept {
-    const int64_t row = row_bytes();
-    return (ne[1] == 1 || nb[1] == row) && (ne[2] == 1 || nb[2] == row * ne[1]) &&
-           (ne[3] == 1 || nb[3] == row * ne[1] * ne[2]);
-}
-
-std::string TensorView::shape() const {
-    std::string s = "[";
-    const int nd = t != nullptr ? t->n_dims : 4;
-    for (int i = 0; i < nd; ++i) s.append(i ? ", " : "").append(std::to_string(ne[i]));
-    return s.append("] ").append(type_name(type));
-}
-
-std::string NodeCtx::label() const {
-    return "node '" + node_name(node, index) + "' (" + op_name(node->op) + ")";
-}
-
-void NodeCtx::fail(basalt_status status, const std::string& what) const {
-    throw sdk::error(status, std::string(kLabel) + ": " + label() + ": " + what);
-}
-
-void NodeCtx::expect_type(const TensorView& t, const char* role, basalt_dtype type) const {
-    if (t.type != type) {
-        fail(BASALT_ERR_UNSUPPORTED,
-             std::string(role) + " has type " + type_name(t.type) + ", expected " + type_name(type));
-    }
-}
-
-void NodeCtx::expect_same_shape(const TensorView& a, const char* ra, const TensorView& b, const char* rb) const {
-    for (int i = 0; i < 4; ++i) {
-        if (a.ne[i] != b.ne[i]) {
-            fail(BASALT_ERR_INVALID_ARGUMENT,
-                 std::string(ra) + " " + a.shape() + " and " + rb + " " + b.shape() + " must have the same shape");
-        }
     }
 }
 
@@ -796,6 +759,7 @@ NodeCtx Backend::check_node(const basalt_graph* g, size_t ni) {
                   "has " + std::to_string(n->n_inputs) + " inputs, expected " + std::to_string(impl->min_inputs));
     }
     NodeCtx c;
+    c.backend = kLabel;
     c.be = this;
     c.graph = g;
     c.node = n;

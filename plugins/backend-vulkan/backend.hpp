@@ -4,6 +4,7 @@
 #pragma once
 
 #include <basalt/plugin_backend.h>
+#include <basalt/sdk/node-view.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <array>
@@ -46,43 +47,22 @@ struct Placed {
     uint32_t delta = 0;  // byte offset of the tensor start inside bind
 };
 
-struct TensorView {
-    const basalt_tensor* t = nullptr;
+// A tensor as an op sees it, with its index in the graph and its block geometry.
+struct TensorView : sdk::TensorLayout {
     int32_t index = -1;
-    basalt_dtype type = 0;
-    int64_t ne[4] = {1, 1, 1, 1};
-    int64_t nb[4] = {0, 0, 0, 0};
     int64_t block = 1;
     int64_t block_bytes = 4;
     uint64_t extent = 0;  // bytes from the start to the end of the last row
-
-    int64_t nrows() const noexcept { return ne[1] * ne[2] * ne[3]; }
-    int64_t nelements() const noexcept { return ne[0] * nrows(); }
-    int64_t row_bytes() const noexcept { return ne[0] / block * block_bytes; }
-    bool rows_packed() const noexcept;
-    std::string shape() const;
 };
 
 class Backend;
 
-// What an op's check and record functions see.
-struct NodeCtx {
+// What an op's check and record functions see (label, fail, expect_type, expect_same_shape, ip, fp: the SDK's).
+struct NodeCtx : sdk::NodeView<TensorView> {
     Backend* be = nullptr;
     const basalt_graph* graph = nullptr;
-    const basalt_graph_node* node = nullptr;
-    size_t index = 0;
-    int n_in = 0;
-    TensorView in[BASALT_MAX_NODE_INPUTS];
-    TensorView out;
     // RMS_NORM only: the MUL by a weight row that follows it, recorded in the same dispatch (set by compute()).
     const NodeCtx* fused_mul = nullptr;
-
-    std::string label() const;
-    [[noreturn]] void fail(basalt_status status, const std::string& what) const;
-    void expect_type(const TensorView& t, const char* role, basalt_dtype type) const;
-    void expect_same_shape(const TensorView& a, const char* ra, const TensorView& b, const char* rb) const;
-    int ip(int i) const noexcept { return node->iparams[i]; }
-    float fp(int i) const noexcept { return node->fparams[i]; }
 };
 
 struct OpImpl {
@@ -93,7 +73,7 @@ struct OpImpl {
     void (*record)(NodeCtx& c);
 };
 const OpImpl* op_impl(basalt_op op) noexcept;
-std::string op_name(basalt_op op);
+using sdk::op_name;
 std::string type_name(basalt_dtype t);
 // Whether the shaders dequantize this type (weights of MATMUL / MOE_MATMUL, sources of GET_ROWS and CAST).
 bool type_readable(basalt_dtype t) noexcept;

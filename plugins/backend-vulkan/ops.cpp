@@ -614,9 +614,4 @@ const OpImpl* op_impl(basalt_op op) noexcept {
     return &kOps[op];
 }
 
-std::string op_name(basalt_op op) {
-    const OpImpl* impl = op_impl(op);
-    return impl != nullptr ? impl->name : "op " + std::to_string(op);
-}
-
 }  // namespace basalt::vk
