@@ -1194,6 +1194,22 @@ TEST_CASE("every op case matches the double-precision reference on every backend
     }
 }
 
+namespace {
+
+// Reads the 8 outputs at byte 256 of io of a MATMUL of the 64x8 F32 weights w with x = 0.5 everywhere and checks
+// them against w's row sums / 2.
+void check_half_matvec(const basalt_backend_iface* iface, void* be, basalt_buffer* io, const std::vector<float>& w) {
+    std::vector<float> out(8);
+    REQUIRE(iface->buffer_read(be, io, 64 * 4, out.data(), 32) == BASALT_OK);
+    for (int j = 0; j < 8; ++j) {
+        double s = 0;
+        for (int k = 0; k < 64; ++k) s += w[static_cast<size_t>(j * 64 + k)] * 0.5;
+        CHECK(out[static_cast<size_t>(j)] == Approx(s).margin(1e-5));
+    }
+}
+
+}  // namespace
+
 TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit for bit", "[backend-ops]") {
     // Prefill (several-column and register-blocked kernels) and decode (the single-column dot product) must give
     // identical floats, so batch prefill equals token-by-token decode exactly. Odd N and M leave partial blocks.
@@ -1281,13 +1297,7 @@ TEST_CASE("backend-cpu computes on wrapped host memory and refuses to write into
     g.ts[static_cast<size_t>(ot)].offset = 64 * 4;
     g.node(BASALT_OP_MATMUL, "wrapped", ot, {wt, xt});
     REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
-    std::vector<float> out(8);
-    REQUIRE(iface->buffer_read(inst.be, io, 64 * 4, out.data(), 32) == BASALT_OK);
-    for (int j = 0; j < 8; ++j) {
-        double s = 0;
-        for (int k = 0; k < 64; ++k) s += w[static_cast<size_t>(j * 64 + k)] * 0.5;
-        CHECK(out[static_cast<size_t>(j)] == Approx(s).margin(1e-5));
-    }
+    check_half_matvec(iface, inst.be, io, w);
     // A graph writing into the wrapped buffer fails naming the node.
     g.node(BASALT_OP_SCALE, "writes.weights", wt, {wt});
     basalt::clear_plugin_error();
@@ -1570,13 +1580,7 @@ TEST_CASE("backend-vulkan describes its devices, parses its parameters and split
     g.node(BASALT_OP_MATMUL, "in.a.chunk", ot, {wt, xt});
     basalt::clear_plugin_error();
     REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
-    std::vector<float> out(8);
-    REQUIRE(iface->buffer_read(inst.be, io, 64 * 4, out.data(), 32) == BASALT_OK);
-    for (int j = 0; j < 8; ++j) {
-        double s = 0;
-        for (int k = 0; k < 64; ++k) s += w[static_cast<size_t>(j * 64 + k)] * 0.5;
-        CHECK(out[static_cast<size_t>(j)] == Approx(s).margin(1e-5));
-    }
+    check_half_matvec(iface, inst.be, io, w);
     // A weight larger than one binding (BASALT_VK_MAX_RANGE in that run): MATMUL and GET_ROWS read it in row windows.
     {
         const int64_t k = 256;
