@@ -4,6 +4,7 @@
 //   bench-backend-ops [--threads 1,2] [--isa auto] [--types q8_0,f16] [--shapes 576x1536,...] [--tokens 1,128]
 //                     [--plugin path/to/basalt-backend-cpu.so]   (another build of the plugin, e.g. a baseline)
 //                     [--backend vulkan --plugin path/to/basalt-backend-vulkan.so]   (another backend; no isa)
+//                     [--param KEY=VALUE ...]   (more backend parameters, e.g. repack=0)
 #include <basalt/plugin_backend.h>
 
 #include <algorithm>
@@ -179,6 +180,7 @@ int main(int argc, char** argv) {
     std::string shapes_arg = "576x1536,1536x576,576x49152", tokens_arg = "1,128";
     std::string plugin = BASALT_BENCH_BACKEND_CPU;
     std::string backend = "cpu";
+    std::vector<std::string> param_keys, param_vals;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--threads")
@@ -195,7 +197,10 @@ int main(int argc, char** argv) {
             plugin = argv[i + 1];
         else if (a == "--backend")
             backend = argv[i + 1];
-        else {
+        else if (const std::string kv = argv[i + 1]; a == "--param" && kv.find('=') != std::string::npos) {
+            param_keys.push_back(kv.substr(0, kv.find('=')));
+            param_vals.push_back(kv.substr(kv.find('=') + 1));
+        } else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;
         }
@@ -209,10 +214,18 @@ int main(int argc, char** argv) {
         const double bw = measure_read_gbs(std::stoi(th));
         std::printf("\n== threads %s, isa %s: measured read bandwidth %.1f GB/s ==\n", th.c_str(), isa.c_str(), bw);
         std::printf("%-6s %-11s %5s %10s %9s %8s %9s\n", "type", "KxN", "T", "us/call", "GB/s", "%bw", "GFLOP/s");
-        const char* keys[] = {"threads", "isa"};
-        const char* vals[] = {th.c_str(), isa.c_str()};
         // Only the CPU backend takes an ISA.
-        basalt_params p{sizeof(basalt_params), 0, backend == "cpu" ? 2u : 1u, keys, vals};
+        std::vector<const char*> keys = {"threads"};
+        std::vector<const char*> vals = {th.c_str()};
+        if (backend == "cpu") {
+            keys.push_back("isa");
+            vals.push_back(isa.c_str());
+        }
+        for (size_t i = 0; i < param_keys.size(); ++i) {
+            keys.push_back(param_keys[i].c_str());
+            vals.push_back(param_vals[i].c_str());
+        }
+        basalt_params p{sizeof(basalt_params), 0, static_cast<uint32_t>(keys.size()), keys.data(), vals.data()};
         void* be = nullptr;
         if (iface->create(basalt::host_services(), 0, &p, &be) != BASALT_OK) {
             std::fprintf(stderr, "create failed (isa %s)\n", isa.c_str());

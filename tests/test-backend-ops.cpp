@@ -1011,7 +1011,16 @@ RunResult run_case(const basalt_backend_iface* iface, void* be, const Case& c) {
         for (size_t d = 0; d < 4; ++d) t.nb[d] = l.nb[d];
         t.name = h.name.c_str();
         if (h.kind == Kind::Intermediate) continue;
-        REQUIRE(iface->buffer_alloc(be, l.bytes, BASALT_BUFFER_IO, &bufs[i]) == BASALT_OK);
+        // Matmul weights live in a weights buffer, as a session puts them (the CPU backend repacks Q8_0 ones).
+        bool weights = h.kind == Kind::Input;
+        bool matmul_weight = false;
+        for (const NodeSpec& s : c.nodes) {
+            if (s.out == static_cast<int>(i)) weights = false;
+            if ((s.op == BASALT_OP_MATMUL || s.op == BASALT_OP_MOE_MATMUL) && s.in[0] == static_cast<int>(i))
+                matmul_weight = true;
+        }
+        const uint32_t usage = weights && matmul_weight ? BASALT_BUFFER_WEIGHTS : BASALT_BUFFER_IO;
+        REQUIRE(iface->buffer_alloc(be, l.bytes, usage, &bufs[i]) == BASALT_OK);
         t.buffer = bufs[i];
         // Outputs start as NaN bytes so an element the backend forgets to write fails the comparison.
         std::vector<uint8_t> dev(l.bytes, 0xff);
@@ -1247,6 +1256,74 @@ TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit f
             }
         }
     }
+}
+
+TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit for bit and follow writes",
+          "[backend-ops]") {
+    // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, with
+    // partial 16-row groups (N = 13, 37), an odd block count (K = 160) and prefill columns; then new weights written
+    // into the buffer after first use must be seen, not the stale packed copy.
+    Rng rng(20261203);
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance packed(iface, {{"threads", "2"}, {"repack", "1"}});
+    Instance rows(iface, {{"threads", "2"}, {"repack", "0"}});
+    REQUIRE(packed.status == BASALT_OK);
+    REQUIRE(rows.status == BASALT_OK);
+    Instance bad(iface, {{"repack", "maybe"}});
+    CHECK(bad.status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(bad.message, Catch::Matchers::Contains("'repack' = 'maybe'"));
+    for (int64_t k : {64, 160, 576}) {
+        for (int64_t n : {13, 16, 37}) {
+            for (int64_t m : {1, 5}) {
+                Case c = matmul_case(rng, BASALT_DTYPE_Q8_0, k, n, {m});
+                for (int pass = 0; pass < 2; ++pass) {
+                    const RunResult a = run_case(packed.iface, packed.be, c);
+                    const RunResult b = run_case(rows.iface, rows.be, c);
+                    REQUIRE(a.outcome == RunResult::Ok);
+                    REQUIRE(b.outcome == RunResult::Ok);
+                    REQUIRE(a.out.size() == b.out.size());
+                    for (size_t i = 0; i < a.out.size(); ++i) {
+                        INFO("K=" << k << " N=" << n << " M=" << m << " pass " << pass << " output " << i);
+                        CHECK(a.out[i] == b.out[i]);
+                    }
+                    c = matmul_case(rng, BASALT_DTYPE_Q8_0, k, n, {m});  // fresh weights: buffers are reallocated
+                }
+            }
+        }
+    }
+    // One weights buffer kept across graphs: write, compute (packs), write new weights, compute again.
+    const int64_t k = 64;
+    const int64_t n = 20;
+    basalt_buffer* wb = nullptr;
+    basalt_buffer* io = nullptr;
+    const uint64_t wbytes = static_cast<uint64_t>(n * (k / 32) * 34);
+    REQUIRE(iface->buffer_alloc(packed.be, wbytes, BASALT_BUFFER_WEIGHTS, &wb) == BASALT_OK);
+    REQUIRE(iface->buffer_alloc(packed.be, static_cast<uint64_t>(4 * (k + n)), BASALT_BUFFER_IO, &io) == BASALT_OK);
+    std::vector<float> x(static_cast<size_t>(k), 0.5f);
+    REQUIRE(iface->buffer_write(packed.be, io, 0, x.data(), x.size() * 4) == BASALT_OK);
+    RawGraph g;
+    const int wt = g.tensor(BASALT_DTYPE_Q8_0, {k, n}, wb, "w");
+    const int xt = g.tensor(BASALT_DTYPE_F32, {k}, io, "x");
+    const int ot = g.tensor(BASALT_DTYPE_F32, {n}, io, "out");
+    g.ts[static_cast<size_t>(ot)].offset = static_cast<uint64_t>(4 * k);
+    g.node(BASALT_OP_MATMUL, "packed", ot, {wt, xt});
+    for (int8_t q : {int8_t{1}, int8_t{-3}}) {
+        // Every quant q with scale 1.0 (F16 0x3c00): each output is 0.5 * 64 * q (up to the activations' Q8_0).
+        std::vector<uint8_t> w(wbytes);
+        for (size_t b = 0; b < w.size(); b += 34) {
+            w[b] = 0x00;
+            w[b + 1] = 0x3c;
+            std::memset(&w[b + 2], static_cast<uint8_t>(q), 32);
+        }
+        REQUIRE(iface->buffer_write(packed.be, wb, 0, w.data(), w.size()) == BASALT_OK);
+        REQUIRE(iface->graph_compute(packed.be, g.graph()) == BASALT_OK);
+        std::vector<float> out(static_cast<size_t>(n));
+        REQUIRE(iface->buffer_read(packed.be, io, static_cast<uint64_t>(4 * k), out.data(), out.size() * 4) ==
+                BASALT_OK);
+        for (float v : out) CHECK(v == Approx(32.0 * q).epsilon(1e-3));
+    }
+    iface->buffer_free(packed.be, wb);
+    iface->buffer_free(packed.be, io);
 }
 
 TEST_CASE("backend-cpu describes its device and parses its parameters", "[backend-ops]") {

@@ -95,7 +95,7 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
                              "backend 'cpu': device " + std::to_string(device) + " does not exist (1 device)");
         }
         sdk::params p(params, kLabel);
-        p.expect_only({"threads", "isa", "device"});
+        p.expect_only({"threads", "isa", "device", "repack"});
         if (const long long d = p.get_int("device", 0); d != 0) {
             throw sdk::error(BASALT_ERR_NOT_FOUND,
                              "backend 'cpu': device " + std::to_string(d) + " does not exist (1 device)");
@@ -113,8 +113,11 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
         be->kernels = select_kernels(isa);
         be->arena = std::make_unique<Arena>(be->host);
         be->pool = std::make_unique<ThreadPool>(static_cast<int>(threads));
+        be->packs = std::make_unique<PackCache>();
+        be->repack = p.get_bool("repack", true) && be->kernels.packed_q8_0 != nullptr;
         sdk::log(BASALT_LOG_DEBUG, kLabel,
-                 "created: " + std::to_string(threads) + " threads, kernels " + be->kernels.isa);
+                 "created: " + std::to_string(threads) + " threads, kernels " + be->kernels.isa +
+                     (be->repack ? ", Q8_0 weights repacked" : ""));
         *out_backend = be.release();
     });
 }
@@ -122,6 +125,7 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
 void cpu_destroy(void* backend) {
     if (backend == nullptr) return;
     auto* be = static_cast<Backend*>(backend);
+    be->packs.reset();
     for (basalt_buffer* b : be->buffers) {
         if (b->owned) aligned_free_bytes(be->host, b->data);
         delete b;
@@ -129,7 +133,7 @@ void cpu_destroy(void* backend) {
     delete be;
 }
 
-basalt_status cpu_buffer_alloc(void* backend, uint64_t size, uint32_t /*usage*/, basalt_buffer** out_buffer) {
+basalt_status cpu_buffer_alloc(void* backend, uint64_t size, uint32_t usage, basalt_buffer** out_buffer) {
     return sdk::guard([&] {
         Backend* be = as_backend(backend);
         if (out_buffer == nullptr) throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': out_buffer is NULL");
@@ -137,6 +141,7 @@ basalt_status cpu_buffer_alloc(void* backend, uint64_t size, uint32_t /*usage*/,
         b->data = static_cast<uint8_t*>(aligned_alloc_bytes(be->host, size));
         b->size = size;
         b->owned = true;
+        b->usage = usage;
         be->buffers.insert(b.get());
         *out_buffer = b.release();
     });
@@ -146,6 +151,7 @@ void cpu_buffer_free(void* backend, basalt_buffer* buffer) {
     if (backend == nullptr || buffer == nullptr) return;
     auto* be = static_cast<Backend*>(backend);
     if (be->buffers.erase(buffer) == 0) return;
+    be->packs->drop(buffer);
     if (buffer->owned) aligned_free_bytes(be->host, buffer->data);
     delete buffer;
 }
@@ -158,6 +164,7 @@ basalt_status cpu_buffer_write(void* backend, basalt_buffer* buffer, uint64_t of
             throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': buffer_write into a wrapped host buffer");
         }
         if (size > 0 && src == nullptr) throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': src is NULL");
+        be->packs->drop(buffer);
         if (size > 0) std::memcpy(buffer->data + offset, src, static_cast<size_t>(size));
     });
 }

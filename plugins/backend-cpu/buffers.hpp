@@ -12,6 +12,7 @@ struct basalt_buffer {
     uint64_t size = 0;
     bool owned = false;
     bool read_only = false;
+    uint32_t usage = 0;  // BASALT_BUFFER_* hints given to buffer_alloc
 };
 
 namespace basalt::cpu {

@@ -267,6 +267,15 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
             n, static_cast<size_t>(plan.bad_node), BASALT_ERR_INVALID_ARGUMENT,
             "reads intermediate " + tensor_name(graph->tensors[in], in) + " (no buffer) before any node writes it");
     }
+    // A buffer this graph writes holds no packed weights: drop what was packed from it, and do not pack it now.
+    be.written.clear();
+    for (size_t i = 0; i < nn; ++i) {
+        const basalt_buffer* b = ctx[i].out.t->buffer;
+        if (b != nullptr && std::find(be.written.begin(), be.written.end(), b) == be.written.end()) {
+            be.written.push_back(b);
+            be.packs->drop(b);
+        }
+    }
     const std::vector<uint64_t>& offset = plan.offset;
     uint8_t* base = plan.peak > 0 ? be.arena->reserve(plan.peak) : nullptr;
     for (size_t i = 0; i < nn; ++i) {

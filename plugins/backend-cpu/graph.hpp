@@ -14,6 +14,7 @@
 
 #include "buffers.hpp"
 #include "kernels.hpp"
+#include "packed.hpp"
 #include "thread-pool.hpp"
 
 namespace basalt::cpu {
@@ -26,6 +27,11 @@ struct Backend {
     std::unordered_set<basalt_buffer*> buffers;
     std::unique_ptr<Arena> arena;
     std::vector<uint8_t> scratch;  // converted activations of the current matmul (reused)
+    // Q8_0 matmul weights repacked for the ISA's packed kernel (param "repack", on by default where the ISA has
+    // one): weights in wrapped or BASALT_BUFFER_WEIGHTS buffers, packed on first use.
+    bool repack = false;
+    std::unique_ptr<PackCache> packs;
+    std::vector<const basalt_buffer*> written;  // buffers the current graph writes (their weights are not packed)
 };
 
 // A tensor as an op sees it: dims beyond n_dims are 1, data resolved (nullptr while only validating).

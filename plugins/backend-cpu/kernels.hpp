@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "packed-layout.hpp"
 #include "types.hpp"
 
 namespace basalt::cpu {
@@ -23,6 +24,11 @@ using VecDotMultiFn = void (*)(int64_t n, const void* w, const void* const* a, i
 // Weights and activations are each loaded once per block. Used by the several-columns path for whole row groups.
 using VecDotBlockFn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* const* a, int ncols,
                                float* const* out, int64_t row);
+
+// Packed Q8_0 weights (packed-layout.hpp): one group of 16 weight rows against one activation row in the packed
+// activation layout, written to out[r] for the group's first `valid` rows; each output bit-identical to vec_dot
+// of the row in its Q8_0 form (same integer lanes, same float operations in the same order).
+using PackedDotFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, float* out, int valid);
 
 constexpr int kMaxDtype = 31;
 
@@ -42,6 +48,7 @@ struct Kernels {
     VecDotBlockFn vec_dot_block[kMaxDtype] = {};  // optional (needs vec_dot_multi; reads the same layout)
     int block_rows[kMaxDtype] = {};               // weight rows one vec_dot_block call takes
     int block_cols[kMaxDtype] = {};               // most columns one vec_dot_block call takes
+    PackedDotFn packed_q8_0 = nullptr;            // optional (nullptr: Q8_0 weights are not repacked)
     // Attention helpers: dot(q, k) over F32/F16 keys, v-accumulation y += a * x, y *= a.
     float (*dot_f32)(int64_t n, const float* a, const float* b) = nullptr;
     float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;

@@ -189,6 +189,73 @@ void check_weights(const NodeCtx& c, const TensorView& w) {
     }
 }
 
+// The packed copy of a MATMUL node's weights, or nullptr when the node takes the row-at-a-time kernels: only
+// Q8_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph does not
+// write, as one 2-D matrix.
+const PackedWeight* packed_weights(const NodeCtx& c) {
+    const TensorView& w = c.in[0];
+    const basalt_buffer* buf = w.t->buffer;
+    Backend& be = *c.be;
+    if (!be.repack || w.type != BASALT_DTYPE_Q8_0 || buf == nullptr) return nullptr;
+    if (!buf->read_only && (buf->usage & BASALT_BUFFER_WEIGHTS) == 0) return nullptr;
+    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != static_cast<int64_t>(sizeof(BlockQ8_0))) return nullptr;
+    if (std::find(be.written.begin(), be.written.end(), buf) != be.written.end()) return nullptr;
+    return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1]);
+}
+
+// MATMULs of one input through packed weights: activations quantized once into the packed layout, then tasks
+// of whole 16-row groups; each group meets every column in turn while its weights are in L1.
+void run_packed(NodeCtx* ctx, size_t n, const std::vector<const PackedWeight*>& packs) {
+    NodeCtx& c = ctx[0];
+    Backend& be = *c.be;
+    const TensorView& x = c.in[1];
+    const int64_t k = x.ne[0];
+    const int64_t cols = x.nrows();
+    const int64_t rb = (packed_act_bytes(k) + 63) / 64 * 64;
+    be.scratch.resize(static_cast<size_t>(rb * cols));
+    uint8_t* base = be.scratch.data();
+    const int threads = be.pool->size();
+    if (cols == 1) {
+        quantize_row_packed_act(x.frow(0), base, k);
+    } else {
+        const int64_t tasks = chunk_count(cols, threads, std::max<int64_t>(1, 8192 / k));
+        const int64_t per = (cols + tasks - 1) / tasks;
+        be.pool->parallel_for(tasks, [&](int64_t t, int) {
+            for (int64_t r = t * per; r < std::min(cols, (t + 1) * per); ++r)
+                quantize_row_packed_act(x.frow(r), base + r * rb, k);
+        });
+    }
+    std::vector<std::vector<float*>> out(n);
+    int64_t total = 0;
+    for (size_t m = 0; m < n; ++m) {
+        for (int64_t r = 0; r < cols; ++r) out[m].push_back(ctx[m].out.frow(r));
+        total += (packs[m]->rows + kPackRows - 1) / kPackRows;
+    }
+    // Tasks: (node, group range), a few per thread, claimed dynamically by the pool.
+    struct Task {
+        size_t m;
+        int64_t g0;
+        int64_t g1;
+    };
+    const int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(threads) * 4));
+    std::vector<Task> tasks;
+    for (size_t m = 0; m < n; ++m) {
+        const int64_t groups = (packs[m]->rows + kPackRows - 1) / kPackRows;
+        for (int64_t g = 0; g < groups; g += chunk) tasks.push_back({m, g, std::min(groups, g + chunk)});
+    }
+    const PackedDotFn dot = be.kernels.packed_q8_0;
+    const int64_t gb = packed_group_bytes(k / kQK);
+    be.pool->parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t ti, int) {
+        const Task& t = tasks[static_cast<size_t>(ti)];
+        const PackedWeight& p = *packs[t.m];
+        for (int64_t g = t.g0; g < t.g1; ++g) {
+            const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
+            for (int64_t col = 0; col < cols; ++col)
+                dot(k, p.data + g * gb, base + col * rb, out[t.m][static_cast<size_t>(col)] + g * kPackRows, valid);
+        }
+    });
+}
+
 }  // namespace
 
 void check_matmul(const NodeCtx& c) {
@@ -199,6 +266,12 @@ void check_matmul(const NodeCtx& c) {
 void run_matmul_group(NodeCtx* ctx, size_t n) {
     NodeCtx& c = ctx[0];
     const TensorView& w0 = c.in[0];
+    if (c.be->repack && w0.type == BASALT_DTYPE_Q8_0) {
+        std::vector<const PackedWeight*> packs(n);
+        bool all = true;
+        for (size_t m = 0; m < n && all; ++m) all = (packs[m] = packed_weights(ctx[m])) != nullptr;
+        if (all) return run_packed(ctx, n, packs);
+    }
     const bool multi = use_multi(c, w0.type, c.in[1].nrows());
     const std::vector<const void*> act =
         convert_rows(c, act_format(w0.type), c.in[1], multi ? c.be->kernels.multi_act[w0.type] : MultiAct::Native);

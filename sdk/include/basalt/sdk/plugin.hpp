@@ -140,6 +140,15 @@ class params {
         return out;
     }
 
+    // Parses a switch (1/0, true/false, on/off, yes/no), or returns fallback when absent.
+    bool get_bool(std::string_view k, bool fallback) const {
+        auto v = find(k);
+        if (!v) return fallback;
+        if (*v == "1" || *v == "true" || *v == "on" || *v == "yes") return true;
+        if (*v == "0" || *v == "false" || *v == "off" || *v == "no") return false;
+        bad(k, *v, "a switch (1/0, true/false, on/off, yes/no)");
+    }
+
     [[noreturn]] void bad(std::string_view k, std::string_view v, const char* expected) const {
         throw error(BASALT_ERR_INVALID_ARGUMENT,
                     component_ + ": parameter '" + std::string(k) + "' = '" + std::string(v) + "' is not " + expected);

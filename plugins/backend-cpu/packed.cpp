@@ -1,0 +1,134 @@
+#include "packed.hpp"
+
+#include <basalt/sdk/plugin.hpp>
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "buffers.hpp"
+#include "kernels.hpp"
+#include "thread-pool.hpp"
+
+namespace basalt::cpu {
+
+void quantize_row_packed_act(const float* x, uint8_t* y, int64_t k) {
+    const int64_t nb = k / kQK;
+    auto* scale = reinterpret_cast<float*>(y + k);
+    auto* bias = reinterpret_cast<int32_t*>(y + k + nb * 4);
+    for (int64_t b = 0; b < nb; ++b) {
+        BlockQ8_0 blk;
+        quantize_row_q8_0(x + b * kQK, &blk, kQK);
+        std::memcpy(y + b * kQK, blk.qs, kQK);
+        scale[b] = fp16_to_fp32(blk.d);
+        for (int c = 0; c < kQK / 4; ++c) {
+            int32_t sum = 0;
+            for (int i = 0; i < 4; ++i) sum += blk.qs[c * 4 + i];
+            bias[b * 8 + c] = -128 * sum;
+        }
+    }
+}
+
+namespace {
+
+void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
+    const int64_t nb = k / kQK;
+    auto* scales = reinterpret_cast<uint16_t*>(dst);
+    auto* quants = reinterpret_cast<uint32_t*>(dst + packed_scale_bytes(nb));
+    std::memset(dst, 0, static_cast<size_t>(packed_scale_bytes(nb)));
+    for (int64_t r = 0; r < kPackRows; ++r) {
+        const int64_t row = g * kPackRows + r;
+        if (row >= rows) {
+            for (int64_t b = 0; b < nb; ++b) {
+                for (int c = 0; c < kQK / 4; ++c) quants[(b * 8 + c) * kPackRows + r] = 0x80808080u;
+            }
+            continue;
+        }
+        const auto* src = reinterpret_cast<const BlockQ8_0*>(w + row * stride);
+        for (int64_t b = 0; b < nb; ++b) {
+            scales[b * kPackRows + r] = src[b].d;
+            uint32_t q[kQK / 4];
+            std::memcpy(q, src[b].qs, sizeof(q));
+            for (int c = 0; c < kQK / 4; ++c) quants[(b * 8 + c) * kPackRows + r] = q[c] ^ 0x80808080u;
+        }
+    }
+}
+
+}  // namespace
+
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+constexpr uint64_t kChunkBytes = uint64_t{64} << 20;
+
+PackCache::~PackCache() {
+    for (auto& [buffer, list] : chunks_) {
+        for (const Chunk& c : list) ::munmap(c.base, c.size);
+    }
+}
+
+uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
+    std::vector<Chunk>& list = chunks_[buffer];
+    if (!list.empty() && list.back().size - list.back().used >= size) {
+        Chunk& c = list.back();
+        uint8_t* p = c.base + c.used;
+        c.used += (size + 63) / 64 * 64;
+        return p;
+    }
+    const uint64_t want = std::max(kChunkBytes, (size + kHugePage - 1) / kHugePage * kHugePage);
+    // Map a huge page more than needed and trim both ends, so the chunk starts on a huge-page boundary.
+    void* raw = ::mmap(nullptr, want + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+        if (list.empty()) chunks_.erase(buffer);
+        throw sdk::error(BASALT_ERR_OUT_OF_MEMORY, "backend 'cpu': out of memory mapping " + std::to_string(want) +
+                                                       " bytes for repacked weights (param repack=0 turns it off)");
+    }
+    const auto addr = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t start = (addr + kHugePage - 1) / kHugePage * kHugePage;
+    if (start > addr) ::munmap(raw, start - addr);
+    if (const uintptr_t tail = addr + want + kHugePage - (start + want); tail > 0)
+        ::munmap(reinterpret_cast<void*>(start + want), tail);
+#ifdef MADV_HUGEPAGE
+    ::madvise(reinterpret_cast<void*>(start), want, MADV_HUGEPAGE);  // a hint: without THP, small pages serve
+#endif
+    list.push_back({reinterpret_cast<uint8_t*>(start), want, (size + 63) / 64 * 64});
+    bytes_ += want;
+    return list.back().base;
+}
+
+const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows,
+                                   int64_t k, int64_t stride) {
+    if (rows <= 0 || k <= 0 || k % kQK != 0) return nullptr;
+    if (auto it = map_.find(w); it != map_.end()) {
+        const PackedWeight& p = it->second;
+        if (p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer) return &p;
+        map_.erase(it);  // the same bytes seen with another shape: its old copy's memory goes with the buffer
+    }
+    const int64_t groups = (rows + kPackRows - 1) / kPackRows;
+    const int64_t gb = packed_group_bytes(k / kQK);
+    PackedWeight p;
+    p.data = allocate(buffer, static_cast<uint64_t>(groups * gb));
+    p.rows = rows;
+    p.k = k;
+    p.stride = stride;
+    p.buffer = buffer;
+    pool.parallel_for(groups, [&](int64_t g, int) { pack_group(w, rows, k, stride, g, p.data + g * gb); });
+    return &map_.emplace(w, p).first->second;
+}
+
+void PackCache::drop(const basalt_buffer* buffer) {
+    auto list = chunks_.find(buffer);
+    if (list == chunks_.end()) return;
+    for (auto it = map_.begin(); it != map_.end();) {
+        it = it->second.buffer == buffer ? map_.erase(it) : std::next(it);
+    }
+    for (const Chunk& c : list->second) {
+        ::munmap(c.base, c.size);
+        bytes_ -= c.size;
+    }
+    chunks_.erase(list);
+}
+
+}  // namespace basalt::cpu
