@@ -1,5 +1,6 @@
 // ATTENTION over slot lists (ragged, paged, windowed, with sinks, soft-capped, GQA) and KV_WRITE.
 // One pass per (query token, head) with an online softmax in F32; caches may be F32, F16 or Q8_0.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -13,12 +14,6 @@ namespace {
 
 bool cache_type_ok(basalt_dtype t) {
     return t == BASALT_DTYPE_F32 || t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_Q8_0;
-}
-
-// Pointer to head `h` (of width hd elements) inside a cache row.
-const uint8_t* head_ptr(const TensorView& cache, int64_t slot, int64_t h, int64_t hd) {
-    const TypeInfo* ti = type_info(cache.type);
-    return cache.row(slot) + h * hd / ti->block * ti->bytes;
 }
 
 float dot_cache(const Kernels& k, basalt_dtype type, int64_t n, const float* q, const uint8_t* kp) {
@@ -112,9 +107,15 @@ void run_attention(NodeCtx& c) {
     const int64_t group = s.n_head / s.n_kv;
     const Kernels& k = c.be->kernels;
     const int64_t work = s.tokens * s.n_head;
-    const int64_t tasks = chunk_count(work, c.be->pool->size(), 1);
+    // One task per (token, head): claimed dynamically, so heads spread evenly over the threads.
+    const int64_t tasks = std::min<int64_t>(work, static_cast<int64_t>(c.be->pool->size()) * 16);
     const int64_t per = (work + tasks - 1) / tasks;
-    c.be->pool->parallel_for(tasks, [&](int64_t task, int) {
+    // Cache rows by slot: a plain stride when the cache is one 2-D matrix (as every session's is).
+    const bool flat_k = kc.ne[2] == 1 && kc.ne[3] == 1;
+    const bool flat_v = vc.ne[2] == 1 && vc.ne[3] == 1;
+    const TypeInfo* kti = type_info(kc.type);
+    const TypeInfo* vti = type_info(vc.type);
+    c.be->pool->parallel_for((work + per - 1) / per, [&](int64_t task, int) {
         std::vector<float> acc(static_cast<size_t>(s.hd_v));
         for (int64_t w = task * per; w < std::min(work, (task + 1) * per); ++w) {
             const int64_t t = w / s.n_head;
@@ -123,6 +124,8 @@ void run_attention(NodeCtx& c) {
             const int64_t pos = qtab[2 * t + 1];
             const auto* q = reinterpret_cast<const float*>(c.in[0].at(0, h, t));
             const int64_t kvh = h / group;
+            const int64_t koff = kvh * s.hd_k / kti->block * kti->bytes;
+            const int64_t voff = kvh * s.hd_v / vti->block * vti->bytes;
             float m = -INFINITY;
             float l = 0;
             std::fill(acc.begin(), acc.end(), 0.0f);
@@ -131,7 +134,8 @@ void run_attention(NodeCtx& c) {
                 const int64_t p = list[2 * i + 1];
                 if (slot < 0 || p > pos) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
-                float score = scale * dot_cache(k, kc.type, s.hd_k, q, head_ptr(kc, slot, kvh, s.hd_k));
+                const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
+                float score = scale * dot_cache(k, kc.type, s.hd_k, q, kr);
                 if (cap > 0.0f) score = cap * std::tanh(score / cap);
                 if (score > m) {
                     const float r = std::exp(m - score);  // 0 on the first visible pair
@@ -141,7 +145,8 @@ void run_attention(NodeCtx& c) {
                 }
                 const float e = std::exp(score - m);
                 l += e;
-                axpy_cache(k, vc.type, s.hd_v, e, head_ptr(vc, slot, kvh, s.hd_v), acc.data());
+                const uint8_t* vr = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
+                axpy_cache(k, vc.type, s.hd_v, e, vr, acc.data());
             }
             float* y = split ? reinterpret_cast<float*>(c.out.at(0, h, t))
                              : reinterpret_cast<float*>(c.out.row(t)) + h * s.hd_v;
