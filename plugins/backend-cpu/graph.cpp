@@ -77,26 +77,27 @@ TensorView make_view(const Backend* be, const basalt_graph* g, const basalt_grap
                       std::to_string(g->n_tensors) + " tensors");
     }
     const basalt_tensor* t = g->tensors[index];
-    const std::string who = std::string(role) + " " + tensor_name(t, index);
+    // Built only on failure (a decode step checks thousands of views).
+    auto who = [&] { return std::string(role) + " " + tensor_name(t, index); };
     if (t == nullptr || t->struct_size < sizeof(basalt_tensor)) {
-        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " is NULL or has a too small struct_size");
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who() + " is NULL or has a too small struct_size");
     }
     TensorView v;
     v.t = t;
     v.type = t->dtype;
     const TypeInfo* ti = type_info(t->dtype);
-    if (ti == nullptr) fail_node(n, ni, BASALT_ERR_UNSUPPORTED, who + " has unsupported type " + type_name(t->dtype));
+    if (ti == nullptr) fail_node(n, ni, BASALT_ERR_UNSUPPORTED, who() + " has unsupported type " + type_name(t->dtype));
     if (t->n_dims < 1 || t->n_dims > 4) {
-        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " has n_dims " + std::to_string(t->n_dims) + " (1..4)");
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who() + " has n_dims " + std::to_string(t->n_dims) + " (1..4)");
     }
     for (int i = 0; i < t->n_dims; ++i) {
         if (t->ne[i] < 1 || t->ne[i] > (int64_t{1} << 40)) {
             fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
-                      who + " has ne[" + std::to_string(i) + "] = " + std::to_string(t->ne[i]));
+                      who() + " has ne[" + std::to_string(i) + "] = " + std::to_string(t->ne[i]));
         }
         if (t->nb[i] < 0 || t->nb[i] % ti->align != 0) {
             fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
-                      who + " has nb[" + std::to_string(i) + "] = " + std::to_string(t->nb[i]) +
+                      who() + " has nb[" + std::to_string(i) + "] = " + std::to_string(t->nb[i]) +
                           " (must be >= 0 and a multiple of " + std::to_string(ti->align) + ")");
         }
         v.ne[i] = t->ne[i];
@@ -105,31 +106,31 @@ TensorView make_view(const Backend* be, const basalt_graph* g, const basalt_grap
     for (int i = t->n_dims; i < 4; ++i) v.nb[i] = v.nb[i - 1] * v.ne[i - 1];
     if (v.ne[0] % ti->block != 0) {
         fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
-                  who + " has ne[0] = " + std::to_string(v.ne[0]) + ", not a multiple of " + ti->name + "'s block of " +
-                      std::to_string(ti->block));
+                  who() + " has ne[0] = " + std::to_string(v.ne[0]) + ", not a multiple of " + ti->name +
+                      "'s block of " + std::to_string(ti->block));
     }
     if (v.nb[0] != ti->bytes) {
         fail_node(n, ni, BASALT_ERR_UNSUPPORTED,
-                  who + " has nb[0] = " + std::to_string(v.nb[0]) + "; rows must be contiguous (" +
+                  who() + " has nb[0] = " + std::to_string(v.nb[0]) + "; rows must be contiguous (" +
                       std::to_string(ti->bytes) + " bytes per " + (ti->block > 1 ? "block" : "element") + ")");
     }
     if (static_cast<i128>(v.ne[0]) * v.ne[1] * v.ne[2] * v.ne[3] > (static_cast<i128>(1) << 40)) {
-        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " has too many elements");
+        fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who() + " has too many elements");
     }
     const int64_t ext = tensor_extent(v);
-    if (ext < 0) fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " spans an absurd number of bytes");
+    if (ext < 0) fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who() + " spans an absurd number of bytes");
     if (t->buffer != nullptr && be != nullptr) {
         if (be->buffers.count(t->buffer) == 0) {
-            fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " refers to a buffer this backend does not own");
+            fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who() + " refers to a buffer this backend does not own");
         }
         if (t->offset % static_cast<uint64_t>(ti->align) != 0) {
-            fail_node(
-                n, ni, BASALT_ERR_INVALID_ARGUMENT,
-                who + " has offset " + std::to_string(t->offset) + ", not a multiple of " + std::to_string(ti->align));
+            fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
+                      who() + " has offset " + std::to_string(t->offset) + ", not a multiple of " +
+                          std::to_string(ti->align));
         }
         if (t->offset > t->buffer->size || static_cast<uint64_t>(ext) > t->buffer->size - t->offset) {
             fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
-                      who + " (offset " + std::to_string(t->offset) + ", " + std::to_string(ext) +
+                      who() + " (offset " + std::to_string(t->offset) + ", " + std::to_string(ext) +
                           " bytes) exceeds its buffer of " + std::to_string(t->buffer->size) + " bytes");
         }
         v.data = t->buffer->data + t->offset;

@@ -19,6 +19,15 @@
 
 namespace basalt::cpu {
 
+// cos/sin of the ROPE angles by position, kept across graphs: every layer, and Q and K, of a step share them.
+struct RopeTable {
+    double base = 0;
+    double fscale = 0;
+    int half = 0;
+    int64_t rows = 0;       // positions 0..rows-1 are filled
+    std::vector<float> cs;  // position p: cos, sin of pair i at cs[(p * half + i) * 2 + 0/1]
+};
+
 // One backend instance (create/destroy).
 struct Backend {
     const basalt_host* host = nullptr;
@@ -31,7 +40,9 @@ struct Backend {
     // one): weights in wrapped or BASALT_BUFFER_WEIGHTS buffers, packed on first use.
     bool repack = false;
     std::unique_ptr<PackCache> packs;
-    std::vector<const basalt_buffer*> written;  // buffers the current graph writes (their weights are not packed)
+    std::vector<const basalt_buffer*> written;
+    std::vector<RopeTable> rope;  // one per (base, scale, dims) seen: gemma3's local and global layers differ  //
+                                  // buffers the current graph writes (their weights are not packed)
 };
 
 // A tensor as an op sees it: dims beyond n_dims are 1, data resolved (nullptr while only validating).

@@ -1,5 +1,6 @@
 // Row-wise F32 ops: ADD, MUL, SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, SWIGLU, GEGLU, ROPE.
 // Reductions accumulate in double: these are the reference numerics and cost little next to the matmuls.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,6 +10,12 @@
 
 namespace basalt::cpu {
 namespace {
+
+// Positions below this use the backend's ROPE table (2 * half floats each; 8 MiB at most for head dim 128).
+constexpr int64_t kRopeTableRows = int64_t{1} << 15;
+
+// A single row at least this long is split across the threads by binary ops (SWIGLU/GEGLU of a decode step).
+constexpr int64_t kSplitRow = 1024;
 
 // Runs body(row_begin, row_end) over the output's rows, in parallel when the tensor is big enough.
 template <typename F>
@@ -38,6 +45,18 @@ template <typename F>
 void binary(NodeCtx& c, F&& f) {
     const int64_t n = c.out.ne[0];
     const bool bcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1;
+    if (c.out.nrows() == 1 && n >= kSplitRow) {
+        // One long row (decode): split its elements instead (elementwise, so the results are the same).
+        const float* a = c.in[0].frow(0);
+        const float* b = c.in[1].frow(0);
+        float* y = c.out.frow(0);
+        const int64_t tasks = c.be->pool->size();
+        const int64_t per = (n + tasks - 1) / tasks;
+        c.be->pool->parallel_for(tasks, [&](int64_t t, int) {
+            for (int64_t i = t * per; i < std::min(n, (t + 1) * per); ++i) y[i] = f(a[i], b[i]);
+        });
+        return;
+    }
     for_rows(c, [&](int64_t r) {
         const float* a = c.in[0].frow(r);
         const float* b = c.in[1].frow(bcast ? 0 : r);
@@ -165,15 +184,44 @@ void run_rope(NodeCtx& c) {
     const double base = c.fp(0);
     const double fscale = c.fp(1);
     const auto* pos = reinterpret_cast<const int32_t*>(c.in[1].data);
+    // The angles of a position, as the table holds them (the one formula for both paths).
+    auto angles = [&](int32_t p, float* cs) {
+        for (int i = 0; i < half; ++i) {
+            const double theta = p * fscale * std::pow(base, -2.0 * i / (2.0 * half));
+            cs[2 * i] = static_cast<float>(std::cos(theta));
+            cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+        }
+    };
+    // Positions in [0, kRopeTableRows) come from the backend's table, filled here up to the largest one needed.
+    std::vector<RopeTable>& tables = c.be->rope;
+    auto found = std::find_if(tables.begin(), tables.end(), [&](const RopeTable& r) {
+        return r.base == base && r.fscale == fscale && r.half == half;
+    });
+    if (found == tables.end()) {
+        if (tables.size() >= 4) tables.erase(tables.begin());
+        tables.push_back(RopeTable{base, fscale, half, 0, {}});
+        found = tables.end() - 1;
+    }
+    RopeTable& table = *found;
+    int64_t need = 0;
+    for (int64_t t = 0; t < tokens; ++t) {
+        if (pos[t] >= 0 && pos[t] < kRopeTableRows) need = std::max<int64_t>(need, int64_t{pos[t]} + 1);
+    }
+    if (need > table.rows) {
+        table.cs.resize(static_cast<size_t>(need * 2 * half));
+        for (int64_t p = table.rows; p < need; ++p) angles(static_cast<int32_t>(p), table.cs.data() + p * 2 * half);
+        table.rows = need;
+    }
     const int64_t tasks = chunk_count(tokens, c.be->pool->size(), std::max<int64_t>(1, 4096 / (hd * n_head)));
     const int64_t per = (tokens + tasks - 1) / tasks;
     c.be->pool->parallel_for(tasks, [&](int64_t task, int) {
-        std::vector<float> cs(static_cast<size_t>(2 * half));
+        std::vector<float> own(static_cast<size_t>(2 * half));
         for (int64_t t = task * per; t < std::min(tokens, (task + 1) * per); ++t) {
-            for (int i = 0; i < half; ++i) {
-                const double theta = pos[t] * fscale * std::pow(base, -2.0 * i / (2.0 * half));
-                cs[static_cast<size_t>(2 * i)] = static_cast<float>(std::cos(theta));
-                cs[static_cast<size_t>(2 * i + 1)] = static_cast<float>(std::sin(theta));
+            const float* cs = own.data();
+            if (pos[t] >= 0 && pos[t] < table.rows) {
+                cs = table.cs.data() + int64_t{pos[t]} * 2 * half;
+            } else {
+                angles(pos[t], own.data());
             }
             for (int64_t h = 0; h < n_head; ++h) {
                 const int64_t r = t * n_head + h;
@@ -184,8 +232,8 @@ void run_rope(NodeCtx& c) {
                     const int64_t b = neox ? i + half : 2 * i + 1;
                     const float x0 = x[a];
                     const float x1 = x[b];
-                    const float co = cs[static_cast<size_t>(2 * i)];
-                    const float si = cs[static_cast<size_t>(2 * i + 1)];
+                    const float co = cs[2 * i];
+                    const float si = cs[2 * i + 1];
                     y[a] = x0 * co - x1 * si;
                     y[b] = x0 * si + x1 * co;
                 }
