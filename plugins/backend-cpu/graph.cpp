@@ -287,14 +287,29 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
         }
         if (c.out.data == nullptr) c.out.data = base + offset[static_cast<size_t>(n->output)];
     }
+    // After each node, idle workers may read ahead into the next matmul's weights while this thread runs the
+    // small ops before it; the reads end (cancel_warm) before this call returns, so no buffer can vanish under them.
+    std::vector<size_t> next_matmul(nn + 1, nn);
+    for (size_t i = nn; i-- > 0;) {
+        next_matmul[i] =
+            graph->nodes[i]->op == BASALT_OP_MATMUL && (i == 0 || !in_group[i - 1]) ? i : next_matmul[i + 1];
+    }
+    struct WarmGuard {
+        ThreadPool& pool;
+        ~WarmGuard() { pool.cancel_warm(); }
+    } guard{*be.pool};
+    const bool warm = be.repack && be.pool->size() > 1;
     for (size_t i = 0; i < nn;) {
-        if (group_end[i] > i + 1) {
-            run_matmul_group(&ctx[i], group_end[i] - i);
-            i = group_end[i];
-            continue;
+        const size_t end = group_end[i] > i + 1 ? group_end[i] : i + 1;
+        if (end > i + 1) {
+            run_matmul_group(&ctx[i], end - i);
+        } else if (!reshaped[i]) {
+            op_impl(graph->nodes[i]->op)->run(ctx[i]);
         }
-        if (!reshaped[i]) op_impl(graph->nodes[i]->op)->run(ctx[i]);
-        ++i;
+        if (const size_t j = next_matmul[end]; warm && j < nn && j > end && (i == 0 || next_matmul[i] == i)) {
+            warm_matmul_group(&ctx[j], group_end[j] - j);
+        }
+        i = end;
     }
 }
 

@@ -41,8 +41,13 @@ struct Backend {
     bool repack = false;
     std::unique_ptr<PackCache> packs;
     std::vector<const basalt_buffer*> written;
-    std::vector<RopeTable> rope;  // one per (base, scale, dims) seen: gemma3's local and global layers differ  //
-                                  // buffers the current graph writes (their weights are not packed)
+    std::vector<RopeTable> rope;
+    // The read-ahead posted for the next matmul group (warm_matmul_group): its first node's output, and per
+    // worker the request id and the first packed group it starts at.
+    const basalt_tensor* warm_for = nullptr;
+    std::vector<uint64_t> warm_id;
+    std::vector<int64_t> warm_at;  // one per (base, scale, dims) seen: gemma3's local and global layers differ  //
+                                   // buffers the current graph writes (their weights are not packed)
 };
 
 // A tensor as an op sees it: dims beyond n_dims are 1, data resolved (nullptr while only validating).
@@ -86,6 +91,9 @@ void run_matmul(NodeCtx&);
 // Runs n checked MATMUL nodes (ctx[0..n)) that share their input and their weight type and K as one parallel
 // region, converting the input once.
 void run_matmul_group(NodeCtx* ctx, size_t n);
+// Asks the idle workers to read the start of their share of a MATMUL group's packed weights into their caches
+// (no-op for unpacked weights or one thread). Cancelled by ThreadPool::cancel_warm.
+void warm_matmul_group(NodeCtx* ctx, size_t n);
 void check_moe_matmul(const NodeCtx&);
 void run_moe_matmul(NodeCtx&);
 void check_binary(const NodeCtx&);

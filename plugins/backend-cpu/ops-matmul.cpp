@@ -25,6 +25,8 @@ struct MatJob {
 };
 
 constexpr int64_t kTokenTile = 16;
+// Bytes of the next matmul's weights a worker reads ahead while the caller runs small ops (within L2).
+constexpr int64_t kWarmBytes = 512 * 1024;
 constexpr int64_t kPackedTasksPerThread = 2;  // measured: 1, 2, 4 within 3 %, 2 best
 constexpr int64_t kTileBytes = 16384;
 constexpr int64_t kBlockTileBytes = 512 * 1024;
@@ -204,6 +206,28 @@ const PackedWeight* packed_weights(const NodeCtx& c) {
     return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1]);
 }
 
+// The groups of n packed nodes in one index space: node m holds global groups [first[m], first[m + 1]).
+std::vector<int64_t> packed_first(const std::vector<const PackedWeight*>& packs) {
+    std::vector<int64_t> first(packs.size() + 1, 0);
+    for (size_t m = 0; m < packs.size(); ++m) first[m + 1] = first[m] + (packs[m]->rows + kPackRows - 1) / kPackRows;
+    return first;
+}
+
+// Where worker w (1..threads-1) reads ahead for a group of `total` packed groups: its even share's start.
+int64_t warm_start(int64_t total, int w, int threads) {
+    return total * w / threads;
+}
+
+// The packed copies of a group of MATMUL nodes, or an empty vector when any of them takes the row kernels.
+std::vector<const PackedWeight*> packed_group(NodeCtx* ctx, size_t n) {
+    std::vector<const PackedWeight*> packs(n);
+    if (!ctx[0].be->repack || ctx[0].in[0].type != BASALT_DTYPE_Q8_0) return {};
+    for (size_t m = 0; m < n; ++m) {
+        if ((packs[m] = packed_weights(ctx[m])) == nullptr) return {};
+    }
+    return packs;
+}
+
 // MATMULs of one input through packed weights: activations quantized once into the packed layout, then tasks
 // of whole 16-row groups; each group meets every column in turn while its weights are in L1.
 void run_packed(NodeCtx* ctx, size_t n, const std::vector<const PackedWeight*>& packs) {
@@ -227,21 +251,53 @@ void run_packed(NodeCtx* ctx, size_t n, const std::vector<const PackedWeight*>& 
         });
     }
     std::vector<std::vector<float*>> out(n);
-    int64_t total = 0;
     for (size_t m = 0; m < n; ++m) {
         for (int64_t r = 0; r < cols; ++r) out[m].push_back(ctx[m].out.frow(r));
-        total += (packs[m]->rows + kPackRows - 1) / kPackRows;
     }
-    // Tasks: equal contiguous ranges of all the nodes' groups together, kPackedTasksPerThread per thread, so each
-    // thread streams long runs of adjacent weights (the prefetchers lose a stream at every jump).
-    std::vector<int64_t> first(n + 1, 0);  // first global group index of node m
-    for (size_t m = 0; m < n; ++m) first[m + 1] = first[m] + (packs[m]->rows + kPackRows - 1) / kPackRows;
-    const int64_t n_tasks = std::min<int64_t>(total, static_cast<int64_t>(threads) * kPackedTasksPerThread);
+    const std::vector<int64_t> first = packed_first(packs);
+    const int64_t total = first.back();
+    // Tasks are ranges of global groups, claimed in order: the caller's first, then each worker's read-ahead
+    // (already in its cache: the worker claims it first), then the rest in chunks of kPackedTasksPerThread per
+    // thread, contiguous so each task streams one run of adjacent weights.
+    struct Range {
+        int64_t g0;
+        int64_t g1;
+    };
+    std::vector<Range> warm_ranges;
+    if (cols == 1 && be.warm_for == ctx[0].out.t) {
+        const int64_t gb = packed_group_bytes(k / kQK);
+        for (int w = 1; w < threads && static_cast<size_t>(w) < be.warm_id.size(); ++w) {
+            const int64_t done = static_cast<int64_t>(be.pool->warmed(w, be.warm_id[static_cast<size_t>(w)])) / gb;
+            const int64_t at = be.warm_at[static_cast<size_t>(w)];
+            if (done > 0 && at >= 0 && at + done <= total) warm_ranges.push_back({at, at + done});
+        }
+    }
+    be.warm_for = nullptr;
+    std::vector<Range> ranges;
+    const int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(threads) * kPackedTasksPerThread));
+    std::vector<Range> cold;  // [0, total) minus the warm ranges, in chunks
+    {
+        std::vector<Range> sorted = warm_ranges;
+        std::sort(sorted.begin(), sorted.end(), [](const Range& r1, const Range& r2) { return r1.g0 < r2.g0; });
+        int64_t at = 0;
+        auto add_cold = [&](int64_t g0, int64_t g1) {
+            for (int64_t g = g0; g < g1; g += chunk) cold.push_back({g, std::min(g1, g + chunk)});
+        };
+        for (const Range& r : sorted) {
+            if (r.g0 < at) continue;  // overlapping read-aheads: the later one stays cold
+            add_cold(at, r.g0);
+            at = r.g1;
+        }
+        add_cold(at, total);
+    }
+    if (!cold.empty()) ranges.push_back(cold.front());
+    ranges.insert(ranges.end(), warm_ranges.begin(), warm_ranges.end());
+    ranges.insert(ranges.end(), cold.begin() + (cold.empty() ? 0 : 1), cold.end());
     const PackedDotFn dot = be.kernels.packed_q8_0;
     const int64_t gb = packed_group_bytes(k / kQK);
-    be.pool->parallel_for(n_tasks, [&](int64_t ti, int) {
-        const int64_t g0 = total * ti / n_tasks;
-        const int64_t g1 = total * (ti + 1) / n_tasks;
+    be.pool->parallel_for(static_cast<int64_t>(ranges.size()), [&](int64_t ti, int) {
+        const int64_t g0 = ranges[static_cast<size_t>(ti)].g0;
+        const int64_t g1 = ranges[static_cast<size_t>(ti)].g1;
         size_t m = 0;
         while (first[m + 1] <= g0) ++m;
         for (int64_t gg = g0; gg < g1; ++gg) {
@@ -265,12 +321,8 @@ void check_matmul(const NodeCtx& c) {
 void run_matmul_group(NodeCtx* ctx, size_t n) {
     NodeCtx& c = ctx[0];
     const TensorView& w0 = c.in[0];
-    if (c.be->repack && w0.type == BASALT_DTYPE_Q8_0) {
-        std::vector<const PackedWeight*> packs(n);
-        bool all = true;
-        for (size_t m = 0; m < n && all; ++m) all = (packs[m] = packed_weights(ctx[m])) != nullptr;
-        if (all) return run_packed(ctx, n, packs);
-    }
+    if (const std::vector<const PackedWeight*> packs = packed_group(ctx, n); !packs.empty())
+        return run_packed(ctx, n, packs);
     const bool multi = use_multi(c, w0.type, c.in[1].nrows());
     const std::vector<const void*> act =
         convert_rows(c, act_format(w0.type), c.in[1], multi ? c.be->kernels.multi_act[w0.type] : MultiAct::Native);
@@ -286,6 +338,38 @@ void run_matmul_group(NodeCtx* ctx, size_t n) {
         for (int64_t r = 0; r < cm.out.nrows(); ++r) job.out[static_cast<size_t>(r)] = cm.out.frow(r);
     }
     run_jobs(c, w0.type, w0.ne[0], jobs, multi);
+}
+
+void warm_matmul_group(NodeCtx* ctx, size_t n) {
+    Backend& be = *ctx[0].be;
+    ThreadPool& pool = *be.pool;
+    be.warm_for = nullptr;
+    if (pool.size() < 2 || ctx[0].in[1].nrows() != 1) return;
+    const std::vector<const PackedWeight*> packs = packed_group(ctx, n);
+    if (packs.empty()) return;
+    const std::vector<int64_t> first = packed_first(packs);
+    const int64_t total = first.back();
+    const int64_t gb = packed_group_bytes(packs[0]->k / kQK);
+    be.warm_id.assign(static_cast<size_t>(pool.size()), 0);
+    be.warm_at.assign(static_cast<size_t>(pool.size()), -1);
+    for (int w = 1; w < pool.size(); ++w) {
+        int64_t g = warm_start(total, w, pool.size());
+        be.warm_at[static_cast<size_t>(w)] = g;
+        int64_t budget = std::min<int64_t>(warm_start(total, w + 1, pool.size()) - g, kWarmBytes / gb);
+        const void* seg[2] = {nullptr, nullptr};
+        size_t len[2] = {0, 0};
+        size_t m = 0;
+        for (int part = 0; part < 2 && budget > 0; ++part) {
+            while (first[m + 1] <= g) ++m;
+            const int64_t take = std::min(budget, first[m + 1] - g);
+            seg[part] = packs[m]->data + (g - first[m]) * gb;
+            len[part] = static_cast<size_t>(take * gb);
+            g += take;
+            budget -= take;
+        }
+        be.warm_id[static_cast<size_t>(w)] = pool.warm(w, seg[0], len[0], seg[1], len[1]);
+    }
+    be.warm_for = ctx[0].out.t;
 }
 
 void run_matmul(NodeCtx& c) {

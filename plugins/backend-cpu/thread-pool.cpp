@@ -1,5 +1,7 @@
 #include "thread-pool.hpp"
 
+#include <algorithm>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -22,7 +24,8 @@ constexpr uint64_t kField = (uint64_t{1} << 22) - 1;
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), warm_(static_cast<size_t>(n_threads_)) {
     threads_.reserve(static_cast<size_t>(n_threads_ - 1));
     for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
@@ -59,13 +62,90 @@ void ThreadPool::work(int thread, uint64_t gen) {
     }
 }
 
+uint64_t ThreadPool::warm(int thread, const void* p0, size_t n0, const void* p1, size_t n1) {
+    if (thread < 1 || thread >= n_threads_) return 0;
+    Warm& w = warm_[static_cast<size_t>(thread)];
+    const uint64_t s = w.seq.load(std::memory_order_relaxed);
+    w.seq.store(s + 1, std::memory_order_relaxed);  // odd: being written
+    std::atomic_thread_fence(std::memory_order_release);
+    w.p[0].store(static_cast<const uint8_t*>(p0), std::memory_order_relaxed);
+    w.n[0].store(p0 != nullptr ? n0 : 0, std::memory_order_relaxed);
+    w.p[1].store(static_cast<const uint8_t*>(p1), std::memory_order_relaxed);
+    w.n[1].store(p1 != nullptr ? n1 : 0, std::memory_order_relaxed);
+    w.seq.store(s + 2, std::memory_order_seq_cst);
+    return s + 2;
+}
+
+size_t ThreadPool::warmed(int thread, uint64_t id) const noexcept {
+    if (thread < 1 || thread >= n_threads_) return 0;
+    const Warm& w = warm_[static_cast<size_t>(thread)];
+    // taken is published after progress is reset, and only the caller posts new requests.
+    if (w.taken.load(std::memory_order_acquire) != id) return 0;
+    return w.progress.load(std::memory_order_acquire);
+}
+
+void ThreadPool::cancel_warm() {
+    for (int t = 1; t < n_threads_; ++t) warm(t, nullptr, 0, nullptr, 0);
+    // Pairs with warm_up's store of `reading` then load of seq (both seq_cst): either the worker sees the new
+    // seq and touches nothing, or we see it reading and wait.
+    for (int t = 1; t < n_threads_; ++t) {
+        while (warm_[static_cast<size_t>(t)].reading.load(std::memory_order_seq_cst)) cpu_relax();
+    }
+}
+
+bool ThreadPool::warm_pending(int index) const noexcept {
+    const Warm& w = warm_[static_cast<size_t>(index)];
+    return w.seq.load(std::memory_order_relaxed) != w.done;
+}
+
+void ThreadPool::warm_up(int index) {
+    Warm& w = warm_[static_cast<size_t>(index)];
+    const uint64_t s = w.seq.load(std::memory_order_acquire);
+    if ((s & 1) != 0 || s == w.done) return;
+    if (s != w.taken.load(std::memory_order_relaxed)) {
+        w.progress.store(0, std::memory_order_relaxed);
+        w.taken.store(s, std::memory_order_release);
+    }
+    w.reading.store(true, std::memory_order_seq_cst);
+    const uint8_t* p[2] = {w.p[0].load(std::memory_order_relaxed), w.p[1].load(std::memory_order_relaxed)};
+    const size_t n[2] = {w.n[0].load(std::memory_order_relaxed), w.n[1].load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    // Seqlock check: the ranges read above belong to request s, and no cancel has begun.
+    if (w.seq.load(std::memory_order_seq_cst) != s) {
+        w.reading.store(false, std::memory_order_release);
+        return;
+    }
+    const uint64_t gen = generation_.load(std::memory_order_relaxed);
+    uint64_t sink = 0;
+    bool complete = false;
+    for (;;) {
+        const size_t at = w.progress.load(std::memory_order_relaxed);
+        const int r = at < n[0] ? 0 : 1;
+        const size_t off = r == 0 ? at : at - n[0];
+        if (r == 1 && off >= n[1]) {
+            complete = true;
+            break;
+        }
+        const size_t end = std::min(n[r], off + 4096);
+        for (size_t o = off; o < end; o += 64) sink += *reinterpret_cast<const volatile uint8_t*>(p[r] + o);
+        w.progress.store(w.progress.load(std::memory_order_relaxed) + (end - off), std::memory_order_release);
+        if (generation_.load(std::memory_order_relaxed) != gen || w.seq.load(std::memory_order_relaxed) != s) break;
+    }
+    w.sink += sink;
+    if (complete) w.done = s;
+    w.reading.store(false, std::memory_order_release);
+}
+
 void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
         uint64_t g = generation_.load(std::memory_order_acquire);
         // First a tight spin (no pause: a paused spinner notices a new op late, and in a VM a pause loop can
-        // cost the vCPU its slice), then a relaxed one, then sleep.
-        for (int spin = 0; g == seen && spin < kTightSpin; ++spin) g = generation_.load(std::memory_order_acquire);
+        // cost the vCPU its slice) that also takes warm-up requests, then a relaxed one, then sleep.
+        for (int spin = 0; g == seen && spin < kTightSpin; ++spin) {
+            if (warm_pending(index)) warm_up(index);
+            g = generation_.load(std::memory_order_acquire);
+        }
         for (int spin = 0; g == seen && spin < kSpin; ++spin) {
             cpu_relax();
             g = generation_.load(std::memory_order_acquire);

@@ -36,7 +36,33 @@ class ThreadPool {
             n_tasks, [](void* c, int64_t t, int th) { (*static_cast<F*>(c))(t, th); }, &f);
     }
 
+    // Asks worker `thread` (1..size()-1) to read up to two byte ranges into its caches while it waits for work
+    // (between parallel regions; a region interrupts it, and it resumes after), replacing its earlier request.
+    // Decode uses it to pull the next matmul's weights in while the caller runs small ops alone. The ranges
+    // must stay mapped until cancel_warm() returns. Caller thread only.
+    // Returns the request's id for warmed().
+    uint64_t warm(int thread, const void* p0, size_t n0, const void* p1, size_t n1);
+    // Bytes of request `id` worker `thread` has read so far (0 for another request). Caller thread only.
+    size_t warmed(int thread, uint64_t id) const noexcept;
+    // Drops every worker's request and returns once none is reading. Caller thread only.
+    void cancel_warm();
+
   private:
+    // A worker's warm-up request: a seqlock (seq odd while the caller writes it).
+    struct alignas(64) Warm {
+        std::atomic<uint64_t> seq{0};
+        std::atomic<const uint8_t*> p[2] = {nullptr, nullptr};
+        std::atomic<size_t> n[2] = {0, 0};
+        std::atomic<bool> reading{false};
+        // The worker's own state (only it touches these).
+        std::atomic<uint64_t> taken{0};   // seq of the request being read
+        std::atomic<size_t> progress{0};  // bytes of it read so far
+        uint64_t done = 0;                // seq of the last request read to its end
+        uint64_t sink = 0;                // keeps the loads
+    };
+    bool warm_pending(int index) const noexcept;
+    void warm_up(int index);
+
     void worker(int index);
     void work(int thread, uint64_t gen);
 
@@ -58,6 +84,7 @@ class ThreadPool {
     TaskFn fn_ = nullptr;
     void* ctx_ = nullptr;
     std::exception_ptr error_;
+    std::vector<Warm> warm_;  // per thread index (0 unused)
     std::mutex error_mutex_;
 };
 
