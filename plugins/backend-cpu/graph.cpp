@@ -299,15 +299,24 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
         ~WarmGuard() { pool.cancel_warm(); }
     } guard{*be.pool};
     const bool warm = be.repack && be.pool->size() > 1;
+    // Packed weights of every matmul group, resolved once (packing on first use): the run and the read-ahead
+    // both need them.
+    std::vector<PackedWeight> packs(nn);
+    std::vector<bool> packed(nn, false);
     for (size_t i = 0; i < nn;) {
         const size_t end = group_end[i] > i + 1 ? group_end[i] : i + 1;
-        if (end > i + 1) {
-            run_matmul_group(&ctx[i], end - i);
+        if (graph->nodes[i]->op == BASALT_OP_MATMUL) packed[i] = packed_group(&ctx[i], end - i, &packs[i]);
+        i = end;
+    }
+    for (size_t i = 0; i < nn;) {
+        const size_t end = group_end[i] > i + 1 ? group_end[i] : i + 1;
+        if (graph->nodes[i]->op == BASALT_OP_MATMUL) {
+            run_matmul_group(&ctx[i], end - i, packed[i] ? &packs[i] : nullptr);
         } else if (!reshaped[i]) {
             op_impl(graph->nodes[i]->op)->run(ctx[i]);
         }
         if (const size_t j = next_matmul[end]; warm && j < nn && j > end && (i == 0 || next_matmul[i] == i)) {
-            warm_matmul_group(&ctx[j], group_end[j] - j);
+            warm_matmul_group(&ctx[j], group_end[j] - j, packed[j] ? &packs[j] : nullptr);
         }
         i = end;
     }

@@ -88,12 +88,15 @@ void check_get_rows(const NodeCtx&);
 void run_get_rows(NodeCtx&);
 void check_matmul(const NodeCtx&);
 void run_matmul(NodeCtx&);
+// Copies the packed weights of n MATMUL nodes into out[0..n) (packing them on first use); false when any of
+// them takes the row kernels (not Q8_0, not in a weights buffer, repack off).
+bool packed_group(NodeCtx* ctx, size_t n, PackedWeight* out);
 // Runs n checked MATMUL nodes (ctx[0..n)) that share their input and their weight type and K as one parallel
-// region, converting the input once.
-void run_matmul_group(NodeCtx* ctx, size_t n);
+// region, converting the input once; packs: their packed weights (packed_group), or nullptr.
+void run_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs);
 // Asks the idle workers to read the start of their share of a MATMUL group's packed weights into their caches
 // (no-op for unpacked weights or one thread). Cancelled by ThreadPool::cancel_warm.
-void warm_matmul_group(NodeCtx* ctx, size_t n);
+void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs);
 void check_moe_matmul(const NodeCtx&);
 void run_moe_matmul(NodeCtx&);
 void check_binary(const NodeCtx&);

@@ -14,9 +14,6 @@ namespace {
 // Positions below this use the backend's ROPE table (2 * half floats each; 8 MiB at most for head dim 128).
 constexpr int64_t kRopeTableRows = int64_t{1} << 15;
 
-// A single row at least this long is split across the threads by binary ops (SWIGLU/GEGLU of a decode step).
-constexpr int64_t kSplitRow = 1024;
-
 // Runs body(row_begin, row_end) over the output's rows, in parallel when the tensor is big enough.
 template <typename F>
 void for_rows(NodeCtx& c, F&& body) {
@@ -45,18 +42,6 @@ template <typename F>
 void binary(NodeCtx& c, F&& f) {
     const int64_t n = c.out.ne[0];
     const bool bcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1;
-    if (c.out.nrows() == 1 && n >= kSplitRow) {
-        // One long row (decode): split its elements instead (elementwise, so the results are the same).
-        const float* a = c.in[0].frow(0);
-        const float* b = c.in[1].frow(0);
-        float* y = c.out.frow(0);
-        const int64_t tasks = c.be->pool->size();
-        const int64_t per = (n + tasks - 1) / tasks;
-        c.be->pool->parallel_for(tasks, [&](int64_t t, int) {
-            for (int64_t i = t * per; i < std::min(n, (t + 1) * per); ++i) y[i] = f(a[i], b[i]);
-        });
-        return;
-    }
     for_rows(c, [&](int64_t r) {
         const float* a = c.in[0].frow(r);
         const float* b = c.in[1].frow(bcast ? 0 : r);

@@ -207,9 +207,9 @@ const PackedWeight* packed_weights(const NodeCtx& c) {
 }
 
 // The groups of n packed nodes in one index space: node m holds global groups [first[m], first[m + 1]).
-std::vector<int64_t> packed_first(const std::vector<const PackedWeight*>& packs) {
-    std::vector<int64_t> first(packs.size() + 1, 0);
-    for (size_t m = 0; m < packs.size(); ++m) first[m + 1] = first[m] + (packs[m]->rows + kPackRows - 1) / kPackRows;
+std::vector<int64_t> packed_first(const PackedWeight* packs, size_t n) {
+    std::vector<int64_t> first(n + 1, 0);
+    for (size_t m = 0; m < n; ++m) first[m + 1] = first[m] + (packs[m].rows + kPackRows - 1) / kPackRows;
     return first;
 }
 
@@ -218,19 +218,9 @@ int64_t warm_start(int64_t total, int w, int threads) {
     return total * w / threads;
 }
 
-// The packed copies of a group of MATMUL nodes, or an empty vector when any of them takes the row kernels.
-std::vector<const PackedWeight*> packed_group(NodeCtx* ctx, size_t n) {
-    std::vector<const PackedWeight*> packs(n);
-    if (!ctx[0].be->repack || ctx[0].in[0].type != BASALT_DTYPE_Q8_0) return {};
-    for (size_t m = 0; m < n; ++m) {
-        if ((packs[m] = packed_weights(ctx[m])) == nullptr) return {};
-    }
-    return packs;
-}
-
 // MATMULs of one input through packed weights: activations quantized once into the packed layout, then tasks
 // of whole 16-row groups; each group meets every column in turn while its weights are in L1.
-void run_packed(NodeCtx* ctx, size_t n, const std::vector<const PackedWeight*>& packs) {
+void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     NodeCtx& c = ctx[0];
     Backend& be = *c.be;
     const TensorView& x = c.in[1];
@@ -254,7 +244,7 @@ void run_packed(NodeCtx* ctx, size_t n, const std::vector<const PackedWeight*>& 
     for (size_t m = 0; m < n; ++m) {
         for (int64_t r = 0; r < cols; ++r) out[m].push_back(ctx[m].out.frow(r));
     }
-    const std::vector<int64_t> first = packed_first(packs);
+    const std::vector<int64_t> first = packed_first(packs, n);
     const int64_t total = first.back();
     // Tasks are ranges of global groups, claimed in order: the caller's first, then each worker's read-ahead
     // (already in its cache: the worker claims it first), then the rest in chunks of kPackedTasksPerThread per
@@ -302,7 +292,7 @@ void run_packed(NodeCtx* ctx, size_t n, const std::vector<const PackedWeight*>& 
         while (first[m + 1] <= g0) ++m;
         for (int64_t gg = g0; gg < g1; ++gg) {
             while (first[m + 1] <= gg) ++m;
-            const PackedWeight& p = *packs[m];
+            const PackedWeight& p = packs[m];
             const int64_t g = gg - first[m];
             const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
             for (int64_t col = 0; col < cols; ++col)
@@ -318,11 +308,20 @@ void check_matmul(const NodeCtx& c) {
     sdk::contract::matmul(c);
 }
 
-void run_matmul_group(NodeCtx* ctx, size_t n) {
+bool packed_group(NodeCtx* ctx, size_t n, PackedWeight* out) {
+    if (!ctx[0].be->repack || ctx[0].in[0].type != BASALT_DTYPE_Q8_0) return false;
+    for (size_t m = 0; m < n; ++m) {
+        const PackedWeight* p = packed_weights(ctx[m]);
+        if (p == nullptr) return false;
+        out[m] = *p;
+    }
+    return true;
+}
+
+void run_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     NodeCtx& c = ctx[0];
     const TensorView& w0 = c.in[0];
-    if (const std::vector<const PackedWeight*> packs = packed_group(ctx, n); !packs.empty())
-        return run_packed(ctx, n, packs);
+    if (packs != nullptr) return run_packed(ctx, n, packs);
     const bool multi = use_multi(c, w0.type, c.in[1].nrows());
     const std::vector<const void*> act =
         convert_rows(c, act_format(w0.type), c.in[1], multi ? c.be->kernels.multi_act[w0.type] : MultiAct::Native);
@@ -340,16 +339,14 @@ void run_matmul_group(NodeCtx* ctx, size_t n) {
     run_jobs(c, w0.type, w0.ne[0], jobs, multi);
 }
 
-void warm_matmul_group(NodeCtx* ctx, size_t n) {
+void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     Backend& be = *ctx[0].be;
     ThreadPool& pool = *be.pool;
     be.warm_for = nullptr;
-    if (pool.size() < 2 || ctx[0].in[1].nrows() != 1) return;
-    const std::vector<const PackedWeight*> packs = packed_group(ctx, n);
-    if (packs.empty()) return;
-    const std::vector<int64_t> first = packed_first(packs);
+    if (pool.size() < 2 || packs == nullptr || ctx[0].in[1].nrows() != 1) return;
+    const std::vector<int64_t> first = packed_first(packs, n);
     const int64_t total = first.back();
-    const int64_t gb = packed_group_bytes(packs[0]->k / kQK);
+    const int64_t gb = packed_group_bytes(packs[0].k / kQK);
     be.warm_id.assign(static_cast<size_t>(pool.size()), 0);
     be.warm_at.assign(static_cast<size_t>(pool.size()), -1);
     for (int w = 1; w < pool.size(); ++w) {
@@ -362,7 +359,7 @@ void warm_matmul_group(NodeCtx* ctx, size_t n) {
         for (int part = 0; part < 2 && budget > 0; ++part) {
             while (first[m + 1] <= g) ++m;
             const int64_t take = std::min(budget, first[m + 1] - g);
-            seg[part] = packs[m]->data + (g - first[m]) * gb;
+            seg[part] = packs[m].data + (g - first[m]) * gb;
             len[part] = static_cast<size_t>(take * gb);
             g += take;
             budget -= take;
@@ -373,7 +370,8 @@ void warm_matmul_group(NodeCtx* ctx, size_t n) {
 }
 
 void run_matmul(NodeCtx& c) {
-    run_matmul_group(&c, 1);
+    PackedWeight p;
+    run_matmul_group(&c, 1, packed_group(&c, 1, &p) ? &p : nullptr);
 }
 
 void check_moe_matmul(const NodeCtx& c) {

@@ -126,7 +126,7 @@ void ThreadPool::warm_up(int index) {
             complete = true;
             break;
         }
-        const size_t end = std::min(n[r], off + 4096);
+        const size_t end = std::min(n[r], off + 1024);
         for (size_t o = off; o < end; o += 64) sink += *reinterpret_cast<const volatile uint8_t*>(p[r] + o);
         w.progress.store(w.progress.load(std::memory_order_relaxed) + (end - off), std::memory_order_release);
         if (generation_.load(std::memory_order_relaxed) != gen || w.seq.load(std::memory_order_relaxed) != s) break;

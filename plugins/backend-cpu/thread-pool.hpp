@@ -49,15 +49,15 @@ class ThreadPool {
 
   private:
     // A worker's warm-up request: a seqlock (seq odd while the caller writes it).
+    // Three cache lines: the request (written by the caller), the worker's published state, its private state.
     struct alignas(64) Warm {
         std::atomic<uint64_t> seq{0};
         std::atomic<const uint8_t*> p[2] = {nullptr, nullptr};
         std::atomic<size_t> n[2] = {0, 0};
-        std::atomic<bool> reading{false};
-        // The worker's own state (only it touches these).
+        alignas(64) std::atomic<bool> reading{false};
         std::atomic<uint64_t> taken{0};   // seq of the request being read
         std::atomic<size_t> progress{0};  // bytes of it read so far
-        uint64_t done = 0;                // seq of the last request read to its end
+        alignas(64) uint64_t done = 0;    // seq of the last request read to its end
         uint64_t sink = 0;                // keeps the loads
     };
     bool warm_pending(int index) const noexcept;
