@@ -1326,6 +1326,68 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
     iface->buffer_free(packed.be, io);
 }
 
+TEST_CASE("backend-cpu: decode read-ahead ends with its graph and does not change results", "[backend-ops]") {
+    // matmul -> SILU -> matmul: after the first matmul the workers read ahead into the second one's packed
+    // weights. The weights are freed right after every graph_compute (their packed copies unmapped), so a
+    // read-ahead outliving its graph would fault; the outputs must equal the row kernels' (repack=0) bit for bit.
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance packed(iface, {{"threads", "3"}, {"repack", "1"}});
+    Instance rows(iface, {{"threads", "3"}, {"repack", "0"}});
+    REQUIRE(packed.status == BASALT_OK);
+    REQUIRE(rows.status == BASALT_OK);
+    const int64_t k = 256;
+    const int64_t n = 512;
+    Rng rng(20261204);
+    for (int iter = 0; iter < 20; ++iter) {
+        std::vector<uint8_t> w1(static_cast<size_t>(n * (k / 32) * 34));
+        std::vector<uint8_t> w2(static_cast<size_t>(k * (n / 32) * 34));
+        for (auto* w : {&w1, &w2}) {
+            for (size_t b = 0; b < w->size(); b += 34) {
+                (*w)[b] = static_cast<uint8_t>(rng() & 0xff);
+                (*w)[b + 1] = 0x20;  // scale ~0.008 (F16 0x20xx): keeps the SILU in range
+                for (int i = 0; i < 32; ++i) (*w)[b + 2 + static_cast<size_t>(i)] = static_cast<uint8_t>(rng());
+            }
+        }
+        const std::vector<float> x = uniform(rng, k);
+        std::vector<float> outs[2];
+        Instance* insts[2] = {&packed, &rows};
+        for (int which = 0; which < 2; ++which) {
+            Instance& inst = *insts[which];
+            basalt_buffer* b1 = nullptr;
+            basalt_buffer* b2 = nullptr;
+            basalt_buffer* io = nullptr;
+            REQUIRE(iface->buffer_alloc(inst.be, w1.size(), BASALT_BUFFER_WEIGHTS, &b1) == BASALT_OK);
+            REQUIRE(iface->buffer_alloc(inst.be, w2.size(), BASALT_BUFFER_WEIGHTS, &b2) == BASALT_OK);
+            REQUIRE(iface->buffer_alloc(inst.be, static_cast<uint64_t>(8 * k), BASALT_BUFFER_IO, &io) == BASALT_OK);
+            REQUIRE(iface->buffer_write(inst.be, b1, 0, w1.data(), w1.size()) == BASALT_OK);
+            REQUIRE(iface->buffer_write(inst.be, b2, 0, w2.data(), w2.size()) == BASALT_OK);
+            REQUIRE(iface->buffer_write(inst.be, io, 0, x.data(), x.size() * 4) == BASALT_OK);
+            RawGraph g;
+            const int t_w1 = g.tensor(BASALT_DTYPE_Q8_0, {k, n}, b1, "w1");
+            const int t_w2 = g.tensor(BASALT_DTYPE_Q8_0, {n, k}, b2, "w2");
+            const int t_x = g.tensor(BASALT_DTYPE_F32, {k}, io, "x");
+            const int t_h = g.tensor(BASALT_DTYPE_F32, {n}, nullptr, "h");
+            const int t_a = g.tensor(BASALT_DTYPE_F32, {n}, nullptr, "a");
+            const int t_o = g.tensor(BASALT_DTYPE_F32, {k}, io, "out");
+            g.ts[static_cast<size_t>(t_o)].offset = static_cast<uint64_t>(4 * k);
+            g.node(BASALT_OP_MATMUL, "up", t_h, {t_w1, t_x});
+            g.node(BASALT_OP_SILU, "act", t_a, {t_h});
+            g.node(BASALT_OP_MATMUL, "down", t_o, {t_w2, t_a});
+            REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+            outs[which].resize(static_cast<size_t>(k));
+            REQUIRE(iface->buffer_read(inst.be, io, static_cast<uint64_t>(4 * k), outs[which].data(), 4 * k) ==
+                    BASALT_OK);
+            iface->buffer_free(inst.be, b1);
+            iface->buffer_free(inst.be, b2);
+            iface->buffer_free(inst.be, io);
+        }
+        for (size_t i = 0; i < outs[0].size(); ++i) {
+            INFO("iteration " << iter << " output " << i);
+            CHECK(outs[0][i] == outs[1][i]);
+        }
+    }
+}
+
 TEST_CASE("backend-cpu describes its device and parses its parameters", "[backend-ops]") {
     const basalt_backend_iface* iface = cpu_iface();
     size_t n = 0;
