@@ -1272,6 +1272,12 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
     Instance bad(iface, {{"repack", "maybe"}});
     CHECK(bad.status == BASALT_ERR_INVALID_ARGUMENT);
     CHECK_THAT(bad.message, Catch::Matchers::Contains("'repack' = 'maybe'"));
+    Instance bad_limit(iface, {{"repack_limit", "-5"}});
+    CHECK(bad_limit.status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(bad_limit.message, Catch::Matchers::Contains("'repack_limit' = '-5'"));
+    // A limit of 0 MiB packs nothing: every matrix keeps the row kernels (the same floats, checked below too).
+    Instance none(iface, {{"threads", "2"}, {"repack", "1"}, {"repack_limit", "0"}});
+    REQUIRE(none.status == BASALT_OK);
     for (int64_t k : {64, 160, 576}) {
         for (int64_t n : {13, 16, 37}) {
             for (int64_t m : {1, 5}) {
@@ -1279,12 +1285,16 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
                 for (int pass = 0; pass < 2; ++pass) {
                     const RunResult a = run_case(packed.iface, packed.be, c);
                     const RunResult b = run_case(rows.iface, rows.be, c);
+                    const RunResult z = run_case(none.iface, none.be, c);
                     REQUIRE(a.outcome == RunResult::Ok);
                     REQUIRE(b.outcome == RunResult::Ok);
+                    REQUIRE(z.outcome == RunResult::Ok);
                     REQUIRE(a.out.size() == b.out.size());
+                    REQUIRE(z.out.size() == b.out.size());
                     for (size_t i = 0; i < a.out.size(); ++i) {
                         INFO("K=" << k << " N=" << n << " M=" << m << " pass " << pass << " output " << i);
                         CHECK(a.out[i] == b.out[i]);
+                        CHECK(z.out[i] == b.out[i]);
                     }
                     c = matmul_case(rng, BASALT_DTYPE_Q8_0, k, n, {m});  // fresh weights: buffers are reallocated
                 }

@@ -38,6 +38,20 @@ const std::string& cpu_model_name() {
     return name;
 }
 
+// MemAvailable from /proc/meminfo (free + reclaimable), or sysinfo's free + buffers where it is missing.
+uint64_t available_memory() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (f >> key >> kib >> unit) {
+        if (key == "MemAvailable:") return kib << 10;
+    }
+    struct sysinfo si {};
+    if (sysinfo(&si) != 0) return 0;
+    return static_cast<uint64_t>(si.freeram + si.bufferram) * si.mem_unit;
+}
+
 Backend* as_backend(void* p) {
     if (p == nullptr) throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": backend is NULL");
     return static_cast<Backend*>(p);
@@ -95,7 +109,7 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
                              "backend 'cpu': device " + std::to_string(device) + " does not exist (1 device)");
         }
         sdk::params p(params, kLabel);
-        p.expect_only({"threads", "isa", "device", "repack"});
+        p.expect_only({"threads", "isa", "device", "repack", "repack_limit"});
         if (const long long d = p.get_int("device", 0); d != 0) {
             throw sdk::error(BASALT_ERR_NOT_FOUND,
                              "backend 'cpu': device " + std::to_string(d) + " does not exist (1 device)");
@@ -113,7 +127,14 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
         be->kernels = select_kernels(isa);
         be->arena = std::make_unique<Arena>(be->host);
         be->pool = std::make_unique<ThreadPool>(static_cast<int>(threads));
-        be->packs = std::make_unique<PackCache>();
+        // Packed copies may use up to repack_limit MiB; by default half the memory available now.
+        uint64_t limit = available_memory() / 2;
+        if (p.find("repack_limit")) {
+            const long long mib = p.get_int("repack_limit", 0);
+            if (mib < 0) p.bad("repack_limit", *p.find("repack_limit"), "a size in MiB (0 or more)");
+            limit = static_cast<uint64_t>(mib) << 20;
+        }
+        be->packs = std::make_unique<PackCache>(limit);
         be->repack = p.get_bool("repack", true) && be->kernels.packed_q8_0 != nullptr;
         sdk::log(BASALT_LOG_DEBUG, kLabel,
                  "created: " + std::to_string(threads) + " threads, kernels " + be->kernels.isa +

@@ -75,6 +75,7 @@ uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
         Chunk& c = list.back();
         uint8_t* p = c.base + c.used;
         c.used += (size + 63) / 64 * 64;
+        packed_ += (size + 63) / 64 * 64;
         return p;
     }
     const uint64_t want = std::max(kChunkBytes, (size + kHugePage - 1) / kHugePage * kHugePage);
@@ -95,6 +96,7 @@ uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
 #endif
     list.push_back({reinterpret_cast<uint8_t*>(start), want, (size + 63) / 64 * 64});
     bytes_ += want;
+    packed_ += (size + 63) / 64 * 64;
     return list.back().base;
 }
 
@@ -108,6 +110,17 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
     }
     const int64_t groups = (rows + kPackRows - 1) / kPackRows;
     const int64_t gb = packed_group_bytes(k / kQK);
+    const auto need = static_cast<uint64_t>(groups * gb);
+    if (packed_ + need > limit_) {
+        if (!warned_) {
+            warned_ = true;
+            sdk::log(BASALT_LOG_WARN, "backend 'cpu'",
+                     "repacked Q8_0 weights would pass repack_limit (" + std::to_string(limit_ >> 20) + " MiB, " +
+                         std::to_string(packed_ >> 20) +
+                         " MiB packed): the remaining matrices use the row kernels (same results, slower decode)");
+        }
+        return nullptr;
+    }
     PackedWeight p;
     p.data = allocate(buffer, static_cast<uint64_t>(groups * gb));
     p.rows = rows;
@@ -127,6 +140,7 @@ void PackCache::drop(const basalt_buffer* buffer) {
     for (const Chunk& c : list->second) {
         ::munmap(c.base, c.size);
         bytes_ -= c.size;
+        packed_ -= c.used;
     }
     chunks_.erase(list);
 }

@@ -34,14 +34,16 @@ struct PackedWeight {
 // decode step follow each other in memory. Not thread-safe (a backend instance is used by one thread at a time).
 class PackCache {
   public:
-    PackCache() = default;
+    // limit: most bytes of packed copies; past it, get() returns nullptr for new matrices (they keep the row
+    // kernels, which give the same floats).
+    explicit PackCache(uint64_t limit) : limit_(limit) {}
     ~PackCache();
     PackCache(const PackCache&) = delete;
     PackCache& operator=(const PackCache&) = delete;
 
     // The packed copy of the Q8_0 matrix at w (rows x k, row stride `stride`, inside `buffer`), packing it on
-    // the pool first when there is none yet. Returns nullptr when the shape cannot be packed; throws sdk::error
-    // when memory runs out.
+    // the pool first when there is none yet. Returns nullptr when the shape cannot be packed or the limit is
+    // reached (logged once); throws sdk::error when memory runs out.
     const PackedWeight* get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows, int64_t k,
                             int64_t stride);
     // Drops the packed copies of weights inside `buffer` and their memory (it is being written or freed).
@@ -60,6 +62,9 @@ class PackCache {
     std::unordered_map<const uint8_t*, PackedWeight> map_;
     std::unordered_map<const basalt_buffer*, std::vector<Chunk>> chunks_;
     uint64_t bytes_ = 0;
+    uint64_t limit_;
+    uint64_t packed_ = 0;  // bytes of packed copies (bytes_ counts whole chunks)
+    bool warned_ = false;
 };
 
 }  // namespace basalt::cpu
