@@ -1301,6 +1301,28 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
             }
         }
     }
+    // Activations on the rounding boundaries: amax 127 makes the quantizer's scale 1, so every x.5 must round
+    // away from zero as the scalar reference does (the packed path has its own vectorized quantizer).
+    {
+        Case c = matmul_case(rng, BASALT_DTYPE_Q8_0, 64, 16, {2});
+        std::vector<float> x(128);
+        for (size_t i = 0; i < x.size(); ++i) {
+            const float mag = i % 32 == 0 ? 127.0f : static_cast<float>(i % 32) * 3.0f + 0.5f;
+            x[i] = (i % 3 == 0 ? -1.0f : 1.0f) * (i % 32 == 0 ? 127.0f : std::fmod(mag, 126.0f));
+        }
+        x[5] = 0.49999997f;
+        x[6] = -1.5f;
+        x[7] = 2.5f;
+        std::memcpy(c.tensors[1].data.data(), x.data(), x.size() * 4);
+        const RunResult a = run_case(packed.iface, packed.be, c);
+        const RunResult b = run_case(rows.iface, rows.be, c);
+        REQUIRE(a.outcome == RunResult::Ok);
+        REQUIRE(b.outcome == RunResult::Ok);
+        for (size_t i = 0; i < a.out.size(); ++i) {
+            INFO("half-way activations, output " << i);
+            CHECK(a.out[i] == b.out[i]);
+        }
+    }
     // One weights buffer kept across graphs: write, compute (packs), write new weights, compute again.
     const int64_t k = 64;
     const int64_t n = 20;

@@ -218,6 +218,12 @@ int64_t warm_start(int64_t total, int w, int threads) {
     return total * w / threads;
 }
 
+// One packed activation row: the ISA's quantizer where it has one (same bytes), else the scalar one.
+void quantize_act(const Backend& be, const float* x, uint8_t* y, int64_t k) {
+    if (be.kernels.quantize_packed_act == nullptr || !be.kernels.quantize_packed_act(x, y, k))
+        quantize_row_packed_act(x, y, k);
+}
+
 // MATMULs of one input through packed weights: activations quantized once into the packed layout, then tasks
 // of whole 16-row groups; each group meets every column in turn while its weights are in L1.
 void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
@@ -231,13 +237,13 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     uint8_t* base = be.scratch.data();
     const int threads = be.pool->size();
     if (cols == 1) {
-        quantize_row_packed_act(x.frow(0), base, k);
+        quantize_act(be, x.frow(0), base, k);
     } else {
         const int64_t tasks = chunk_count(cols, threads, std::max<int64_t>(1, 8192 / k));
         const int64_t per = (cols + tasks - 1) / tasks;
         be.pool->parallel_for(tasks, [&](int64_t t, int) {
             for (int64_t r = t * per; r < std::min(cols, (t + 1) * per); ++r)
-                quantize_row_packed_act(x.frow(r), base + r * rb, k);
+                quantize_act(be, x.frow(r), base + r * rb, k);
         });
     }
     std::vector<std::vector<float*>> out(n);
