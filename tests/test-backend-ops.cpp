@@ -968,6 +968,14 @@ struct Instance {
     Instance& operator=(const Instance&) = delete;
 };
 
+// Creating the backend with KEY=VALUE fails as an invalid argument whose message contains `says`.
+void expect_bad_param(const basalt_backend_iface* iface, const std::string& key, const std::string& value,
+                      const std::string& says) {
+    Instance inst(iface, {{key, value}});
+    CHECK(inst.status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(inst.message, Catch::Matchers::Contains(says));
+}
+
 struct RunResult {
     enum { Ok, Unsupported, Failed } outcome = Ok;
     std::string message;
@@ -1269,12 +1277,8 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
     Instance rows(iface, {{"threads", "2"}, {"repack", "0"}});
     REQUIRE(packed.status == BASALT_OK);
     REQUIRE(rows.status == BASALT_OK);
-    Instance bad(iface, {{"repack", "maybe"}});
-    CHECK(bad.status == BASALT_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(bad.message, Catch::Matchers::Contains("'repack' = 'maybe'"));
-    Instance bad_limit(iface, {{"repack_limit", "-5"}});
-    CHECK(bad_limit.status == BASALT_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(bad_limit.message, Catch::Matchers::Contains("'repack_limit' = '-5'"));
+    expect_bad_param(iface, "repack", "maybe", "'repack' = 'maybe'");
+    expect_bad_param(iface, "repack_limit", "-5", "'repack_limit' = '-5'");
     // A limit of 0 MiB packs nothing: every matrix keeps the row kernels (the same floats, checked below too).
     Instance none(iface, {{"threads", "2"}, {"repack", "1"}, {"repack_limit", "0"}});
     REQUIRE(none.status == BASALT_OK);
@@ -1433,17 +1437,10 @@ TEST_CASE("backend-cpu describes its device and parses its parameters", "[backen
     CHECK(info.memory_total > 0);
     CHECK(iface->device_info(1, &info) == BASALT_ERR_NOT_FOUND);
 
-    Instance bad_key(iface, {{"threadz", "2"}});
-    CHECK(bad_key.status == BASALT_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(bad_key.message, Catch::Matchers::Contains("threadz"));
-    Instance bad_threads(iface, {{"threads", "many"}});
-    CHECK(bad_threads.status == BASALT_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(bad_threads.message, Catch::Matchers::Contains("'threads' = 'many'"));
-    Instance zero_threads(iface, {{"threads", "0"}});
-    CHECK(zero_threads.status == BASALT_ERR_INVALID_ARGUMENT);
-    Instance bad_isa(iface, {{"isa", "sse9"}});
-    CHECK(bad_isa.status == BASALT_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(bad_isa.message, Catch::Matchers::Contains("sse9"));
+    expect_bad_param(iface, "threadz", "2", "threadz");
+    expect_bad_param(iface, "threads", "many", "'threads' = 'many'");
+    expect_bad_param(iface, "threads", "0", "'threads' = '0'");
+    expect_bad_param(iface, "isa", "sse9", "sse9");
     Instance ok(iface, {});
     CHECK(ok.status == BASALT_OK);
 }
