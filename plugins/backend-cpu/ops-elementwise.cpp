@@ -11,8 +11,9 @@
 namespace basalt::cpu {
 namespace {
 
-// Positions below this use the backend's ROPE table (2 * half floats each; 8 MiB at most for head dim 128).
-constexpr int64_t kRopeTableRows = int64_t{1} << 15;
+// Positions below this use the backend's ROPE tables (2 * half floats per position: 8 MiB at most per table for
+// head dim 128, at most 4 tables); later positions compute their angles directly, as every position used to.
+constexpr int64_t kRopeTableRows = int64_t{1} << 14;
 
 // Runs body(row_begin, row_end) over the output's rows, in parallel when the tensor is big enough.
 template <typename F>

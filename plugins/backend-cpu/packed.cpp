@@ -95,7 +95,6 @@ uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
     ::madvise(reinterpret_cast<void*>(start), want, MADV_HUGEPAGE);  // a hint: without THP, small pages serve
 #endif
     list.push_back({reinterpret_cast<uint8_t*>(start), want, (size + 63) / 64 * 64});
-    bytes_ += want;
     packed_ += (size + 63) / 64 * 64;
     return list.back().base;
 }
@@ -139,7 +138,6 @@ void PackCache::drop(const basalt_buffer* buffer) {
     }
     for (const Chunk& c : list->second) {
         ::munmap(c.base, c.size);
-        bytes_ -= c.size;
         packed_ -= c.used;
     }
     chunks_.erase(list);

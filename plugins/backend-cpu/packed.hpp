@@ -48,8 +48,6 @@ class PackCache {
                             int64_t stride);
     // Drops the packed copies of weights inside `buffer` and their memory (it is being written or freed).
     void drop(const basalt_buffer* buffer);
-    // Bytes mapped for packed copies.
-    uint64_t bytes() const noexcept { return bytes_; }
 
   private:
     struct Chunk {
@@ -61,9 +59,8 @@ class PackCache {
 
     std::unordered_map<const uint8_t*, PackedWeight> map_;
     std::unordered_map<const basalt_buffer*, std::vector<Chunk>> chunks_;
-    uint64_t bytes_ = 0;
     uint64_t limit_;
-    uint64_t packed_ = 0;  // bytes of packed copies (bytes_ counts whole chunks)
+    uint64_t packed_ = 0;  // bytes of packed copies (the chunks' used parts), held against limit_
     bool warned_ = false;
 };
 
