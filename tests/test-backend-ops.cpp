@@ -1424,6 +1424,90 @@ TEST_CASE("backend-cpu: decode read-ahead ends with its graph and does not chang
     }
 }
 
+TEST_CASE("backend-cpu: a graph of the last one's shape reuses its plan, never its data, names or buffers",
+          "[backend-ops]") {
+    // The backend keeps the checked and planned nodes of the last graph for the next graph of the same key.
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance inst(iface, {{"threads", "2"}});
+    REQUIRE(inst.status == BASALT_OK);
+    basalt_buffer* io = nullptr;
+    REQUIRE(iface->buffer_alloc(inst.be, 4096, BASALT_BUFFER_IO, &io) == BASALT_OK);
+    std::vector<float> w(64 * 8);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 11) - 5.0f;
+    REQUIRE(iface->buffer_write(inst.be, io, 0, w.data(), w.size() * 4) == BASALT_OK);
+    RawGraph g;
+    const int wt = g.tensor(BASALT_DTYPE_F32, {64, 8}, io, "w");
+    const int xt = g.tensor(BASALT_DTYPE_F32, {64}, io, "x");
+    const int st = g.tensor(BASALT_DTYPE_F32, {64}, nullptr, "x2");  // an intermediate: placed in the arena
+    const int ot = g.tensor(BASALT_DTYPE_F32, {8}, io, "out");
+    g.ts[static_cast<size_t>(xt)].offset = 2048;
+    g.ts[static_cast<size_t>(ot)].offset = 2304;
+    g.node(BASALT_OP_ADD, "double", st, {xt, xt});
+    g.node(BASALT_OP_MATMUL, "project", ot, {wt, st});
+    for (float v : {0.5f, -1.25f, 3.0f}) {  // new input data each time, the same graph
+        const std::vector<float> x(64, v);
+        REQUIRE(iface->buffer_write(inst.be, io, 2048, x.data(), 256) == BASALT_OK);
+        REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+        std::vector<float> out(8);
+        REQUIRE(iface->buffer_read(inst.be, io, 2304, out.data(), 32) == BASALT_OK);
+        for (int j = 0; j < 8; ++j) {
+            double sum = 0;
+            for (int k = 0; k < 64; ++k) sum += w[static_cast<size_t>(j * 64 + k)] * 2.0 * v;
+            CHECK(out[static_cast<size_t>(j)] == Approx(sum).margin(1e-4));
+        }
+    }
+    // Two graphs of one shape built from fresh structs: a failure while running the second names its node.
+    auto rows_graph = [&](RawGraph& r, const char* name) {
+        const int src = r.tensor(BASALT_DTYPE_F32, {64, 8}, io, "w");
+        const int ids = r.tensor(BASALT_DTYPE_I32, {1}, io, "ids");
+        const int dst = r.tensor(BASALT_DTYPE_F32, {64, 1}, io, "row");
+        r.ts[static_cast<size_t>(ids)].offset = 2368;
+        r.ts[static_cast<size_t>(dst)].offset = 2432;
+        r.node(BASALT_OP_GET_ROWS, name, dst, {src, ids});
+    };
+    RawGraph first, second;
+    rows_graph(first, "first.rows");
+    rows_graph(second, "second.rows");
+    const int32_t three = 3, bad = 100;
+    REQUIRE(iface->buffer_write(inst.be, io, 2368, &three, 4) == BASALT_OK);
+    REQUIRE(iface->graph_compute(inst.be, first.graph()) == BASALT_OK);
+    std::vector<float> row(64);
+    REQUIRE(iface->buffer_read(inst.be, io, 2432, row.data(), 256) == BASALT_OK);
+    for (int k = 0; k < 64; ++k) CHECK(row[static_cast<size_t>(k)] == w[static_cast<size_t>(3 * 64 + k)]);
+    REQUIRE(iface->buffer_write(inst.be, io, 2368, &bad, 4) == BASALT_OK);
+    basalt::clear_plugin_error();
+    CHECK(iface->graph_compute(inst.be, second.graph()) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(plugin_message(), Catch::Matchers::Contains("second.rows"));
+    // A freed buffer's plan is not trusted, even when a new, smaller buffer lands at the same address (then the
+    // graph's key is the last one's).
+    int reused = 0;
+    for (int round = 0; round < 4; ++round) {
+        basalt_buffer* big = nullptr;
+        REQUIRE(iface->buffer_alloc(inst.be, 4096, BASALT_BUFFER_IO, &big) == BASALT_OK);
+        RawGraph a;
+        const int in = a.tensor(BASALT_DTYPE_F32, {256}, big, "in");
+        const int out = a.tensor(BASALT_DTYPE_F32, {256}, big, "out");
+        a.ts[static_cast<size_t>(out)].offset = 1024;
+        a.node(BASALT_OP_SILU, "act", out, {in});
+        REQUIRE(iface->graph_compute(inst.be, a.graph()) == BASALT_OK);
+        iface->buffer_free(inst.be, big);
+        // Allocate until a handle reuses the freed one's address (the allocator usually obliges within a few).
+        std::vector<basalt_buffer*> smalls;
+        for (int i = 0; i < 16 && (smalls.empty() || smalls.back() != big); ++i) {
+            smalls.push_back(nullptr);
+            REQUIRE(iface->buffer_alloc(inst.be, 1024, BASALT_BUFFER_IO, &smalls.back()) == BASALT_OK);
+        }
+        reused += smalls.back() == big ? 1 : 0;
+        for (auto& t : a.ts) t.buffer = smalls.back();
+        basalt::clear_plugin_error();
+        CHECK(iface->graph_compute(inst.be, a.graph()) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(plugin_message(), Catch::Matchers::Contains("exceeds"));
+        for (basalt_buffer* b : smalls) iface->buffer_free(inst.be, b);
+    }
+    std::printf("[backend-ops]   plan reuse: %d of 4 rounds had a new buffer at the freed one's address\n", reused);
+    iface->buffer_free(inst.be, io);
+}
+
 TEST_CASE("backend-cpu describes its device and parses its parameters", "[backend-ops]") {
     const basalt_backend_iface* iface = cpu_iface();
     size_t n = 0;

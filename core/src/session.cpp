@@ -273,6 +273,53 @@ void Session::decode(const basalt_batch& batch) {
     n_out_ = n_out;
 }
 
+void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const GraphShape& shape, const IoLayout& io) {
+    const ModelHparams& hp = model_.hparams;
+    const int64_t T = shape.tokens;
+    const int64_t n_rows = shape.outputs;
+    built_ = GraphShape{};  // nothing valid until the build completes
+    graph_.clear();
+    for (const auto& cp : copies) {
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            const std::string p = "blk." + std::to_string(il) + ".kv_copy";
+            for (int kv = 0; kv < 2; ++kv) {
+                basalt_buffer* buf = kv == 0 ? k_buffers_[il] : v_buffers_[il];
+                const uint64_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
+                const basalt_dtype type = kv == 0 ? layout_.k_type : layout_.v_type;
+                const int64_t width = kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa();
+                const int32_t src =
+                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.src_slot));
+                const int32_t dst =
+                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.dst_slot));
+                graph_.node(BASALT_OP_COPY, p, dst, {src});
+            }
+        }
+    }
+    ForwardContext c{graph_, hp, *weights_};
+    c.n_tokens = T;
+    c.n_outputs = n_rows;
+    c.tokens = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_tokens", io_buffer_, io.tokens);
+    c.positions = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_positions", io_buffer_, io.pos);
+    c.kv_slots = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_kv_slots", io_buffer_, io.slots);
+    c.attn_query = graph_.tensor(BASALT_DTYPE_I32, {2, T}, "inp_attn_query", io_buffer_, io.query);
+    c.attn_lists =
+        graph_.tensor(BASALT_DTYPE_I32, {static_cast<int64_t>(2 * shape.n_vis), static_cast<int64_t>(shape.n_lists)},
+                      "inp_attn_lists", io_buffer_, io.lists);
+    c.out_rows = graph_.tensor(BASALT_DTYPE_I32, {std::max<int64_t>(1, n_rows)}, "inp_out_rows", io_buffer_, io.rows);
+    if (n_rows > 0) {
+        c.logits = graph_.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), n_rows}, "logits", io_buffer_,
+                                 io.logits);
+    }
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), static_cast<int64_t>(n_ctx_)},
+                                          "cache_k." + std::to_string(il), k_buffers_[il], 0));
+        c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), static_cast<int64_t>(n_ctx_)},
+                                          "cache_v." + std::to_string(il), v_buffers_[il], 0));
+    }
+    build_forward(c);
+    if (copies.empty()) built_ = shape;
+}
+
 void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits,
                            size_t& n_out) {
     const ModelHparams& hp = model_.hparams;
@@ -366,46 +413,12 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     put(io, off_rows, out_rows);
     check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, io.data(), io.size()), "buffer_write(inputs)");
 
-    // 4. The graph: copy-on-write copies, then the forward pass.
-    graph_.clear();
-    for (const auto& cp : copies) {
-        for (uint32_t il = 0; il < hp.n_layer; ++il) {
-            const std::string p = "blk." + std::to_string(il) + ".kv_copy";
-            for (int kv = 0; kv < 2; ++kv) {
-                basalt_buffer* buf = kv == 0 ? k_buffers_[il] : v_buffers_[il];
-                const uint64_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
-                const basalt_dtype type = kv == 0 ? layout_.k_type : layout_.v_type;
-                const int64_t width = kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa();
-                const int32_t src =
-                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.src_slot));
-                const int32_t dst =
-                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.dst_slot));
-                graph_.node(BASALT_OP_COPY, p, dst, {src});
-            }
-        }
+    // 4. The graph: copy-on-write copies, then the forward pass (reused as it is when the shape is the last one's).
+    const GraphShape shape{T, n_rows, n_vis, lists.size(), io_buffer_};
+    if (!copies.empty() || !(shape == built_)) {
+        const IoLayout layout{off_tokens, off_pos, off_slots, off_query, off_lists, off_rows, off_logits};
+        build_graph(copies, shape, layout);
     }
-    ForwardContext c{graph_, hp, *weights_};
-    c.n_tokens = T;
-    c.n_outputs = n_rows;
-    c.tokens = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_tokens", io_buffer_, off_tokens);
-    c.positions = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_positions", io_buffer_, off_pos);
-    c.kv_slots = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_kv_slots", io_buffer_, off_slots);
-    c.attn_query = graph_.tensor(BASALT_DTYPE_I32, {2, T}, "inp_attn_query", io_buffer_, off_query);
-    c.attn_lists =
-        graph_.tensor(BASALT_DTYPE_I32, {static_cast<int64_t>(2 * n_vis), static_cast<int64_t>(lists.size())},
-                      "inp_attn_lists", io_buffer_, off_lists);
-    c.out_rows = graph_.tensor(BASALT_DTYPE_I32, {std::max<int64_t>(1, n_rows)}, "inp_out_rows", io_buffer_, off_rows);
-    if (n_rows > 0) {
-        c.logits = graph_.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), n_rows}, "logits", io_buffer_,
-                                 off_logits);
-    }
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), static_cast<int64_t>(n_ctx_)},
-                                          "cache_k." + std::to_string(il), k_buffers_[il], 0));
-        c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), static_cast<int64_t>(n_ctx_)},
-                                          "cache_v." + std::to_string(il), v_buffers_[il], 0));
-    }
-    build_forward(c);
     clear_plugin_error();
     st = backend_.graph_compute(backend_instance_, &graph_.graph());
     if (st != BASALT_OK) {

@@ -53,6 +53,10 @@ class Session {
     struct Chunk;
     void decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits,
                       size_t& n_out);
+    struct GraphShape;
+    struct IoLayout;
+    // Rebuilds graph_: the copy-on-write copies, then the forward pass over inputs placed as `io` says.
+    void build_graph(const std::vector<basalt_kv_copy>& copies, const GraphShape& shape, const IoLayout& io);
     void check_status(basalt_status st, const std::string& what) const;
     void ensure_io(uint64_t bytes);
 
@@ -80,6 +84,22 @@ class Session {
     std::vector<float> logits_;
     size_t n_out_ = 0;
     GraphBuilder graph_;
+    // What graph_ was built for. The graph depends only on these (its inputs' data sit in the IO buffer), so a
+    // step of the same shape (consecutive decode steps, within one kVisibleStep of visible pairs) runs it again
+    // instead of rebuilding ~1000 tensors by name.
+    // Byte offsets of the step's inputs and logits in the IO buffer.
+    struct IoLayout {
+        uint64_t tokens, pos, slots, query, lists, rows, logits;
+    };
+    struct GraphShape {
+        int64_t tokens = -1;
+        int64_t outputs = 0;
+        size_t n_vis = 0;
+        size_t n_lists = 0;
+        const basalt_buffer* io = nullptr;
+        bool operator==(const GraphShape&) const = default;
+    };
+    GraphShape built_;
 };
 
 }  // namespace basalt

@@ -109,7 +109,7 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
                              "backend 'cpu': device " + std::to_string(device) + " does not exist (1 device)");
         }
         sdk::params p(params, kLabel);
-        p.expect_only({"threads", "isa", "device", "repack", "repack_limit"});
+        p.expect_only({"threads", "isa", "device", "repack", "repack_limit", "profile"});
         if (const long long d = p.get_int("device", 0); d != 0) {
             throw sdk::error(BASALT_ERR_NOT_FOUND,
                              "backend 'cpu': device " + std::to_string(d) + " does not exist (1 device)");
@@ -136,6 +136,8 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
         }
         be->packs = std::make_unique<PackCache>(limit);
         be->repack = p.get_bool("repack", true) && be->kernels.packed_q8_0 != nullptr;
+        const char* prof_env = std::getenv("BASALT_CPU_PROFILE");
+        be->profile = p.get_bool("profile", prof_env != nullptr && std::string(prof_env) == "1");
         sdk::log(BASALT_LOG_DEBUG, kLabel,
                  "created: " + std::to_string(threads) + " threads, kernels " + be->kernels.isa +
                      (be->repack ? ", Q8_0 weights repacked" : ""));
@@ -146,6 +148,7 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
 void cpu_destroy(void* backend) {
     if (backend == nullptr) return;
     auto* be = static_cast<Backend*>(backend);
+    if (be->profile) be->prof.print("cpu");
     be->packs.reset();
     for (basalt_buffer* b : be->buffers) {
         if (b->owned) aligned_free_bytes(be->host, b->data);
@@ -164,6 +167,7 @@ basalt_status cpu_buffer_alloc(void* backend, uint64_t size, uint32_t usage, bas
         b->owned = true;
         b->usage = usage;
         be->buffers.insert(b.get());
+        ++be->buffers_epoch;
         *out_buffer = b.release();
     });
 }
@@ -172,6 +176,7 @@ void cpu_buffer_free(void* backend, basalt_buffer* buffer) {
     if (backend == nullptr || buffer == nullptr) return;
     auto* be = static_cast<Backend*>(backend);
     if (be->buffers.erase(buffer) == 0) return;
+    ++be->buffers_epoch;
     be->packs->drop(buffer);
     if (buffer->owned) aligned_free_bytes(be->host, buffer->data);
     delete buffer;
@@ -212,6 +217,7 @@ basalt_status cpu_buffer_wrap_host(void* backend, const void* ptr, uint64_t size
         b->owned = false;
         b->read_only = true;
         be->buffers.insert(b.get());
+        ++be->buffers_epoch;
         *out_buffer = b.release();
     });
 }

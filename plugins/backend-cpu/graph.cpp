@@ -1,6 +1,7 @@
 #include "graph.hpp"
 
 #include <basalt/sdk/arena-plan.hpp>
+#include <basalt/sdk/graph-key.hpp>
 #include <basalt/sdk/op-contracts.hpp>
 
 #include <algorithm>
@@ -223,17 +224,21 @@ bool graph_supports_node(Backend& be, const basalt_graph* graph, size_t node, st
     return true;
 }
 
-void graph_compute(Backend& be, const basalt_graph* graph) {
-    check_graph_header(graph);
+namespace {
+
+// Checks every node and plans the graph: matmul groups, reshapes, arena placement, written buffers.
+void plan_graph(Backend& be, const basalt_graph* graph, GraphPlan& plan) {
     const size_t nn = graph->n_nodes;
-    std::vector<NodeCtx> ctx;
+    std::vector<NodeCtx>& ctx = plan.ctx;
+    ctx.clear();
     ctx.reserve(nn);
     for (size_t i = 0; i < nn; ++i) ctx.push_back(check_node(&be, graph, i));
 
     // Consecutive MATMULs of one input with weights of one type (Q, K, V; gate, up) run as one parallel region
     // that converts the input once. group_end[i] > i + 1 starts such a group; the planner keeps everything the
     // group reads alive until its last node (its outputs are written together).
-    std::vector<size_t> group_end(nn, 0);
+    std::vector<size_t>& group_end = plan.group_end;
+    group_end.assign(nn, 0);
     for (size_t i = 0; i < nn;) {
         size_t j = i + 1;
         const basalt_graph_node* a = graph->nodes[i];
@@ -252,74 +257,142 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
         for (size_t j = i; group_end[i] > i + 1 && j + 1 < group_end[i]; ++j) in_group[j] = true;
     }
     // COPY nodes that only reshape an intermediate do not run: the output takes the input's memory.
-    std::vector<bool> reshaped(nn, false);
+    std::vector<bool>& reshaped = plan.reshaped;
+    reshaped.assign(nn, false);
     for (size_t i = 0; i < nn; ++i) {
         reshaped[i] = sdk::contract::is_reshape(ctx[i]) && tensor_extent(ctx[i].in[0]) == tensor_extent(ctx[i].out);
     }
     // Intermediates: written before read, placed in the arena, released after their last use.
-    const auto plan = sdk::plan_intermediates(
+    const auto placed = sdk::plan_intermediates(
         graph, kAlign, [&](size_t i) { return static_cast<uint64_t>(tensor_extent(ctx[i].out)); },
         [&](size_t i) { return static_cast<bool>(in_group[i]); },
         [&](size_t i) { return reshaped[i] ? int64_t{graph->nodes[i]->inputs[0]} : int64_t{-1}; });
-    if (plan.bad_node >= 0) {
-        const basalt_graph_node* n = graph->nodes[plan.bad_node];
-        const int32_t in = n->inputs[plan.bad_input];
+    if (placed.bad_node >= 0) {
+        const basalt_graph_node* n = graph->nodes[placed.bad_node];
+        const int32_t in = n->inputs[placed.bad_input];
         fail_node(
-            n, static_cast<size_t>(plan.bad_node), BASALT_ERR_INVALID_ARGUMENT,
+            n, static_cast<size_t>(placed.bad_node), BASALT_ERR_INVALID_ARGUMENT,
             "reads intermediate " + tensor_name(graph->tensors[in], in) + " (no buffer) before any node writes it");
     }
-    // A buffer this graph writes holds no packed weights: drop what was packed from it, and do not pack it now.
-    be.written.clear();
+    plan.peak = placed.peak;
+    plan.arena_views.clear();
     for (size_t i = 0; i < nn; ++i) {
-        const basalt_buffer* b = ctx[i].out.t->buffer;
-        if (b != nullptr && std::find(be.written.begin(), be.written.end(), b) == be.written.end()) {
-            be.written.push_back(b);
-            be.packs->drop(b);
-        }
-    }
-    const std::vector<uint64_t>& offset = plan.offset;
-    uint8_t* base = plan.peak > 0 ? be.arena->reserve(plan.peak) : nullptr;
-    for (size_t i = 0; i < nn; ++i) {
-        NodeCtx& c = ctx[i];
         const basalt_graph_node* n = graph->nodes[i];
         for (int k = 0; k < n->n_inputs; ++k) {
-            if (c.in[k].data == nullptr) c.in[k].data = base + offset[static_cast<size_t>(n->inputs[k])];
+            if (ctx[i].in[k].data == nullptr) {
+                plan.arena_views.push_back({i, k, placed.offset[static_cast<size_t>(n->inputs[k])]});
+            }
         }
-        if (c.out.data == nullptr) c.out.data = base + offset[static_cast<size_t>(n->output)];
+        if (ctx[i].out.data == nullptr)
+            plan.arena_views.push_back({i, -1, placed.offset[static_cast<size_t>(n->output)]});
+    }
+    plan.base = nullptr;
+    // Buffers this graph writes hold no packed weights.
+    plan.written.clear();
+    for (size_t i = 0; i < nn; ++i) {
+        const basalt_buffer* b = ctx[i].out.t->buffer;
+        if (b != nullptr && std::find(plan.written.begin(), plan.written.end(), b) == plan.written.end()) {
+            plan.written.push_back(b);
+        }
     }
     // After each node, idle workers may read ahead into the next matmul's weights while this thread runs the
-    // small ops before it; the reads end (cancel_warm) before this call returns, so no buffer can vanish under them.
-    std::vector<size_t> next_matmul(nn + 1, nn);
+    // small ops before it.
+    std::vector<size_t>& next_matmul = plan.next_matmul;
+    next_matmul.assign(nn + 1, nn);
     for (size_t i = nn; i-- > 0;) {
         next_matmul[i] =
             graph->nodes[i]->op == BASALT_OP_MATMUL && (i == 0 || !in_group[i - 1]) ? i : next_matmul[i + 1];
     }
+}
+
+// The graph's nodes and tensors may be new structs of the same shape: point the kept views at them.
+void refresh_views(const basalt_graph* graph, GraphPlan& plan) {
+    for (size_t i = 0; i < plan.ctx.size(); ++i) {
+        NodeCtx& c = plan.ctx[i];
+        const basalt_graph_node* n = graph->nodes[i];
+        c.node = n;
+        for (int k = 0; k < n->n_inputs; ++k) c.in[k].t = graph->tensors[n->inputs[k]];
+        c.out.t = graph->tensors[n->output];
+    }
+}
+
+}  // namespace
+
+void graph_compute(Backend& be, const basalt_graph* graph) {
+    Profile::Clock::time_point t_start = be.profile ? Profile::Clock::now() : Profile::Clock::time_point{};
+    check_graph_header(graph);
+    GraphPlan& plan = be.plan;
+    // A graph of the last one's shape, over the same buffers, reuses its checked and planned nodes (a decode
+    // step's ~700 nodes differ from the last step's only in the data of the input buffer).
+    const bool keyed = sdk::graph_key_words(graph, be.key_scratch);
+    if (keyed && plan.valid && plan.buffers_epoch == be.buffers_epoch && be.key_scratch == plan.key) {
+        refresh_views(graph, plan);
+    } else {
+        plan.valid = false;
+        plan_graph(be, graph, plan);
+        plan.key.swap(be.key_scratch);
+        plan.buffers_epoch = be.buffers_epoch;
+        plan.valid = keyed;
+        be.written = plan.written;
+        for (const basalt_buffer* b : be.written) be.packs->drop(b);
+    }
+    const size_t nn = graph->n_nodes;
+    std::vector<NodeCtx>& ctx = plan.ctx;
+    const std::vector<size_t>& group_end = plan.group_end;
+    const std::vector<size_t>& next_matmul = plan.next_matmul;
+    if (uint8_t* base = plan.peak > 0 ? be.arena->reserve(plan.peak) : nullptr; base != plan.base) {
+        for (const ArenaView& v : plan.arena_views) {
+            (v.input < 0 ? ctx[v.node].out : ctx[v.node].in[v.input]).data = base + v.offset;
+        }
+        plan.base = base;
+    }
+    // The read-ahead ends (cancel_warm) before this call returns, so no buffer can vanish under it.
     struct WarmGuard {
         ThreadPool& pool;
         ~WarmGuard() { pool.cancel_warm(); }
     } guard{*be.pool};
     const bool warm = be.repack && be.pool->size() > 1;
+    if (be.profile) {
+        const auto t = Profile::Clock::now();
+        be.prof.add("checks+plan", std::chrono::duration<double>(t - t_start).count());
+        t_start = t;
+    }
     // Packed weights of every matmul group, resolved once (packing on first use): the run and the read-ahead
     // both need them.
-    std::vector<PackedWeight> packs(nn);
-    std::vector<bool> packed(nn, false);
+    std::vector<PackedWeight>& packs = be.packs_scratch;
+    packs.assign(nn, PackedWeight{});
+    std::vector<bool>& packed = be.packed_scratch;
+    packed.assign(nn, false);
     for (size_t i = 0; i < nn;) {
         const size_t end = group_end[i] > i + 1 ? group_end[i] : i + 1;
         if (graph->nodes[i]->op == BASALT_OP_MATMUL) packed[i] = packed_group(&ctx[i], end - i, &packs[i]);
         i = end;
     }
+    Profile::Clock::time_point t0 = t_start;
+    if (be.profile) {
+        const auto t = Profile::Clock::now();
+        be.prof.add("packing", std::chrono::duration<double>(t - t0).count());
+        t0 = t;
+    }
     for (size_t i = 0; i < nn;) {
         const size_t end = group_end[i] > i + 1 ? group_end[i] : i + 1;
         if (graph->nodes[i]->op == BASALT_OP_MATMUL) {
             run_matmul_group(&ctx[i], end - i, packed[i] ? &packs[i] : nullptr);
-        } else if (!reshaped[i]) {
+        } else if (!plan.reshaped[i]) {
             op_impl(graph->nodes[i]->op)->run(ctx[i]);
         }
         if (const size_t j = next_matmul[end]; warm && j < nn && j > end && (i == 0 || next_matmul[i] == i)) {
             warm_matmul_group(&ctx[j], group_end[j] - j, packed[j] ? &packs[j] : nullptr);
         }
+        if (be.profile) {
+            const auto t = Profile::Clock::now();
+            be.prof.add(plan.reshaped[i] ? "(reshape)" : op_name(graph->nodes[i]->op),
+                        std::chrono::duration<double>(t - t0).count());
+            t0 = t;
+        }
         i = end;
     }
+    if (be.profile) be.prof.graph_done();
 }
 
 }  // namespace basalt::cpu

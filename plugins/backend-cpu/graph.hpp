@@ -15,6 +15,7 @@
 #include "buffers.hpp"
 #include "kernels.hpp"
 #include "packed.hpp"
+#include "profile.hpp"
 #include "thread-pool.hpp"
 
 namespace basalt::cpu {
@@ -28,27 +29,7 @@ struct RopeTable {
     std::vector<float> cs;  // position p: cos, sin of pair i at cs[(p * half + i) * 2 + 0/1]
 };
 
-// One backend instance (create/destroy).
-struct Backend {
-    const basalt_host* host = nullptr;
-    Kernels kernels;
-    std::unique_ptr<ThreadPool> pool;
-    std::unordered_set<basalt_buffer*> buffers;
-    std::unique_ptr<Arena> arena;
-    std::vector<uint8_t> scratch;  // converted activations of the current matmul (reused)
-    // Q8_0 matmul weights repacked for the ISA's packed kernel (param "repack", on by default where the ISA has
-    // one): weights in wrapped or BASALT_BUFFER_WEIGHTS buffers, packed on first use.
-    bool repack = false;
-    std::unique_ptr<PackCache> packs;
-    std::vector<const basalt_buffer*> written;
-    std::vector<RopeTable> rope;
-    // The read-ahead posted for the next matmul group (warm_matmul_group): its first node's output, and per
-    // worker the request id and the first packed group it starts at.
-    const basalt_tensor* warm_for = nullptr;
-    std::vector<uint64_t> warm_id;
-    std::vector<int64_t> warm_at;  // one per (base, scale, dims) seen: gemma3's local and global layers differ  //
-                                   // buffers the current graph writes (their weights are not packed)
-};
+struct Backend;
 
 // A tensor as an op sees it: dims beyond n_dims are 1, data resolved (nullptr while only validating).
 struct TensorView : sdk::TensorLayout {
@@ -69,6 +50,58 @@ struct TensorView : sdk::TensorLayout {
 // What an op's check and run functions see (label, fail, expect_type, expect_same_shape, ip, fp: the SDK's).
 struct NodeCtx : sdk::NodeView<TensorView> {
     Backend* be = nullptr;
+};
+
+// A view placed in the arena: node, input index (-1: the output), byte offset from the arena's base.
+struct ArenaView {
+    size_t node;
+    int input;
+    uint64_t offset;
+};
+
+// What graph_compute keeps of the last graph it planned, for the next graph of the same key.
+struct GraphPlan {
+    bool valid = false;
+    std::vector<uint64_t> key;        // sdk::graph_key_words of the planned graph
+    uint64_t buffers_epoch = 0;       // Backend::buffers_epoch when planned (buffers it checked against)
+    std::vector<NodeCtx> ctx;         // checked nodes; arena views resolved against `base`
+    std::vector<size_t> group_end;    // > i + 1: node i starts a matmul group ending there
+    std::vector<size_t> next_matmul;  // first matmul group at or after each node
+    std::vector<bool> reshaped;       // COPY nodes that only reshape (not run)
+    std::vector<ArenaView> arena_views;
+    uint64_t peak = 0;                          // arena bytes
+    uint8_t* base = nullptr;                    // arena base the views point into
+    std::vector<const basalt_buffer*> written;  // buffers the graph writes
+};
+
+// One backend instance (create/destroy).
+struct Backend {
+    const basalt_host* host = nullptr;
+    Kernels kernels;
+    std::unique_ptr<ThreadPool> pool;
+    std::unordered_set<basalt_buffer*> buffers;
+    std::unique_ptr<Arena> arena;
+    std::vector<uint8_t> scratch;  // converted activations of the current matmul (reused)
+    // Q8_0 matmul weights repacked for the ISA's packed kernel (param "repack", on by default where the ISA has
+    // one): weights in wrapped or BASALT_BUFFER_WEIGHTS buffers, packed on first use.
+    bool repack = false;
+    std::unique_ptr<PackCache> packs;
+    std::vector<const basalt_buffer*> written;  // buffers the current graph writes (their weights are not packed)
+    std::vector<RopeTable> rope;  // one per (base, scale, dims) seen: gemma3's local and global layers differ
+    // The read-ahead posted for the next matmul group (warm_matmul_group): its first node's output, and per
+    // worker the request id and the first packed group it starts at.
+    const basalt_tensor* warm_for = nullptr;
+    std::vector<uint64_t> warm_id;
+    std::vector<int64_t> warm_at;
+    // Bumped whenever a buffer is created or freed: plans checked against the old set are stale.
+    uint64_t buffers_epoch = 0;
+    GraphPlan plan;
+    std::vector<uint64_t> key_scratch;
+    std::vector<PackedWeight> packs_scratch;
+    std::vector<bool> packed_scratch;
+    // Param "profile" (or $BASALT_CPU_PROFILE=1): wall time per op, printed when the backend is destroyed.
+    bool profile = false;
+    Profile prof;
 };
 
 struct OpImpl {

@@ -851,8 +851,8 @@ void Backend::compute(const basalt_graph* g) {
     ++n_graphs_;
     // A graph with the key of a kept recording runs from its command buffer: no checks, planning or recording
     // (the key covers everything they depend on; recordings go when a buffer they might bind is freed).
-    GraphKey key;
-    if (reuse_ && !profile_) key = graph_key(g);
+    sdk::GraphKey key;
+    if (reuse_ && !profile_) key = sdk::graph_key(g);
     if (!key.words.empty()) {
         for (auto& r : recorded_) {
             if (!(r->key == key)) continue;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <basalt/plugin_backend.h>
+#include <basalt/sdk/graph-key.hpp>
 #include <basalt/sdk/node-view.hpp>
 #include <basalt/sdk/plugin.hpp>
 
@@ -15,7 +16,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "graph-key.hpp"
 #include "vk-api.hpp"
 
 // The opaque ABI handle: a byte range backed by one or more device buffers. Chunks overlap by `overlap` bytes
@@ -119,7 +119,7 @@ class Backend {
     // A command buffer recorded for one graph shape, with the descriptor sets it binds: replayed as is when a
     // graph with the same key comes again (decode steps, equal prefill chunks).
     struct Recording {
-        GraphKey key;
+        sdk::GraphKey key;
         VkCommandBuffer cmd = VK_NULL_HANDLE;
         VkDescriptorPool pool = VK_NULL_HANDLE;
         uint32_t cap = 0;   // descriptor sets the pool holds
