@@ -324,13 +324,12 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
     GraphPlan& plan = be.plan;
     // A graph of the last one's shape, over the same buffers, reuses its checked and planned nodes (a decode
     // step's ~700 nodes differ from the last step's only in the data of the input buffer).
-    const bool keyed = sdk::graph_key_words(graph, be.key_scratch);
-    if (keyed && plan.valid && plan.buffers_epoch == be.buffers_epoch && be.key_scratch == plan.key) {
+    if (plan.valid && plan.buffers_epoch == be.buffers_epoch && sdk::graph_key_matches(graph, plan.key)) {
         refresh_views(graph, plan);
     } else {
         plan.valid = false;
         plan_graph(be, graph, plan);
-        plan.key.swap(be.key_scratch);
+        const bool keyed = sdk::graph_key_words(graph, plan.key);
         plan.buffers_epoch = be.buffers_epoch;
         plan.valid = keyed;
         be.written = plan.written;

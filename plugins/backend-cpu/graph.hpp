@@ -96,7 +96,6 @@ struct Backend {
     // Bumped whenever a buffer is created or freed: plans checked against the old set are stale.
     uint64_t buffers_epoch = 0;
     GraphPlan plan;
-    std::vector<uint64_t> key_scratch;
     std::vector<PackedWeight> packs_scratch;
     std::vector<bool> packed_scratch;
     // Param "profile" (or $BASALT_CPU_PROFILE=1): wall time per op, printed when the backend is destroyed.

@@ -51,6 +51,9 @@ void axpy_cache(const Kernels& k, basalt_dtype type, int64_t n, float a, const u
     }
 }
 
+// Query heads of one KV head handled by one task at most (larger GQA groups are split into parts).
+constexpr int kMaxSharedHeads = 8;
+
 struct AttnShape {
     int64_t hd_k, hd_v, n_head, n_kv, tokens, n_vis, n_lists;
 };
@@ -106,52 +109,74 @@ void run_attention(NodeCtx& c) {
     const int64_t sinks = c.ip(1);
     const int64_t group = s.n_head / s.n_kv;
     const Kernels& k = c.be->kernels;
-    const int64_t work = s.tokens * s.n_head;
-    // One task per (token, head): claimed dynamically, so heads spread evenly over the threads.
-    const int64_t tasks = std::min<int64_t>(work, static_cast<int64_t>(c.be->pool->size()) * 16);
-    const int64_t per = (work + tasks - 1) / tasks;
+    // Tasks are (token, KV head, part of the query heads sharing it): each K and V row is read once for the
+    // heads of the part, whose independent dot products and exps overlap. Every head's arithmetic (its dot
+    // products, online-softmax updates and accumulation order) is that of one head alone. Small batches split a
+    // KV head's query heads into parts so every thread gets work.
+    const int64_t n_pairs = s.tokens * s.n_kv;
+    const int64_t threads = c.be->pool->size();
+    int64_t parts = 1;
+    if (n_pairs < 2 * threads) parts = std::min(group, (2 * threads + n_pairs - 1) / n_pairs);
+    parts = std::max(parts, (group + kMaxSharedHeads - 1) / kMaxSharedHeads);
+    const int64_t per_part = (group + parts - 1) / parts;
     // Cache rows by slot: a plain stride when the cache is one 2-D matrix (as every session's is).
     const bool flat_k = kc.ne[2] == 1 && kc.ne[3] == 1;
     const bool flat_v = vc.ne[2] == 1 && vc.ne[3] == 1;
     const TypeInfo* kti = type_info(kc.type);
     const TypeInfo* vti = type_info(vc.type);
-    c.be->pool->parallel_for((work + per - 1) / per, [&](int64_t task, int) {
-        std::vector<float> acc(static_cast<size_t>(s.hd_v));
-        for (int64_t w = task * per; w < std::min(work, (task + 1) * per); ++w) {
-            const int64_t t = w / s.n_head;
-            const int64_t h = w % s.n_head;
-            const int32_t* list = lists + 2 * s.n_vis * qtab[2 * t];
-            const int64_t pos = qtab[2 * t + 1];
-            const auto* q = reinterpret_cast<const float*>(c.in[0].at(0, h, t));
-            const int64_t kvh = h / group;
-            const int64_t koff = kvh * s.hd_k / kti->block * kti->bytes;
-            const int64_t voff = kvh * s.hd_v / vti->block * vti->bytes;
-            float m = -INFINITY;
-            float l = 0;
-            std::fill(acc.begin(), acc.end(), 0.0f);
-            for (int64_t i = 0; i < s.n_vis; ++i) {
-                const int64_t slot = list[2 * i];
-                const int64_t p = list[2 * i + 1];
-                if (slot < 0 || p > pos) continue;
-                if (window != 0 && !(p > pos - window || p < sinks)) continue;
-                const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
-                float score = scale * dot_cache(k, kc.type, s.hd_k, q, kr);
-                if (cap > 0.0f) score = cap * std::tanh(score / cap);
-                if (score > m) {
-                    const float r = std::exp(m - score);  // 0 on the first visible pair
-                    l *= r;
-                    for (float& a : acc) a *= r;
-                    m = score;
-                }
-                const float e = std::exp(score - m);
-                l += e;
-                const uint8_t* vr = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
-                axpy_cache(k, vc.type, s.hd_v, e, vr, acc.data());
+    c.be->pool->parallel_for(n_pairs * parts, [&](int64_t task, int) {
+        const int64_t pair = task / parts;
+        const int64_t t = pair / s.n_kv;
+        const int64_t kvh = pair % s.n_kv;
+        const int64_t h0 = kvh * group + (task % parts) * per_part;
+        const int64_t h1 = std::min(h0 + per_part, (kvh + 1) * group);
+        if (h0 >= h1) return;
+        const int nh = static_cast<int>(h1 - h0);
+        const int32_t* list = lists + 2 * s.n_vis * qtab[2 * t];
+        const int64_t pos = qtab[2 * t + 1];
+        const int64_t koff = kvh * s.hd_k / kti->block * kti->bytes;
+        const int64_t voff = kvh * s.hd_v / vti->block * vti->bytes;
+        const float* q[kMaxSharedHeads];
+        float m[kMaxSharedHeads];
+        float l[kMaxSharedHeads];
+        float score[kMaxSharedHeads];
+        std::vector<float> acc(static_cast<size_t>(nh * s.hd_v), 0.0f);
+        for (int j = 0; j < nh; ++j) {
+            q[j] = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
+            m[j] = -INFINITY;
+            l[j] = 0;
+        }
+        for (int64_t i = 0; i < s.n_vis; ++i) {
+            const int64_t slot = list[2 * i];
+            const int64_t p = list[2 * i + 1];
+            if (slot < 0 || p > pos) continue;
+            if (window != 0 && !(p > pos - window || p < sinks)) continue;
+            const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
+            for (int j = 0; j < nh; ++j) {
+                score[j] = scale * dot_cache(k, kc.type, s.hd_k, q[j], kr);
+                if (cap > 0.0f) score[j] = cap * std::tanh(score[j] / cap);
             }
+            const uint8_t* vr = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
+            for (int j = 0; j < nh; ++j) {
+                float* a = acc.data() + j * s.hd_v;
+                if (score[j] > m[j]) {
+                    const float r = std::exp(m[j] - score[j]);  // 0 on the first visible pair
+                    l[j] *= r;
+                    for (int64_t d = 0; d < s.hd_v; ++d) a[d] *= r;
+                    m[j] = score[j];
+                }
+                const float e = std::exp(score[j] - m[j]);
+                l[j] += e;
+                axpy_cache(k, vc.type, s.hd_v, e, vr, a);
+            }
+        }
+        for (int j = 0; j < nh; ++j) {
+            const int64_t h = h0 + j;
             float* y = split ? reinterpret_cast<float*>(c.out.at(0, h, t))
                              : reinterpret_cast<float*>(c.out.row(t)) + h * s.hd_v;
-            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-            for (int64_t d = 0; d < s.hd_v; ++d) y[d] = acc[static_cast<size_t>(d)] * inv;
+            const float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
+            const float* a = acc.data() + j * s.hd_v;
+            for (int64_t d = 0; d < s.hd_v; ++d) y[d] = a[d] * inv;
         }
     });
 }
