@@ -1508,6 +1508,58 @@ TEST_CASE("backend-cpu: a graph of the last one's shape reuses its plan, never i
     iface->buffer_free(inst.be, io);
 }
 
+TEST_CASE("backend-cpu: SILU and SWIGLU are within a few ulp of exact over the float range, on every ISA",
+          "[backend-ops]") {
+    // The AVX-512 table computes exp with llama.cpp's vector algorithm (~1.5 ulp); the others call expf.
+    std::vector<float> x;
+    for (int i = -24000; i <= 24000; ++i) x.push_back(static_cast<float>(i) * 0.005f);  // [-120, 120]
+    for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.7f, -88.7f, 89.5f, -89.5f, 104.0f, -104.0f, 300.0f, -300.0f})
+        x.push_back(v);
+    while (x.size() % 16 != 5) x.push_back(0.75f);  // a scalar tail too
+    const auto n = static_cast<int64_t>(x.size());
+    const basalt_backend_iface* iface = cpu_iface();
+    for (const char* isa : {"auto", "scalar"}) {
+        Instance inst(iface, {{"threads", "2"}, {"isa", isa}});
+        REQUIRE(inst.status == BASALT_OK);
+        basalt_buffer* buf = nullptr;
+        REQUIRE(iface->buffer_alloc(inst.be, static_cast<uint64_t>(n) * 16, BASALT_BUFFER_IO, &buf) == BASALT_OK);
+        std::vector<float> up(x.size(), -1.5f);
+        REQUIRE(iface->buffer_write(inst.be, buf, 0, x.data(), x.size() * 4) == BASALT_OK);
+        REQUIRE(iface->buffer_write(inst.be, buf, x.size() * 4, up.data(), x.size() * 4) == BASALT_OK);
+        RawGraph g;
+        const int xt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "x");
+        const int ut = g.tensor(BASALT_DTYPE_F32, {n}, buf, "up");
+        const int st = g.tensor(BASALT_DTYPE_F32, {n}, buf, "silu");
+        const int wt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "swiglu");
+        g.ts[static_cast<size_t>(ut)].offset = x.size() * 4;
+        g.ts[static_cast<size_t>(st)].offset = x.size() * 8;
+        g.ts[static_cast<size_t>(wt)].offset = x.size() * 12;
+        g.node(BASALT_OP_SILU, "silu", st, {xt});
+        g.node(BASALT_OP_SWIGLU, "swiglu", wt, {xt, ut});
+        REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+        std::vector<float> s(x.size()), w(x.size());
+        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 8, s.data(), x.size() * 4) == BASALT_OK);
+        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 12, w.data(), x.size() * 4) == BASALT_OK);
+        double worst = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double e = silu(static_cast<double>(x[i]));
+            // Relative error, or absolute near zero.
+            const double err_s = std::fabs(s[i] - e) / std::max(std::fabs(e), 1e-36);
+            const double err_w = std::fabs(w[i] - e * -1.5) / std::max(std::fabs(e * 1.5), 1e-36);
+            INFO("isa " << isa << " x = " << x[i] << ": silu " << s[i] << ", swiglu " << w[i] << ", exact " << e);
+            if (std::fabs(e) > 1e-30) {
+                CHECK(err_s < 5e-7);
+                CHECK(err_w < 5e-7);
+                worst = std::max({worst, err_s, err_w});
+            } else {
+                CHECK(std::fabs(s[i] - e) < 1e-30);  // exp(-x) overflows past x ~ -88.7: silu gives -0
+            }
+        }
+        std::printf("[backend-ops]   silu/swiglu isa %s: worst relative error %.3g\n", isa, worst);
+        iface->buffer_free(inst.be, buf);
+    }
+}
+
 TEST_CASE("backend-cpu describes its device and parses its parameters", "[backend-ops]") {
     const basalt_backend_iface* iface = cpu_iface();
     size_t n = 0;

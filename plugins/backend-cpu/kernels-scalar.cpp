@@ -293,6 +293,18 @@ void axpy_f16(int64_t n, float a, const uint16_t* x, float* y) {
 
 }  // namespace
 
+float silu_f32(float x) {
+    return x / (1.0f + std::exp(-x));
+}
+
+void silu_row(int64_t n, const float* x, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = silu_f32(x[i]);
+}
+
+void swiglu_row(int64_t n, const float* g, const float* u, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = silu_f32(g[i]) * u[i];
+}
+
 void init_kernels_scalar(Kernels& k) {
     k = Kernels{};
     k.isa = "scalar";
@@ -314,6 +326,8 @@ void init_kernels_scalar(Kernels& k) {
     k.axpy_f32 = axpy_f32;
     k.axpy_f16 = axpy_f16;
     k.round_f16 = round_f16;
+    k.silu = silu_row;
+    k.swiglu = swiglu_row;
 }
 
 }  // namespace basalt::cpu

@@ -57,6 +57,9 @@ struct Kernels {
     float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;
     void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
     void (*axpy_f16)(int64_t n, float a, const uint16_t* x, float* y) = nullptr;
+    // SiLU: y[i] = x[i] / (1 + exp(-x[i])); SwiGLU: y[i] = silu(g[i]) * u[i]. y may alias x or g.
+    void (*silu)(int64_t n, const float* x, float* y) = nullptr;
+    void (*swiglu)(int64_t n, const float* g, const float* u, float* y) = nullptr;
     // y[i] = x[i] rounded to F16 and back (fp16_to_fp32(fp32_to_fp16(x[i])), bit for bit): MultiAct::F32Rounded.
     void (*round_f16)(int64_t n, const float* x, float* y) = nullptr;
 };

@@ -56,10 +56,6 @@ float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
 }
 
-float silu(float x) {
-    return x / (1.0f + std::exp(-x));
-}
-
 }  // namespace
 
 void check_binary(const NodeCtx& c) {
@@ -128,9 +124,8 @@ void run_softmax(NodeCtx& c) {
 }
 
 void run_silu(NodeCtx& c) {
-    unary(c, [](const float* x, float* y, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) y[i] = silu(x[i]);
-    });
+    const auto silu_row = c.be->kernels.silu;
+    unary(c, [&](const float* x, float* y, int64_t n) { silu_row(n, x, y); });
 }
 
 void run_gelu(NodeCtx& c) {
@@ -150,7 +145,10 @@ void check_glu(const NodeCtx& c) {
 }
 
 void run_swiglu(NodeCtx& c) {
-    binary(c, [](float a, float b) { return silu(a) * b; });
+    const int64_t n = c.out.ne[0];
+    const bool bcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1;
+    const auto swiglu = c.be->kernels.swiglu;
+    for_rows(c, [&](int64_t r) { swiglu(n, c.in[0].frow(r), c.in[1].frow(bcast ? 0 : r), c.out.frow(r)); });
 }
 
 void run_geglu(NodeCtx& c) {
