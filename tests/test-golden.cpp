@@ -425,6 +425,37 @@ TEST_CASE("golden: two and five sequences in one ragged batch equal each run alo
     check_ragged(5);
 }
 
+TEST_CASE("golden: single-token steps of two sequences taking turns equal each run alone", "[golden]") {
+    // Consecutive steps of one shape reuse the session's graph and the backend's plan; only the data in the
+    // input buffer (token, position, slot, the sequence's visible pairs) differs between them.
+    const fs::path model = golden_dir() / "models" / "tiny-llama-f32.gguf";
+    const auto prompts = ragged_prompts(2);
+    std::vector<std::vector<float>> alone;
+    for (const auto& p : prompts) {
+        Runner r(model);
+        std::vector<float> rows;
+        for (size_t i = 0; i < p.size(); ++i) {
+            const auto row = r.decode({p[i]}, static_cast<int32_t>(i));
+            rows.insert(rows.end(), row.begin(), row.end());
+        }
+        alone.push_back(std::move(rows));
+    }
+    Runner r(model, 2);
+    double worst = 0;
+    for (size_t i = 0; i < std::max(prompts[0].size(), prompts[1].size()); ++i) {
+        for (size_t s = 0; s < 2; ++s) {
+            if (i >= prompts[s].size()) continue;
+            const auto row = r.decode({prompts[s][i]}, static_cast<int32_t>(i), static_cast<int32_t>(s));
+            REQUIRE(row.size() == r.n_vocab);
+            for (size_t v = 0; v < r.n_vocab; ++v) {
+                worst = std::max(worst, std::abs(static_cast<double>(row[v]) - alone[s][i * r.n_vocab + v]));
+            }
+        }
+    }
+    INFO("two sequences taking turns vs alone: max abs " << worst);
+    CHECK(worst <= 1e-6);
+}
+
 TEST_CASE("golden: fork then diverge equals two fresh runs", "[golden]") {
     const fs::path model = golden_dir() / "models" / "tiny-llama-f32.gguf";
     const std::vector<int32_t> prefix(kLlamaPrompt.begin(), kLlamaPrompt.begin() + 13);  // not a block multiple
