@@ -13,18 +13,14 @@
 namespace basalt::sdk {
 
 // Calls emit(word) for each key word of `g` (its arrays non-NULL, checked by the caller) while emit returns true.
-// Returns false when emit stopped it or the graph cannot be keyed (a NULL or short struct: then `keyable` is false).
+// Returns false when emit stopped it or the graph cannot be keyed (a NULL or short struct). Reads g only;
+// thread-safe as far as emit is.
 template <typename Emit>
-bool visit_graph_key(const basalt_graph* g, Emit&& emit, bool* keyable = nullptr) {
-    if (keyable != nullptr) *keyable = true;
-    auto unkeyable = [&] {
-        if (keyable != nullptr) *keyable = false;
-        return false;
-    };
+bool visit_graph_key(const basalt_graph* g, Emit&& emit) {
     if (!emit(g->n_tensors) || !emit(g->n_nodes)) return false;
     for (size_t i = 0; i < g->n_tensors; ++i) {
         const basalt_tensor* t = g->tensors[i];
-        if (t == nullptr || t->struct_size < sizeof(basalt_tensor)) return unkeyable();
+        if (t == nullptr || t->struct_size < sizeof(basalt_tensor)) return false;
         if (!emit(static_cast<uint64_t>(static_cast<uint32_t>(t->dtype)) << 32 | static_cast<uint32_t>(t->n_dims))) {
             return false;
         }
@@ -35,7 +31,7 @@ bool visit_graph_key(const basalt_graph* g, Emit&& emit, bool* keyable = nullptr
     }
     for (size_t i = 0; i < g->n_nodes; ++i) {
         const basalt_graph_node* n = g->nodes[i];
-        if (n == nullptr || n->struct_size < sizeof(basalt_graph_node)) return unkeyable();
+        if (n == nullptr || n->struct_size < sizeof(basalt_graph_node)) return false;
         if (!emit(static_cast<uint64_t>(static_cast<uint32_t>(n->op)) << 32 | static_cast<uint32_t>(n->output)) ||
             !emit(static_cast<uint64_t>(static_cast<uint32_t>(n->n_inputs)))) {
             return false;
