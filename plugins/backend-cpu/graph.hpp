@@ -88,11 +88,6 @@ struct Backend {
     std::unique_ptr<PackCache> packs;
     std::vector<const basalt_buffer*> written;  // buffers the current graph writes (their weights are not packed)
     std::vector<RopeTable> rope;  // one per (base, scale, dims) seen: gemma3's local and global layers differ
-    // The read-ahead posted for the next matmul group (warm_matmul_group): its first node's output, and per
-    // worker the request id and the first packed group it starts at.
-    const basalt_tensor* warm_for = nullptr;
-    std::vector<uint64_t> warm_id;
-    std::vector<int64_t> warm_at;
     // Bumped whenever a buffer is created or freed: plans checked against the old set are stale.
     uint64_t buffers_epoch = 0;
     GraphPlan plan;

@@ -5,6 +5,7 @@
 // row pass, and where the ISA has one, a register-blocked kernel (vec_dot_block) a few weight rows x a few tokens
 // per call; both are bit-identical to the single-column dot product.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -27,7 +28,8 @@ struct MatJob {
 constexpr int64_t kTokenTile = 16;
 // Bytes of the next matmul's weights a worker reads ahead while the caller runs small ops (within L2).
 constexpr int64_t kWarmBytes = 512 * 1024;
-constexpr int64_t kPackedTasksPerThread = 2;  // measured: 1, 2, 4 within 3 %, 2 best
+constexpr int64_t kPackedOwnGroups = 4;    // groups an owner takes from its span at once (4 x 16 rows)
+constexpr int64_t kPackedStealGroups = 2;  // groups a thief takes from another's span at once
 constexpr int64_t kTileBytes = 16384;
 constexpr int64_t kBlockTileBytes = 512 * 1024;
 constexpr int64_t kBlockRowBytes = 128 * 1024;
@@ -224,6 +226,30 @@ void quantize_act(const Backend& be, const float* x, uint8_t* y, int64_t k) {
         quantize_row_packed_act(x, y, k);
 }
 
+// A run of packed groups [front, back) shared by its owner (taking from the front) and thieves (from the back).
+struct alignas(64) GroupSpan {
+    std::atomic<uint64_t> fb{0};  // back << 32 | front
+
+    // Takes up to n groups from the front (owner) or the back; false when the span is empty.
+    bool take(bool front, int64_t n, int64_t* g0, int64_t* g1) {
+        uint64_t v = fb.load(std::memory_order_acquire);
+        for (;;) {
+            const auto f = static_cast<int64_t>(v & 0xffffffffu);
+            const auto b = static_cast<int64_t>(v >> 32);
+            if (f >= b) return false;
+            const int64_t lo = front ? f : std::max(f, b - n);
+            const int64_t hi = front ? std::min(b, f + n) : b;
+            const uint64_t next = front ? (v & ~uint64_t{0xffffffffu}) | static_cast<uint64_t>(hi)
+                                        : static_cast<uint64_t>(lo) << 32 | static_cast<uint64_t>(f);
+            if (fb.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                *g0 = lo;
+                *g1 = hi;
+                return true;
+            }
+        }
+    }
+};
+
 // MATMULs of one input through packed weights: activations quantized once into the packed layout, then tasks
 // of whole 16-row groups; each group meets every column in turn while its weights are in L1.
 void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
@@ -252,48 +278,19 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     }
     const std::vector<int64_t> first = packed_first(packs, n);
     const int64_t total = first.back();
-    // Tasks are ranges of global groups, claimed in order: the caller's first, then each worker's read-ahead
-    // (already in its cache: the worker claims it first), then the rest in chunks of kPackedTasksPerThread per
-    // thread, contiguous so each task streams one run of adjacent weights.
-    struct Range {
-        int64_t g0;
-        int64_t g1;
-    };
-    std::vector<Range> warm_ranges;
-    if (cols == 1 && be.warm_for == ctx[0].out.t) {
-        const int64_t gb = packed_group_bytes(k / kQK);
-        for (int w = 1; w < threads && static_cast<size_t>(w) < be.warm_id.size(); ++w) {
-            const int64_t done = static_cast<int64_t>(be.pool->warmed(w, be.warm_id[static_cast<size_t>(w)])) / gb;
-            const int64_t at = be.warm_at[static_cast<size_t>(w)];
-            if (done > 0 && at >= 0 && at + done <= total) warm_ranges.push_back({at, at + done});
-        }
+    // Thread t owns the contiguous span [warm_start(t), warm_start(t + 1)) of groups (a worker's read-ahead is its
+    // span's start) and takes it from the front a few groups at a time, on a counter no other thread touches
+    // until it runs dry; then it takes from the back of the others' spans. Each thread streams one run of
+    // adjacent weights, and the threads finish within a few groups of each other.
+    std::vector<GroupSpan> spans(static_cast<size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+        const auto f = static_cast<uint64_t>(warm_start(total, t, threads));
+        const auto e = static_cast<uint64_t>(warm_start(total, t + 1, threads));
+        spans[static_cast<size_t>(t)].fb.store(e << 32 | f, std::memory_order_relaxed);
     }
-    be.warm_for = nullptr;
-    std::vector<Range> ranges;
-    const int64_t chunk = std::max<int64_t>(1, total / (static_cast<int64_t>(threads) * kPackedTasksPerThread));
-    std::vector<Range> cold;  // [0, total) minus the warm ranges, in chunks
-    {
-        std::vector<Range> sorted = warm_ranges;
-        std::sort(sorted.begin(), sorted.end(), [](const Range& r1, const Range& r2) { return r1.g0 < r2.g0; });
-        int64_t at = 0;
-        auto add_cold = [&](int64_t g0, int64_t g1) {
-            for (int64_t g = g0; g < g1; g += chunk) cold.push_back({g, std::min(g1, g + chunk)});
-        };
-        for (const Range& r : sorted) {
-            if (r.g0 < at) continue;  // overlapping read-aheads: the later one stays cold
-            add_cold(at, r.g0);
-            at = r.g1;
-        }
-        add_cold(at, total);
-    }
-    if (!cold.empty()) ranges.push_back(cold.front());
-    ranges.insert(ranges.end(), warm_ranges.begin(), warm_ranges.end());
-    ranges.insert(ranges.end(), cold.begin() + (cold.empty() ? 0 : 1), cold.end());
     const PackedDotFn dot = be.kernels.packed_q8_0;
     const int64_t gb = packed_group_bytes(k / kQK);
-    be.pool->parallel_for(static_cast<int64_t>(ranges.size()), [&](int64_t ti, int) {
-        const int64_t g0 = ranges[static_cast<size_t>(ti)].g0;
-        const int64_t g1 = ranges[static_cast<size_t>(ti)].g1;
+    auto run_groups = [&](int64_t g0, int64_t g1) {
         size_t m = 0;
         while (first[m + 1] <= g0) ++m;
         for (int64_t gg = g0; gg < g1; ++gg) {
@@ -303,6 +300,15 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
             const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
             for (int64_t col = 0; col < cols; ++col)
                 dot(k, p.data + g * gb, base + col * rb, out[m][static_cast<size_t>(col)] + g * kPackRows, valid);
+        }
+    };
+    be.pool->parallel_for(threads, [&](int64_t, int thread) {
+        int64_t g0 = 0;
+        int64_t g1 = 0;
+        while (spans[static_cast<size_t>(thread)].take(true, kPackedOwnGroups, &g0, &g1)) run_groups(g0, g1);
+        for (int v = 1; v < threads; ++v) {
+            GroupSpan& victim = spans[static_cast<size_t>((thread + v) % threads)];
+            while (victim.take(false, kPackedStealGroups, &g0, &g1)) run_groups(g0, g1);
         }
     });
 }
@@ -346,18 +352,13 @@ void run_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
 }
 
 void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
-    Backend& be = *ctx[0].be;
-    ThreadPool& pool = *be.pool;
-    be.warm_for = nullptr;
+    ThreadPool& pool = *ctx[0].be->pool;
     if (pool.size() < 2 || packs == nullptr || ctx[0].in[1].nrows() != 1) return;
     const std::vector<int64_t> first = packed_first(packs, n);
     const int64_t total = first.back();
     const int64_t gb = packed_group_bytes(packs[0].k / kQK);
-    be.warm_id.assign(static_cast<size_t>(pool.size()), 0);
-    be.warm_at.assign(static_cast<size_t>(pool.size()), -1);
     for (int w = 1; w < pool.size(); ++w) {
         int64_t g = warm_start(total, w, pool.size());
-        be.warm_at[static_cast<size_t>(w)] = g;
         int64_t budget = std::min<int64_t>(warm_start(total, w + 1, pool.size()) - g, kWarmBytes / gb);
         const void* seg[2] = {nullptr, nullptr};
         size_t len[2] = {0, 0};
@@ -370,9 +371,8 @@ void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
             g += take;
             budget -= take;
         }
-        be.warm_id[static_cast<size_t>(w)] = pool.warm(w, seg[0], len[0], seg[1], len[1]);
+        pool.warm(w, seg[0], len[0], seg[1], len[1]);
     }
-    be.warm_for = ctx[0].out.t;
 }
 
 void run_matmul(NodeCtx& c) {

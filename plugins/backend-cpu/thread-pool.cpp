@@ -62,8 +62,8 @@ void ThreadPool::work(int thread, uint64_t gen) {
     }
 }
 
-uint64_t ThreadPool::warm(int thread, const void* p0, size_t n0, const void* p1, size_t n1) {
-    if (thread < 1 || thread >= n_threads_) return 0;
+void ThreadPool::warm(int thread, const void* p0, size_t n0, const void* p1, size_t n1) {
+    if (thread < 1 || thread >= n_threads_) return;
     Warm& w = warm_[static_cast<size_t>(thread)];
     const uint64_t s = w.seq.load(std::memory_order_relaxed);
     w.seq.store(s + 1, std::memory_order_relaxed);  // odd: being written
@@ -73,15 +73,6 @@ uint64_t ThreadPool::warm(int thread, const void* p0, size_t n0, const void* p1,
     w.p[1].store(static_cast<const uint8_t*>(p1), std::memory_order_relaxed);
     w.n[1].store(p1 != nullptr ? n1 : 0, std::memory_order_relaxed);
     w.seq.store(s + 2, std::memory_order_seq_cst);
-    return s + 2;
-}
-
-size_t ThreadPool::warmed(int thread, uint64_t id) const noexcept {
-    if (thread < 1 || thread >= n_threads_) return 0;
-    const Warm& w = warm_[static_cast<size_t>(thread)];
-    // taken is published after progress is reset, and only the caller posts new requests.
-    if (w.taken.load(std::memory_order_acquire) != id) return 0;
-    return w.progress.load(std::memory_order_acquire);
 }
 
 void ThreadPool::cancel_warm() {
@@ -102,9 +93,9 @@ void ThreadPool::warm_up(int index) {
     Warm& w = warm_[static_cast<size_t>(index)];
     const uint64_t s = w.seq.load(std::memory_order_acquire);
     if ((s & 1) != 0 || s == w.done) return;
-    if (s != w.taken.load(std::memory_order_relaxed)) {
-        w.progress.store(0, std::memory_order_relaxed);
-        w.taken.store(s, std::memory_order_release);
+    if (s != w.taken) {
+        w.progress = 0;
+        w.taken = s;
     }
     w.reading.store(true, std::memory_order_seq_cst);
     const uint8_t* p[2] = {w.p[0].load(std::memory_order_relaxed), w.p[1].load(std::memory_order_relaxed)};
@@ -119,7 +110,7 @@ void ThreadPool::warm_up(int index) {
     uint64_t sink = 0;
     bool complete = false;
     for (;;) {
-        const size_t at = w.progress.load(std::memory_order_relaxed);
+        const size_t at = w.progress;
         const int r = at < n[0] ? 0 : 1;
         const size_t off = r == 0 ? at : at - n[0];
         if (r == 1 && off >= n[1]) {
@@ -128,7 +119,7 @@ void ThreadPool::warm_up(int index) {
         }
         const size_t end = std::min(n[r], off + 1024);
         for (size_t o = off; o < end; o += 64) sink += *reinterpret_cast<const volatile uint8_t*>(p[r] + o);
-        w.progress.store(w.progress.load(std::memory_order_relaxed) + (end - off), std::memory_order_release);
+        w.progress += end - off;
         if (generation_.load(std::memory_order_relaxed) != gen || w.seq.load(std::memory_order_relaxed) != s) break;
     }
     w.sink += sink;

@@ -40,10 +40,7 @@ class ThreadPool {
     // (between parallel regions; a region interrupts it, and it resumes after), replacing its earlier request.
     // Decode uses it to pull the next matmul's weights in while the caller runs small ops alone. The ranges
     // must stay mapped until cancel_warm() returns. Caller thread only.
-    // Returns the request's id for warmed().
-    uint64_t warm(int thread, const void* p0, size_t n0, const void* p1, size_t n1);
-    // Bytes of request `id` worker `thread` has read so far (0 for another request). Caller thread only.
-    size_t warmed(int thread, uint64_t id) const noexcept;
+    void warm(int thread, const void* p0, size_t n0, const void* p1, size_t n1);
     // Drops every worker's request and returns once none is reading. Caller thread only.
     void cancel_warm();
 
@@ -55,10 +52,10 @@ class ThreadPool {
         std::atomic<const uint8_t*> p[2] = {nullptr, nullptr};
         std::atomic<size_t> n[2] = {0, 0};
         alignas(64) std::atomic<bool> reading{false};
-        std::atomic<uint64_t> taken{0};   // seq of the request being read
-        std::atomic<size_t> progress{0};  // bytes of it read so far
-        alignas(64) uint64_t done = 0;    // seq of the last request read to its end
-        uint64_t sink = 0;                // keeps the loads
+        alignas(64) uint64_t taken = 0;  // seq of the request being read (a region interrupts it; it resumes)
+        size_t progress = 0;             // bytes of it read so far
+        uint64_t done = 0;               // seq of the last request read to its end
+        uint64_t sink = 0;               // keeps the loads
     };
     bool warm_pending(int index) const noexcept;
     void warm_up(int index);
