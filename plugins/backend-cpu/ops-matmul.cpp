@@ -28,6 +28,8 @@ struct MatJob {
 constexpr int64_t kTokenTile = 16;
 // Bytes of the next matmul's weights a worker reads ahead while the caller runs small ops (within L2).
 constexpr int64_t kWarmBytes = 512 * 1024;
+constexpr int64_t kRowsOwn = 32;           // weight rows an owner takes from its span at once (row kernels)
+constexpr int64_t kRowsSteal = 16;         // rows a thief takes from another's span at once
 constexpr int64_t kPackedOwnGroups = 4;    // groups an owner takes from its span at once (4 x 16 rows)
 constexpr int64_t kPackedStealGroups = 2;  // groups a thief takes from another's span at once
 constexpr int64_t kTileBytes = 16384;
@@ -92,6 +94,31 @@ bool use_multi(const NodeCtx& c, basalt_dtype wtype, int64_t act_rows) {
     return act_rows > 1 && c.be->kernels.vec_dot_multi[wtype] != nullptr && c.be->kernels.multi_cols[wtype] > 1;
 }
 
+// A run of work items (weight rows, packed 16-row blocks) [front, back) shared by its owner (taking from the front)
+// and thieves (from the back).
+struct alignas(64) GroupSpan {
+    std::atomic<uint64_t> fb{0};  // back << 32 | front
+
+    // Takes up to n groups from the front (owner) or the back; false when the span is empty.
+    bool take(bool front, int64_t n, int64_t* g0, int64_t* g1) {
+        uint64_t v = fb.load(std::memory_order_acquire);
+        for (;;) {
+            const auto f = static_cast<int64_t>(v & 0xffffffffu);
+            const auto b = static_cast<int64_t>(v >> 32);
+            if (f >= b) return false;
+            const int64_t lo = front ? f : std::max(f, b - n);
+            const int64_t hi = front ? std::min(b, f + n) : b;
+            const uint64_t next = front ? (v & ~uint64_t{0xffffffffu}) | static_cast<uint64_t>(hi)
+                                        : static_cast<uint64_t>(lo) << 32 | static_cast<uint64_t>(f);
+            if (fb.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                *g0 = lo;
+                *g1 = hi;
+                return true;
+            }
+        }
+    }
+};
+
 void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJob>& jobs, bool multi) {
     const VecDotFn dot = c.be->kernels.vec_dot[wtype];
     const VecDotMultiFn dot_multi = multi ? c.be->kernels.vec_dot_multi[wtype] : nullptr;
@@ -121,6 +148,52 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
         rtile = std::max<int64_t>(brows, kBlockRowBytes / wb / brows * brows);
     }
     const int threads = c.be->pool->size();
+    if (dot_multi == nullptr) {
+        // Rows one at a time (every decode matvec here): each thread owns a contiguous span of the jobs' rows
+        // taken as one index space, and steals from the back of the others' when done (see GroupSpan).
+        std::vector<int64_t> first(jobs.size() + 1, 0);
+        for (size_t j = 0; j < jobs.size(); ++j) first[j + 1] = first[j] + (jobs[j].act.empty() ? 0 : jobs[j].n_rows);
+        const int64_t total = first.back();
+        std::vector<GroupSpan> spans(static_cast<size_t>(threads));
+        for (int t = 0; t < threads; ++t) {
+            const auto f = static_cast<uint64_t>(total * t / threads);
+            const auto e = static_cast<uint64_t>(total * (t + 1) / threads);
+            spans[static_cast<size_t>(t)].fb.store(e << 32 | f, std::memory_order_relaxed);
+        }
+        auto run_rows = [&](int64_t g0, int64_t g1) {
+            size_t j = 0;
+            while (first[j + 1] <= g0) ++j;
+            for (int64_t g = g0; g < g1;) {
+                while (first[j + 1] <= g) ++j;
+                const MatJob& job = jobs[j];
+                const int64_t r0 = g - first[j];
+                const int64_t r1 = std::min(g1, first[j + 1]) - first[j];
+                const auto cols = static_cast<int64_t>(job.act.size());
+                for (int64_t c0 = 0; c0 < cols; c0 += kTokenTile) {
+                    const int64_t c1 = std::min(cols, c0 + kTokenTile);
+                    for (int64_t n = r0; n < r1; ++n) {
+                        const uint8_t* wr = job.w + n * job.w_stride;
+                        for (int64_t col = c0; col < c1; ++col) {
+                            job.out[static_cast<size_t>(col)][n] = dot(k, wr, job.act[static_cast<size_t>(col)]);
+                        }
+                    }
+                }
+                g = first[j] + r1;
+            }
+        };
+        c.be->pool->parallel_for(threads, [&](int64_t, int thread) {
+            int64_t g0 = 0;
+            int64_t g1 = 0;
+            // Alone, a thread takes its whole span at once (no one to balance with).
+            const int64_t own = threads == 1 ? std::max<int64_t>(1, total) : kRowsOwn;
+            while (spans[static_cast<size_t>(thread)].take(true, own, &g0, &g1)) run_rows(g0, g1);
+            for (int v = 1; v < threads; ++v) {
+                GroupSpan& victim = spans[static_cast<size_t>((thread + v) % threads)];
+                while (victim.take(false, kRowsSteal, &g0, &g1)) run_rows(g0, g1);
+            }
+        });
+        return;
+    }
     // Tasks: (job, row chunk). Aim for a few chunks per thread over all jobs together; with register blocks a
     // chunk is a whole number of row blocks.
     int64_t total_rows = 0;
@@ -142,45 +215,33 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
         const Task& t = tasks[static_cast<size_t>(ti)];
         const MatJob& job = jobs[t.job];
         const auto cols = static_cast<int64_t>(job.act.size());
-        if (dot_multi != nullptr) {
-            float res[kTokenTile];
-            int64_t n0 = t.r0;
-            if (dot_block != nullptr) {
-                const int64_t nb_end = t.r0 + (t.r1 - t.r0) / brows * brows;
-                for (int64_t ra = t.r0; ra < nb_end; ra += rtile) {
-                    const int64_t re = std::min(nb_end, ra + rtile);
-                    for (int64_t c0 = 0; c0 < cols; c0 += btile) {
-                        const int64_t c1 = std::min(cols, c0 + btile);
-                        for (int64_t col = c0; col < c1; col += bcols) {
-                            const int nc = static_cast<int>(std::min(bcols, c1 - col));
-                            for (int64_t n = ra; n < re; n += brows) {
-                                dot_block(k, job.w + n * job.w_stride, job.w_stride, job.act.data() + col, nc,
-                                          job.out.data() + col, n);
-                            }
+        float res[kTokenTile];
+        int64_t n0 = t.r0;
+        if (dot_block != nullptr) {
+            const int64_t nb_end = t.r0 + (t.r1 - t.r0) / brows * brows;
+            for (int64_t ra = t.r0; ra < nb_end; ra += rtile) {
+                const int64_t re = std::min(nb_end, ra + rtile);
+                for (int64_t c0 = 0; c0 < cols; c0 += btile) {
+                    const int64_t c1 = std::min(cols, c0 + btile);
+                    for (int64_t col = c0; col < c1; col += bcols) {
+                        const int nc = static_cast<int>(std::min(bcols, c1 - col));
+                        for (int64_t n = ra; n < re; n += brows) {
+                            dot_block(k, job.w + n * job.w_stride, job.w_stride, job.act.data() + col, nc,
+                                      job.out.data() + col, n);
                         }
                     }
                 }
-                n0 = nb_end;
             }
-            for (int64_t c0 = 0; c0 < cols; c0 += tile) {
-                const int64_t c1 = std::min(cols, c0 + tile);
-                for (int64_t n = n0; n < t.r1; ++n) {
-                    const uint8_t* wr = job.w + n * job.w_stride;
-                    for (int64_t col = c0; col < c1; col += mcols) {
-                        const int nc = static_cast<int>(std::min(mcols, c1 - col));
-                        dot_multi(k, wr, job.act.data() + col, nc, res);
-                        for (int j = 0; j < nc; ++j) job.out[static_cast<size_t>(col + j)][n] = res[j];
-                    }
-                }
-            }
-            return;
+            n0 = nb_end;
         }
-        for (int64_t c0 = 0; c0 < cols; c0 += kTokenTile) {
-            const int64_t c1 = std::min(cols, c0 + kTokenTile);
-            for (int64_t n = t.r0; n < t.r1; ++n) {
+        for (int64_t c0 = 0; c0 < cols; c0 += tile) {
+            const int64_t c1 = std::min(cols, c0 + tile);
+            for (int64_t n = n0; n < t.r1; ++n) {
                 const uint8_t* wr = job.w + n * job.w_stride;
-                for (int64_t col = c0; col < c1; ++col) {
-                    job.out[static_cast<size_t>(col)][n] = dot(k, wr, job.act[static_cast<size_t>(col)]);
+                for (int64_t col = c0; col < c1; col += mcols) {
+                    const int nc = static_cast<int>(std::min(mcols, c1 - col));
+                    dot_multi(k, wr, job.act.data() + col, nc, res);
+                    for (int j = 0; j < nc; ++j) job.out[static_cast<size_t>(col + j)][n] = res[j];
                 }
             }
         }
@@ -225,30 +286,6 @@ void quantize_act(const Backend& be, const float* x, uint8_t* y, int64_t k) {
     if (be.kernels.quantize_packed_act == nullptr || !be.kernels.quantize_packed_act(x, y, k))
         quantize_row_packed_act(x, y, k);
 }
-
-// A run of packed groups [front, back) shared by its owner (taking from the front) and thieves (from the back).
-struct alignas(64) GroupSpan {
-    std::atomic<uint64_t> fb{0};  // back << 32 | front
-
-    // Takes up to n groups from the front (owner) or the back; false when the span is empty.
-    bool take(bool front, int64_t n, int64_t* g0, int64_t* g1) {
-        uint64_t v = fb.load(std::memory_order_acquire);
-        for (;;) {
-            const auto f = static_cast<int64_t>(v & 0xffffffffu);
-            const auto b = static_cast<int64_t>(v >> 32);
-            if (f >= b) return false;
-            const int64_t lo = front ? f : std::max(f, b - n);
-            const int64_t hi = front ? std::min(b, f + n) : b;
-            const uint64_t next = front ? (v & ~uint64_t{0xffffffffu}) | static_cast<uint64_t>(hi)
-                                        : static_cast<uint64_t>(lo) << 32 | static_cast<uint64_t>(f);
-            if (fb.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
-                *g0 = lo;
-                *g1 = hi;
-                return true;
-            }
-        }
-    }
-};
 
 // MATMULs of one input through packed weights: activations quantized once into the packed layout, then tasks
 // of whole 16-row groups; each group meets every column in turn while its weights are in L1.
@@ -305,7 +342,8 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     be.pool->parallel_for(threads, [&](int64_t, int thread) {
         int64_t g0 = 0;
         int64_t g1 = 0;
-        while (spans[static_cast<size_t>(thread)].take(true, kPackedOwnGroups, &g0, &g1)) run_groups(g0, g1);
+        const int64_t own = threads == 1 ? std::max<int64_t>(1, total) : kPackedOwnGroups;
+        while (spans[static_cast<size_t>(thread)].take(true, own, &g0, &g1)) run_groups(g0, g1);
         for (int v = 1; v < threads; ++v) {
             GroupSpan& victim = spans[static_cast<size_t>((thread + v) % threads)];
             while (victim.take(false, kPackedStealGroups, &g0, &g1)) run_groups(g0, g1);
