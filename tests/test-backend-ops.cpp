@@ -1560,6 +1560,59 @@ TEST_CASE("backend-cpu: SILU and SWIGLU are within a few ulp of exact over the f
     }
 }
 
+TEST_CASE("backend-cpu: F16 KV writes (vector conversion) equal CAST's reference conversion bit for bit",
+          "[backend-ops]") {
+    // KV_WRITE into an F16 cache converts with the ISA's instructions, CAST with the scalar reference: the same
+    // bits for every float, including NaNs, infinities, overflow to inf, and half subnormals.
+    Rng rng(20261203);
+    std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00001u,
+                                  0xffa00123u, 0x7f800001u, 0x477fefffu, 0x477ff000u, 0x477fffffu,
+                                  0x38800000u, 0x387fffffu, 0x33000000u, 0x33000001u, 0x32ffffffu,
+                                  0x00000001u, 0x3f800fffu, 0x3f801000u, 0x3f802000u, 0x3f801001u};
+    while (bits.size() % 16 != 3) bits.push_back(0x3f800000u);  // a scalar tail too
+    for (int i = 0; i < (1 << 18); ++i) bits.push_back(static_cast<uint32_t>(rng() >> 32));
+    for (int i = 0; i < (1 << 14); ++i) {  // half the range: near and below F16's smallest normals
+        bits.push_back((static_cast<uint32_t>(rng() >> 32) & 0x87ffffffu) | 0x30000000u);
+    }
+    const auto n = static_cast<int64_t>(bits.size());
+    std::vector<float> x(bits.size());
+    std::memcpy(x.data(), bits.data(), bits.size() * 4);
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance inst(iface, {{"threads", "2"}});
+    REQUIRE(inst.status == BASALT_OK);
+    basalt_buffer* buf = nullptr;
+    const uint64_t off_cast = static_cast<uint64_t>(n) * 4, off_kv = off_cast + static_cast<uint64_t>(n) * 2 + 64;
+    const uint64_t off_slot = off_kv + static_cast<uint64_t>(n) * 2 + 64;
+    REQUIRE(iface->buffer_alloc(inst.be, off_slot + 64, BASALT_BUFFER_IO, &buf) == BASALT_OK);
+    REQUIRE(iface->buffer_write(inst.be, buf, 0, x.data(), x.size() * 4) == BASALT_OK);
+    const int32_t slot0 = 0;
+    REQUIRE(iface->buffer_write(inst.be, buf, off_slot, &slot0, 4) == BASALT_OK);
+    RawGraph g;
+    const int xt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "x");
+    const int ct = g.tensor(BASALT_DTYPE_F16, {n}, buf, "cast");
+    const int kt = g.tensor(BASALT_DTYPE_F16, {n, 1}, buf, "cache");
+    const int st = g.tensor(BASALT_DTYPE_I32, {1}, buf, "slot");
+    const int xr = g.tensor(BASALT_DTYPE_F32, {n, 1}, buf, "x.row");
+    g.ts[static_cast<size_t>(ct)].offset = off_cast;
+    g.ts[static_cast<size_t>(kt)].offset = off_kv;
+    g.ts[static_cast<size_t>(st)].offset = off_slot;
+    g.node(BASALT_OP_CAST, "cast", ct, {xt});
+    g.node(BASALT_OP_KV_WRITE, "kv_write", kt, {xr, kt, st});
+    REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+    std::vector<uint16_t> cast(bits.size()), kv(bits.size());
+    REQUIRE(iface->buffer_read(inst.be, buf, off_cast, cast.data(), cast.size() * 2) == BASALT_OK);
+    REQUIRE(iface->buffer_read(inst.be, buf, off_kv, kv.data(), kv.size() * 2) == BASALT_OK);
+    size_t differ = 0;
+    for (size_t i = 0; i < bits.size(); ++i) {
+        if (cast[i] != kv[i] && differ++ < 5) {
+            INFO("float bits 0x" << std::hex << bits[i] << ": CAST 0x" << cast[i] << ", KV_WRITE 0x" << kv[i]);
+            CHECK(cast[i] == kv[i]);
+        }
+    }
+    CHECK(differ == 0);
+    iface->buffer_free(inst.be, buf);
+}
+
 TEST_CASE("backend-cpu describes its device and parses its parameters", "[backend-ops]") {
     const basalt_backend_iface* iface = cpu_iface();
     size_t n = 0;

@@ -305,6 +305,18 @@ void swiglu_row(int64_t n, const float* g, const float* u, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] = silu_f32(g[i]) * u[i];
 }
 
+void add_row(int64_t n, const float* a, const float* b, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+void mul_row(int64_t n, const float* a, const float* b, float* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
+void to_f16_row(int64_t n, const float* x, uint16_t* y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
+}
+
 void init_kernels_scalar(Kernels& k) {
     k = Kernels{};
     k.isa = "scalar";
@@ -328,6 +340,9 @@ void init_kernels_scalar(Kernels& k) {
     k.round_f16 = round_f16;
     k.silu = silu_row;
     k.swiglu = swiglu_row;
+    k.add_f32 = add_row;
+    k.mul_f32 = mul_row;
+    k.to_f16 = to_f16_row;
 }
 
 }  // namespace basalt::cpu

@@ -57,6 +57,11 @@ struct Kernels {
     float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;
     void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
     void (*axpy_f16)(int64_t n, float a, const uint16_t* x, float* y) = nullptr;
+    // Elementwise y = a + b and y = a * b (exact, so every table gives the same floats); y may alias a or b.
+    void (*add_f32)(int64_t n, const float* a, const float* b, float* y) = nullptr;
+    void (*mul_f32)(int64_t n, const float* a, const float* b, float* y) = nullptr;
+    // y[i] = fp32_to_fp16(x[i]), bit for bit (round to nearest even; NaNs quieted keeping the payload's top).
+    void (*to_f16)(int64_t n, const float* x, uint16_t* y) = nullptr;
     // SiLU: y[i] = x[i] / (1 + exp(-x[i])); SwiGLU: y[i] = silu(g[i]) * u[i]. y may alias x or g.
     void (*silu)(int64_t n, const float* x, float* y) = nullptr;
     void (*swiglu)(int64_t n, const float* g, const float* u, float* y) = nullptr;

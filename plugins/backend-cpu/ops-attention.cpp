@@ -200,7 +200,13 @@ void run_kv_write(NodeCtx& c) {
         }
     }
     // In order, so a slot written twice keeps the later row (as a sequential write would).
-    for (int64_t i = 0; i < rows; ++i) quantize_row(cache.type, c.in[0].frow(i), cache.row(slots[i]), cache.ne[0]);
+    for (int64_t i = 0; i < rows; ++i) {
+        if (cache.type == BASALT_DTYPE_F16) {
+            c.be->kernels.to_f16(cache.ne[0], c.in[0].frow(i), reinterpret_cast<uint16_t*>(cache.row(slots[i])));
+        } else {
+            quantize_row(cache.type, c.in[0].frow(i), cache.row(slots[i]), cache.ne[0]);
+        }
+    }
 }
 
 }  // namespace basalt::cpu

@@ -39,6 +39,13 @@ void unary(NodeCtx& c, F&& f) {
     });
 }
 
+// y = a op b with the kernel table's row function (b broadcast when it has one row).
+void binary_rows(NodeCtx& c, void (*row)(int64_t, const float*, const float*, float*)) {
+    const int64_t n = c.out.ne[0];
+    const bool bcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1;
+    for_rows(c, [&](int64_t r) { row(n, c.in[0].frow(r), c.in[1].frow(bcast ? 0 : r), c.out.frow(r)); });
+}
+
 template <typename F>
 void binary(NodeCtx& c, F&& f) {
     const int64_t n = c.out.ne[0];
@@ -63,11 +70,11 @@ void check_binary(const NodeCtx& c) {
 }
 
 void run_add(NodeCtx& c) {
-    binary(c, [](float a, float b) { return a + b; });
+    binary_rows(c, c.be->kernels.add_f32);
 }
 
 void run_mul(NodeCtx& c) {
-    binary(c, [](float a, float b) { return a * b; });
+    binary_rows(c, c.be->kernels.mul_f32);
 }
 
 void check_unary(const NodeCtx& c) {
@@ -145,10 +152,7 @@ void check_glu(const NodeCtx& c) {
 }
 
 void run_swiglu(NodeCtx& c) {
-    const int64_t n = c.out.ne[0];
-    const bool bcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1;
-    const auto swiglu = c.be->kernels.swiglu;
-    for_rows(c, [&](int64_t r) { swiglu(n, c.in[0].frow(r), c.in[1].frow(bcast ? 0 : r), c.out.frow(r)); });
+    binary_rows(c, c.be->kernels.swiglu);
 }
 
 void run_geglu(NodeCtx& c) {
