@@ -124,59 +124,62 @@ void run_attention(NodeCtx& c) {
     const bool flat_v = vc.ne[2] == 1 && vc.ne[3] == 1;
     const TypeInfo* kti = type_info(kc.type);
     const TypeInfo* vti = type_info(vc.type);
-    c.be->pool->parallel_for(n_pairs * parts, [&](int64_t task, int) {
-        const int64_t pair = task / parts;
-        const int64_t t = pair / s.n_kv;
-        const int64_t kvh = pair % s.n_kv;
-        const int64_t h0 = kvh * group + (task % parts) * per_part;
-        const int64_t h1 = std::min(h0 + per_part, (kvh + 1) * group);
-        if (h0 >= h1) return;
-        const int nh = static_cast<int>(h1 - h0);
-        const int32_t* list = lists + 2 * s.n_vis * qtab[2 * t];
-        const int64_t pos = qtab[2 * t + 1];
-        const int64_t koff = kvh * s.hd_k / kti->block * kti->bytes;
-        const int64_t voff = kvh * s.hd_v / vti->block * vti->bytes;
-        const float* q[kMaxSharedHeads];
-        float m[kMaxSharedHeads];
-        float l[kMaxSharedHeads];
-        float score[kMaxSharedHeads];
-        std::vector<float> acc(static_cast<size_t>(nh * s.hd_v), 0.0f);
-        for (int j = 0; j < nh; ++j) {
-            q[j] = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
-            m[j] = -INFINITY;
-            l[j] = 0;
-        }
-        for (int64_t i = 0; i < s.n_vis; ++i) {
-            const int64_t slot = list[2 * i];
-            const int64_t p = list[2 * i + 1];
-            if (slot < 0 || p > pos) continue;
-            if (window != 0 && !(p > pos - window || p < sinks)) continue;
-            const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
+    // Spans of tasks per thread: claims stay on each thread's own cache line until it steals.
+    c.be->pool->parallel_spans(n_pairs * parts, 1, 1, [&](int64_t task_begin, int64_t task_end, int) {
+        for (int64_t task = task_begin; task < task_end; ++task) {
+            const int64_t pair = task / parts;
+            const int64_t t = pair / s.n_kv;
+            const int64_t kvh = pair % s.n_kv;
+            const int64_t h0 = kvh * group + (task % parts) * per_part;
+            const int64_t h1 = std::min(h0 + per_part, (kvh + 1) * group);
+            if (h0 >= h1) continue;
+            const int nh = static_cast<int>(h1 - h0);
+            const int32_t* list = lists + 2 * s.n_vis * qtab[2 * t];
+            const int64_t pos = qtab[2 * t + 1];
+            const int64_t koff = kvh * s.hd_k / kti->block * kti->bytes;
+            const int64_t voff = kvh * s.hd_v / vti->block * vti->bytes;
+            const float* q[kMaxSharedHeads];
+            float m[kMaxSharedHeads];
+            float l[kMaxSharedHeads];
+            float score[kMaxSharedHeads];
+            std::vector<float> acc(static_cast<size_t>(nh * s.hd_v), 0.0f);
             for (int j = 0; j < nh; ++j) {
-                score[j] = scale * dot_cache(k, kc.type, s.hd_k, q[j], kr);
-                if (cap > 0.0f) score[j] = cap * std::tanh(score[j] / cap);
+                q[j] = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
+                m[j] = -INFINITY;
+                l[j] = 0;
             }
-            const uint8_t* vr = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
-            for (int j = 0; j < nh; ++j) {
-                float* a = acc.data() + j * s.hd_v;
-                if (score[j] > m[j]) {
-                    const float r = std::exp(m[j] - score[j]);  // 0 on the first visible pair
-                    l[j] *= r;
-                    for (int64_t d = 0; d < s.hd_v; ++d) a[d] *= r;
-                    m[j] = score[j];
+            for (int64_t i = 0; i < s.n_vis; ++i) {
+                const int64_t slot = list[2 * i];
+                const int64_t p = list[2 * i + 1];
+                if (slot < 0 || p > pos) continue;
+                if (window != 0 && !(p > pos - window || p < sinks)) continue;
+                const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
+                for (int j = 0; j < nh; ++j) {
+                    score[j] = scale * dot_cache(k, kc.type, s.hd_k, q[j], kr);
+                    if (cap > 0.0f) score[j] = cap * std::tanh(score[j] / cap);
                 }
-                const float e = std::exp(score[j] - m[j]);
-                l[j] += e;
-                axpy_cache(k, vc.type, s.hd_v, e, vr, a);
+                const uint8_t* vr = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
+                for (int j = 0; j < nh; ++j) {
+                    float* a = acc.data() + j * s.hd_v;
+                    if (score[j] > m[j]) {
+                        const float r = std::exp(m[j] - score[j]);  // 0 on the first visible pair
+                        l[j] *= r;
+                        for (int64_t d = 0; d < s.hd_v; ++d) a[d] *= r;
+                        m[j] = score[j];
+                    }
+                    const float e = std::exp(score[j] - m[j]);
+                    l[j] += e;
+                    axpy_cache(k, vc.type, s.hd_v, e, vr, a);
+                }
             }
-        }
-        for (int j = 0; j < nh; ++j) {
-            const int64_t h = h0 + j;
-            float* y = split ? reinterpret_cast<float*>(c.out.at(0, h, t))
-                             : reinterpret_cast<float*>(c.out.row(t)) + h * s.hd_v;
-            const float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
-            const float* a = acc.data() + j * s.hd_v;
-            for (int64_t d = 0; d < s.hd_v; ++d) y[d] = a[d] * inv;
+            for (int j = 0; j < nh; ++j) {
+                const int64_t h = h0 + j;
+                float* y = split ? reinterpret_cast<float*>(c.out.at(0, h, t))
+                                 : reinterpret_cast<float*>(c.out.row(t)) + h * s.hd_v;
+                const float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
+                const float* a = acc.data() + j * s.hd_v;
+                for (int64_t d = 0; d < s.hd_v; ++d) y[d] = a[d] * inv;
+            }
         }
     });
 }

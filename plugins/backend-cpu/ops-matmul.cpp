@@ -94,31 +94,6 @@ bool use_multi(const NodeCtx& c, basalt_dtype wtype, int64_t act_rows) {
     return act_rows > 1 && c.be->kernels.vec_dot_multi[wtype] != nullptr && c.be->kernels.multi_cols[wtype] > 1;
 }
 
-// A run of work items (weight rows, packed 16-row blocks) [front, back) shared by its owner (taking from the front)
-// and thieves (from the back).
-struct alignas(64) GroupSpan {
-    std::atomic<uint64_t> fb{0};  // back << 32 | front
-
-    // Takes up to n groups from the front (owner) or the back; false when the span is empty.
-    bool take(bool front, int64_t n, int64_t* g0, int64_t* g1) {
-        uint64_t v = fb.load(std::memory_order_acquire);
-        for (;;) {
-            const auto f = static_cast<int64_t>(v & 0xffffffffu);
-            const auto b = static_cast<int64_t>(v >> 32);
-            if (f >= b) return false;
-            const int64_t lo = front ? f : std::max(f, b - n);
-            const int64_t hi = front ? std::min(b, f + n) : b;
-            const uint64_t next = front ? (v & ~uint64_t{0xffffffffu}) | static_cast<uint64_t>(hi)
-                                        : static_cast<uint64_t>(lo) << 32 | static_cast<uint64_t>(f);
-            if (fb.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
-                *g0 = lo;
-                *g1 = hi;
-                return true;
-            }
-        }
-    }
-};
-
 void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJob>& jobs, bool multi) {
     const VecDotFn dot = c.be->kernels.vec_dot[wtype];
     const VecDotMultiFn dot_multi = multi ? c.be->kernels.vec_dot_multi[wtype] : nullptr;
@@ -149,17 +124,11 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
     }
     const int threads = c.be->pool->size();
     if (dot_multi == nullptr) {
-        // Rows one at a time (every decode matvec here): each thread owns a contiguous span of the jobs' rows
-        // taken as one index space, and steals from the back of the others' when done (see GroupSpan).
+        // Rows one at a time (every decode matvec here): the jobs' rows as one index space, split in spans
+        // (ThreadPool::parallel_spans).
         std::vector<int64_t> first(jobs.size() + 1, 0);
         for (size_t j = 0; j < jobs.size(); ++j) first[j + 1] = first[j] + (jobs[j].act.empty() ? 0 : jobs[j].n_rows);
         const int64_t total = first.back();
-        std::vector<GroupSpan> spans(static_cast<size_t>(threads));
-        for (int t = 0; t < threads; ++t) {
-            const auto f = static_cast<uint64_t>(total * t / threads);
-            const auto e = static_cast<uint64_t>(total * (t + 1) / threads);
-            spans[static_cast<size_t>(t)].fb.store(e << 32 | f, std::memory_order_relaxed);
-        }
         auto run_rows = [&](int64_t g0, int64_t g1) {
             size_t j = 0;
             while (first[j + 1] <= g0) ++j;
@@ -181,17 +150,7 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
                 g = first[j] + r1;
             }
         };
-        c.be->pool->parallel_for(threads, [&](int64_t, int thread) {
-            int64_t g0 = 0;
-            int64_t g1 = 0;
-            // Alone, a thread takes its whole span at once (no one to balance with).
-            const int64_t own = threads == 1 ? std::max<int64_t>(1, total) : kRowsOwn;
-            while (spans[static_cast<size_t>(thread)].take(true, own, &g0, &g1)) run_rows(g0, g1);
-            for (int v = 1; v < threads; ++v) {
-                GroupSpan& victim = spans[static_cast<size_t>((thread + v) % threads)];
-                while (victim.take(false, kRowsSteal, &g0, &g1)) run_rows(g0, g1);
-            }
-        });
+        c.be->pool->parallel_spans(total, kRowsOwn, kRowsSteal, [&](int64_t g0, int64_t g1, int) { run_rows(g0, g1); });
         return;
     }
     // Tasks: (job, row chunk). Aim for a few chunks per thread over all jobs together; with register blocks a
@@ -315,16 +274,8 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     }
     const std::vector<int64_t> first = packed_first(packs, n);
     const int64_t total = first.back();
-    // Thread t owns the contiguous span [warm_start(t), warm_start(t + 1)) of groups (a worker's read-ahead is its
-    // span's start) and takes it from the front a few groups at a time, on a counter no other thread touches
-    // until it runs dry; then it takes from the back of the others' spans. Each thread streams one run of
-    // adjacent weights, and the threads finish within a few groups of each other.
-    std::vector<GroupSpan> spans(static_cast<size_t>(threads));
-    for (int t = 0; t < threads; ++t) {
-        const auto f = static_cast<uint64_t>(warm_start(total, t, threads));
-        const auto e = static_cast<uint64_t>(warm_start(total, t + 1, threads));
-        spans[static_cast<size_t>(t)].fb.store(e << 32 | f, std::memory_order_relaxed);
-    }
+    // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (ThreadPool::parallel_spans splits
+    // evenly, as warm_start does): a worker's read-ahead is the start of its span.
     const PackedDotFn dot = be.kernels.packed_q8_0;
     const int64_t gb = packed_group_bytes(k / kQK);
     auto run_groups = [&](int64_t g0, int64_t g1) {
@@ -339,16 +290,8 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
                 dot(k, p.data + g * gb, base + col * rb, out[m][static_cast<size_t>(col)] + g * kPackRows, valid);
         }
     };
-    be.pool->parallel_for(threads, [&](int64_t, int thread) {
-        int64_t g0 = 0;
-        int64_t g1 = 0;
-        const int64_t own = threads == 1 ? std::max<int64_t>(1, total) : kPackedOwnGroups;
-        while (spans[static_cast<size_t>(thread)].take(true, own, &g0, &g1)) run_groups(g0, g1);
-        for (int v = 1; v < threads; ++v) {
-            GroupSpan& victim = spans[static_cast<size_t>((thread + v) % threads)];
-            while (victim.take(false, kPackedStealGroups, &g0, &g1)) run_groups(g0, g1);
-        }
-    });
+    be.pool->parallel_spans(total, kPackedOwnGroups, kPackedStealGroups,
+                            [&](int64_t g0, int64_t g1, int) { run_groups(g0, g1); });
 }
 
 }  // namespace

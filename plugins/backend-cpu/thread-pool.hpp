@@ -2,6 +2,7 @@
 // creation per token). Workers spin briefly before sleeping so back-to-back ops of a decode step stay cheap.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -36,6 +37,30 @@ class ThreadPool {
             n_tasks, [](void* c, int64_t t, int th) { (*static_cast<F*>(c))(t, th); }, &f);
     }
 
+    // Runs f(begin, end, thread) over the items [0, n) split into one contiguous span per thread, evenly (thread
+    // t owns [n * t / size(), n * (t + 1) / size())). Each thread takes its span from the front `own` items at a
+    // time, by a compare-and-swap on a cache line no other thread touches while it has work, then `steal` items
+    // at a time from the back of the others' spans. So each thread walks one run of adjacent items, claims cost
+    // no cross-core traffic until the end, and the threads finish within a claim of each other. Alone, a thread
+    // takes everything at once. Rethrows like run(). n < 2^32.
+    template <typename F>
+    void parallel_spans(int64_t n, int64_t own, int64_t steal, F&& f) {
+        if (n <= 0) return;
+        const int t_count = n_threads_;
+        std::vector<Span> spans(static_cast<size_t>(t_count));
+        for (int t = 0; t < t_count; ++t) spans[static_cast<size_t>(t)].reset(n * t / t_count, n * (t + 1) / t_count);
+        if (t_count == 1) own = n;
+        parallel_for(t_count, [&](int64_t, int thread) {
+            int64_t b = 0;
+            int64_t e = 0;
+            while (spans[static_cast<size_t>(thread)].take(true, own, &b, &e)) f(b, e, thread);
+            for (int v = 1; v < t_count; ++v) {
+                Span& victim = spans[static_cast<size_t>((thread + v) % t_count)];
+                while (victim.take(false, steal, &b, &e)) f(b, e, thread);
+            }
+        });
+    }
+
     // Asks worker `thread` (1..size()-1) to read up to two byte ranges into its caches while it waits for work
     // (between parallel regions; a region interrupts it, and it resumes after), replacing its earlier request.
     // Decode uses it to pull the next matmul's weights in while the caller runs small ops alone. The ranges
@@ -45,6 +70,33 @@ class ThreadPool {
     void cancel_warm();
 
   private:
+    // Items [front, back) of parallel_spans: taken from the front by the owner, from the back by the others.
+    struct alignas(64) Span {
+        std::atomic<uint64_t> fb{0};  // back << 32 | front
+
+        void reset(int64_t front, int64_t back) noexcept {
+            fb.store(static_cast<uint64_t>(back) << 32 | static_cast<uint64_t>(front), std::memory_order_relaxed);
+        }
+        // Takes up to n items from the front or the back into [*b, *e); false when the span is empty.
+        bool take(bool front, int64_t n, int64_t* b, int64_t* e) noexcept {
+            uint64_t v = fb.load(std::memory_order_acquire);
+            for (;;) {
+                const auto f = static_cast<int64_t>(v & 0xffffffffu);
+                const auto k = static_cast<int64_t>(v >> 32);
+                if (f >= k) return false;
+                const int64_t lo = front ? f : std::max(f, k - n);
+                const int64_t hi = front ? std::min(k, f + n) : k;
+                const uint64_t next = front ? (v & ~uint64_t{0xffffffffu}) | static_cast<uint64_t>(hi)
+                                            : static_cast<uint64_t>(lo) << 32 | static_cast<uint64_t>(f);
+                if (fb.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                    *b = lo;
+                    *e = hi;
+                    return true;
+                }
+            }
+        }
+    };
+
     // A worker's warm-up request: a seqlock (seq odd while the caller writes it).
     // Three cache lines: the request (written by the caller), the worker's published state, its private state.
     struct alignas(64) Warm {
