@@ -42,10 +42,16 @@ class ThreadPool {
     // time, by a compare-and-swap on a cache line no other thread touches while it has work, then `steal` items
     // at a time from the back of the others' spans. So each thread walks one run of adjacent items, claims cost
     // no cross-core traffic until the end, and the threads finish within a claim of each other. Alone, a thread
-    // takes everything at once. Rethrows like run(). n < 2^32.
+    // takes everything at once. Rethrows like run().
     template <typename F>
     void parallel_spans(int64_t n, int64_t own, int64_t steal, F&& f) {
         if (n <= 0) return;
+        if (n >= (int64_t{1} << 32)) {  // past the spans' 32-bit bounds: plain chunks
+            const int64_t chunk = (n + int64_t{4} * n_threads_ - 1) / (int64_t{4} * n_threads_);
+            parallel_for((n + chunk - 1) / chunk,
+                         [&](int64_t c, int thread) { f(c * chunk, std::min(n, (c + 1) * chunk), thread); });
+            return;
+        }
         const int t_count = n_threads_;
         std::vector<Span> spans(static_cast<size_t>(t_count));
         for (int t = 0; t < t_count; ++t) spans[static_cast<size_t>(t)].reset(n * t / t_count, n * (t + 1) / t_count);
