@@ -332,8 +332,7 @@ void graph_compute(Backend& be, const basalt_graph* graph) {
         const bool keyed = sdk::graph_key_words(graph, plan.key);
         plan.buffers_epoch = be.buffers_epoch;
         plan.valid = keyed;
-        be.written = plan.written;
-        for (const basalt_buffer* b : be.written) be.packs->drop(b);
+        for (const basalt_buffer* b : plan.written) be.packs->drop(b);
     }
     const size_t nn = graph->n_nodes;
     std::vector<NodeCtx>& ctx = plan.ctx;

@@ -71,7 +71,7 @@ struct GraphPlan {
     std::vector<ArenaView> arena_views;
     uint64_t peak = 0;                          // arena bytes
     uint8_t* base = nullptr;                    // arena base the views point into
-    std::vector<const basalt_buffer*> written;  // buffers the graph writes
+    std::vector<const basalt_buffer*> written;  // buffers the graph writes (their weights are not packed)
 };
 
 // One backend instance (create/destroy).
@@ -86,7 +86,6 @@ struct Backend {
     // one): weights in wrapped or BASALT_BUFFER_WEIGHTS buffers, packed on first use.
     bool repack = false;
     std::unique_ptr<PackCache> packs;
-    std::vector<const basalt_buffer*> written;  // buffers the current graph writes (their weights are not packed)
     std::vector<RopeTable> rope;  // one per (base, scale, dims) seen: gemma3's local and global layers differ
     // Bumped whenever a buffer is created or freed: plans checked against the old set are stale.
     uint64_t buffers_epoch = 0;

@@ -291,8 +291,6 @@ void axpy_f16(int64_t n, float a, const uint16_t* x, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * h2f(x[i]);
 }
 
-}  // namespace
-
 float silu_f32(float x) {
     return x / (1.0f + std::exp(-x));
 }
@@ -316,6 +314,8 @@ void mul_row(int64_t n, const float* a, const float* b, float* y) {
 void to_f16_row(int64_t n, const float* x, uint16_t* y) {
     for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
+
+}  // namespace
 
 void init_kernels_scalar(Kernels& k) {
     k = Kernels{};

@@ -126,6 +126,7 @@ void run_attention(NodeCtx& c) {
     const TypeInfo* vti = type_info(vc.type);
     // Spans of tasks per thread: claims stay on each thread's own cache line until it steals.
     c.be->pool->parallel_spans(n_pairs * parts, 1, 1, [&](int64_t task_begin, int64_t task_end, int) {
+        std::vector<float> acc(static_cast<size_t>(per_part * s.hd_v));  // one allocation per run of tasks
         for (int64_t task = task_begin; task < task_end; ++task) {
             const int64_t pair = task / parts;
             const int64_t t = pair / s.n_kv;
@@ -142,7 +143,7 @@ void run_attention(NodeCtx& c) {
             float m[kMaxSharedHeads];
             float l[kMaxSharedHeads];
             float score[kMaxSharedHeads];
-            std::vector<float> acc(static_cast<size_t>(nh * s.hd_v), 0.0f);
+            std::fill(acc.begin(), acc.begin() + nh * s.hd_v, 0.0f);
             for (int j = 0; j < nh; ++j) {
                 q[j] = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
                 m[j] = -INFINITY;

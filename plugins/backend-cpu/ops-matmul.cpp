@@ -5,7 +5,6 @@
 // row pass, and where the ISA has one, a register-blocked kernel (vec_dot_block) a few weight rows x a few tokens
 // per call; both are bit-identical to the single-column dot product.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -224,7 +223,8 @@ const PackedWeight* packed_weights(const NodeCtx& c) {
     if (!be.repack || w.type != BASALT_DTYPE_Q8_0 || buf == nullptr) return nullptr;
     if (!buf->read_only && (buf->usage & BASALT_BUFFER_WEIGHTS) == 0) return nullptr;
     if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != static_cast<int64_t>(sizeof(BlockQ8_0))) return nullptr;
-    if (std::find(be.written.begin(), be.written.end(), buf) != be.written.end()) return nullptr;
+    const std::vector<const basalt_buffer*>& written = be.plan.written;
+    if (std::find(written.begin(), written.end(), buf) != written.end()) return nullptr;
     return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1]);
 }
 
@@ -237,7 +237,7 @@ std::vector<int64_t> packed_first(const PackedWeight* packs, size_t n) {
 
 // Where worker w (1..threads-1) reads ahead for a group of `total` packed groups: its even share's start.
 int64_t warm_start(int64_t total, int w, int threads) {
-    return total * w / threads;
+    return ThreadPool::span_begin(total, w, threads);
 }
 
 // One packed activation row: the ISA's quantizer where it has one (same bytes), else the scalar one.
@@ -274,8 +274,8 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     }
     const std::vector<int64_t> first = packed_first(packs, n);
     const int64_t total = first.back();
-    // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (ThreadPool::parallel_spans splits
-    // evenly, as warm_start does): a worker's read-ahead is the start of its span.
+    // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (parallel_spans and warm_start both
+    // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
     const PackedDotFn dot = be.kernels.packed_q8_0;
     const int64_t gb = packed_group_bytes(k / kQK);
     auto run_groups = [&](int64_t g0, int64_t g1) {

@@ -37,8 +37,11 @@ class ThreadPool {
             n_tasks, [](void* c, int64_t t, int th) { (*static_cast<F*>(c))(t, th); }, &f);
     }
 
+    // Where thread t's span of n items starts when split among `threads` (t = threads: n). Pure.
+    static int64_t span_begin(int64_t n, int t, int threads) noexcept { return n * t / threads; }
+
     // Runs f(begin, end, thread) over the items [0, n) split into one contiguous span per thread, evenly (thread
-    // t owns [n * t / size(), n * (t + 1) / size())). Each thread takes its span from the front `own` items at a
+    // t owns [span_begin(n, t), span_begin(n, t + 1))). Each thread takes its span from the front `own` items at a
     // time, by a compare-and-swap on a cache line no other thread touches while it has work, then `steal` items
     // at a time from the back of the others' spans. So each thread walks one run of adjacent items, claims cost
     // no cross-core traffic until the end, and the threads finish within a claim of each other. Alone, a thread
@@ -54,7 +57,9 @@ class ThreadPool {
         }
         const int t_count = n_threads_;
         std::vector<Span> spans(static_cast<size_t>(t_count));
-        for (int t = 0; t < t_count; ++t) spans[static_cast<size_t>(t)].reset(n * t / t_count, n * (t + 1) / t_count);
+        for (int t = 0; t < t_count; ++t) {
+            spans[static_cast<size_t>(t)].reset(span_begin(n, t, t_count), span_begin(n, t + 1, t_count));
+        }
         if (t_count == 1) own = n;
         parallel_for(t_count, [&](int64_t, int thread) {
             int64_t b = 0;
