@@ -1266,6 +1266,70 @@ TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit f
     }
 }
 
+TEST_CASE("backend-cpu: attention block kernels give the per-row helpers' floats bit for bit", "[backend-ops]") {
+    // attn_blocks=1 (AVX-512: 16-row score blocks with one transposed reduction, accumulators in registers)
+    // against attn_blocks=0 (one dot and one axpy per visible pair) on the same ISA: head sizes with and without
+    // register groups, GQA groups of 1..8 heads, lists shorter and longer than a block and not multiples of 16,
+    // padding, windows, sinks, soft-cap and several query tokens, F32 and F16 caches (mixed too).
+    Rng rng(20261204);
+    const basalt_backend_iface* iface = cpu_iface();
+    expect_bad_param(iface, "attn_blocks", "sometimes", "'attn_blocks' = 'sometimes'");
+    for (const char* threads : {"1", "3"}) {
+        Instance blocks(iface, {{"threads", threads}, {"attn_blocks", "1"}});
+        Instance rows(iface, {{"threads", threads}, {"attn_blocks", "0"}});
+        REQUIRE(blocks.status == BASALT_OK);
+        REQUIRE(rows.status == BASALT_OK);
+        struct Shape {
+            int64_t hd_k, hd_v, n_head, n_kv;
+        };
+        for (const Shape sh :
+             {Shape{64, 64, 9, 3}, Shape{64, 64, 8, 2}, Shape{64, 64, 8, 1}, Shape{128, 128, 4, 4},
+              Shape{128, 128, 6, 2}, Shape{32, 48, 5, 1}, Shape{96, 80, 2, 1}, Shape{256, 256, 2, 2}}) {
+            for (const int64_t len : {1, 15, 16, 17, 40, 203}) {
+                for (const auto& [kt, vt] :
+                     {std::pair{BASALT_DTYPE_F32, BASALT_DTYPE_F32}, std::pair{BASALT_DTYPE_F16, BASALT_DTYPE_F16},
+                      std::pair{BASALT_DTYPE_F16, BASALT_DTYPE_F32}}) {
+                    AttnSpec s;
+                    s.hd_k = sh.hd_k;
+                    s.hd_v = sh.hd_v;
+                    s.n_head = sh.n_head;
+                    s.n_kv = sh.n_kv;
+                    s.kt = kt;
+                    s.vt = vt;
+                    s.n_slots = len + 8;
+                    s.lists.resize(2);
+                    std::vector<int32_t> slots(static_cast<size_t>(s.n_slots));
+                    for (size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<int32_t>(i);
+                    std::shuffle(slots.begin(), slots.end(), rng);
+                    for (int64_t i = 0; i < len; ++i)
+                        s.lists[0].push_back({slots[static_cast<size_t>(i)], static_cast<int32_t>(i)});
+                    s.lists[1] = {
+                        {slots[static_cast<size_t>(len)], 0}, {-1, 0}, {slots[static_cast<size_t>(len + 1)], 1}};
+                    const auto last = static_cast<int32_t>(len - 1);
+                    s.queries = {{0, last}, {1, 1}, {0, last / 2}};
+                    s.scale = 1.0f / std::sqrt(static_cast<float>(sh.hd_k));
+                    const bool odd = (len + sh.n_head) % 2 == 1;
+                    s.window = odd ? 7 : 0;
+                    s.sinks = odd ? 2 : 0;
+                    s.cap = len == 40 ? 3.0f : 0.0f;
+                    s.label = "hd " + std::to_string(sh.hd_k) + "/" + std::to_string(sh.hd_v) + " heads " +
+                              std::to_string(sh.n_head) + "/" + std::to_string(sh.n_kv) + " len " + std::to_string(len);
+                    const Case c = attention_case(rng, s);
+                    const RunResult a = run_case(blocks.iface, blocks.be, c);
+                    const RunResult b = run_case(rows.iface, rows.be, c);
+                    REQUIRE(a.outcome == RunResult::Ok);
+                    REQUIRE(b.outcome == RunResult::Ok);
+                    REQUIRE(a.out.size() == b.out.size());
+                    size_t differ = 0;
+                    for (size_t i = 0; i < a.out.size(); ++i) differ += a.out[i] == b.out[i] ? 0 : 1;
+                    INFO(c.name << " threads " << threads);
+                    CHECK(differ == 0);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit for bit and follow writes",
           "[backend-ops]") {
     // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, with

@@ -109,7 +109,7 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
                              "backend 'cpu': device " + std::to_string(device) + " does not exist (1 device)");
         }
         sdk::params p(params, kLabel);
-        p.expect_only({"threads", "isa", "device", "repack", "repack_limit", "profile"});
+        p.expect_only({"threads", "isa", "device", "repack", "repack_limit", "profile", "attn_blocks"});
         if (const long long d = p.get_int("device", 0); d != 0) {
             throw sdk::error(BASALT_ERR_NOT_FOUND,
                              "backend 'cpu': device " + std::to_string(d) + " does not exist (1 device)");
@@ -135,6 +135,12 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
             limit = static_cast<uint64_t>(mib) << 20;
         }
         be->packs = std::make_unique<PackCache>(limit);
+        if (!p.get_bool("attn_blocks", true)) {  // the per-row attention helpers only (same floats; for tests)
+            be->kernels.attn_scores_f32 = nullptr;
+            be->kernels.attn_scores_f16 = nullptr;
+            be->kernels.attn_accum_f32 = nullptr;
+            be->kernels.attn_accum_f16 = nullptr;
+        }
         be->repack = p.get_bool("repack", true) && be->kernels.packed_q8_0 != nullptr;
         const char* prof_env = std::getenv("BASALT_CPU_PROFILE");
         be->profile = p.get_bool("profile", prof_env != nullptr && std::string(prof_env) == "1");

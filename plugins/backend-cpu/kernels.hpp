@@ -57,6 +57,18 @@ struct Kernels {
     float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;
     void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
     void (*axpy_f16)(int64_t n, float a, const uint16_t* x, float* y) = nullptr;
+    // Optional attention blocks (nullptr: the per-row helpers above). attn_scores_*: out[i * stride] = dot_*(hd,
+    // q, rows[i]) for i < n, bit for bit (hd % 32 == 0). attn_accum_*: for each row i and head j < nh, acc_j *= r
+    // where r = r[i * stride + j] is not 1, then acc_j += e[i * stride + j] x rows[i], as the scalar rescale and
+    // axpy_* would (acc_j at acc + j * hd; hd % 16 == 0).
+    void (*attn_scores_f32)(int64_t hd, const float* q, const uint8_t* const* rows, int64_t n, float* out,
+                            int64_t stride) = nullptr;
+    void (*attn_scores_f16)(int64_t hd, const float* q, const uint8_t* const* rows, int64_t n, float* out,
+                            int64_t stride) = nullptr;
+    void (*attn_accum_f32)(int64_t hd, int nh, const uint8_t* const* rows, int64_t n, const float* e, const float* r,
+                           int64_t stride, float* acc) = nullptr;
+    void (*attn_accum_f16)(int64_t hd, int nh, const uint8_t* const* rows, int64_t n, const float* e, const float* r,
+                           int64_t stride, float* acc) = nullptr;
     // Elementwise y = a + b and y = a * b (exact, so every table gives the same floats); y may alias a or b.
     void (*add_f32)(int64_t n, const float* a, const float* b, float* y) = nullptr;
     void (*mul_f32)(int64_t n, const float* a, const float* b, float* y) = nullptr;

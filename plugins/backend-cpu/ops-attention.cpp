@@ -54,6 +54,11 @@ void axpy_cache(const Kernels& k, basalt_dtype type, int64_t n, float a, const u
 // Query heads of one KV head handled by one task at most (larger GQA groups are split into parts).
 constexpr int kMaxSharedHeads = 8;
 
+void prefetch_row(const uint8_t* p, int64_t bytes) {
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+    __builtin_prefetch(p + bytes - 1);
+}
+
 struct AttnShape {
     int64_t hd_k, hd_v, n_head, n_kv, tokens, n_vis, n_lists;
 };
@@ -124,9 +129,29 @@ void run_attention(NodeCtx& c) {
     const bool flat_v = vc.ne[2] == 1 && vc.ne[3] == 1;
     const TypeInfo* kti = type_info(kc.type);
     const TypeInfo* vti = type_info(vc.type);
+    const int64_t k_row_bytes = s.hd_k / kti->block * kti->bytes;
+    const int64_t v_row_bytes = s.hd_v / vti->block * vti->bytes;
+    // Block kernels where the ISA has them for the cache types and head sizes (the same floats as the per-row
+    // helpers, see Kernels).
+    auto scores_fn = kc.type == BASALT_DTYPE_F16   ? k.attn_scores_f16
+                     : kc.type == BASALT_DTYPE_F32 ? k.attn_scores_f32
+                                                   : nullptr;
+    auto accum_fn = vc.type == BASALT_DTYPE_F16   ? k.attn_accum_f16
+                    : vc.type == BASALT_DTYPE_F32 ? k.attn_accum_f32
+                                                  : nullptr;
+    if (s.hd_k % 32 != 0) scores_fn = nullptr;
+    if (s.hd_v % 16 != 0) accum_fn = nullptr;
     // Spans of tasks per thread: claims stay on each thread's own cache line until it steals.
     c.be->pool->parallel_spans(n_pairs * parts, 1, 1, [&](int64_t task_begin, int64_t task_end, int) {
-        std::vector<float> acc(static_cast<size_t>(per_part * s.hd_v));  // one allocation per run of tasks
+        // One allocation per run of tasks: accumulators, and per visible pair its K and V rows, scores, weights
+        // and rescale factors.
+        const auto pairs = static_cast<size_t>(s.n_vis);
+        std::vector<float> acc(static_cast<size_t>(per_part * s.hd_v));
+        std::vector<const uint8_t*> k_rows(pairs);
+        std::vector<const uint8_t*> v_rows(pairs);
+        std::vector<float> scores(pairs * static_cast<size_t>(per_part));
+        std::vector<float> weights(pairs * static_cast<size_t>(per_part));
+        std::vector<float> rescale(pairs * static_cast<size_t>(per_part));
         for (int64_t task = task_begin; task < task_end; ++task) {
             const int64_t pair = task / parts;
             const int64_t t = pair / s.n_kv;
@@ -137,40 +162,76 @@ void run_attention(NodeCtx& c) {
             const int nh = static_cast<int>(h1 - h0);
             const int32_t* list = lists + 2 * s.n_vis * qtab[2 * t];
             const int64_t pos = qtab[2 * t + 1];
-            const int64_t koff = kvh * s.hd_k / kti->block * kti->bytes;
-            const int64_t voff = kvh * s.hd_v / vti->block * vti->bytes;
-            const float* q[kMaxSharedHeads];
-            float m[kMaxSharedHeads];
-            float l[kMaxSharedHeads];
-            float score[kMaxSharedHeads];
-            std::fill(acc.begin(), acc.begin() + nh * s.hd_v, 0.0f);
-            for (int j = 0; j < nh; ++j) {
-                q[j] = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
-                m[j] = -INFINITY;
-                l[j] = 0;
-            }
+            const int64_t koff = kvh * k_row_bytes;
+            const int64_t voff = kvh * v_row_bytes;
+            // The visible pairs' rows. Their K rows are requested all at once: a decode step finds the cache in
+            // DRAM, behind the weights it read, and the scores do not depend on each other.
+            int64_t n = 0;
             for (int64_t i = 0; i < s.n_vis; ++i) {
                 const int64_t slot = list[2 * i];
                 const int64_t p = list[2 * i + 1];
                 if (slot < 0 || p > pos) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
                 const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
-                for (int j = 0; j < nh; ++j) {
-                    score[j] = scale * dot_cache(k, kc.type, s.hd_k, q[j], kr);
-                    if (cap > 0.0f) score[j] = cap * std::tanh(score[j] / cap);
+                prefetch_row(kr, k_row_bytes);
+                k_rows[static_cast<size_t>(n)] = kr;
+                v_rows[static_cast<size_t>(n++)] = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
+            }
+            // Scores: scale x q.k, soft-capped.
+            for (int j = 0; j < nh; ++j) {
+                const auto* q = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
+                float* sc = scores.data() + j;
+                if (scores_fn != nullptr) {
+                    scores_fn(s.hd_k, q, k_rows.data(), n, sc, nh);
+                } else {
+                    for (int64_t i = 0; i < n; ++i)
+                        sc[i * nh] = dot_cache(k, kc.type, s.hd_k, q, k_rows[static_cast<size_t>(i)]);
                 }
-                const uint8_t* vr = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
+                for (int64_t i = 0; i < n; ++i) {
+                    sc[i * nh] = scale * sc[i * nh];
+                    if (cap > 0.0f) sc[i * nh] = cap * std::tanh(sc[i * nh] / cap);
+                }
+            }
+            // The online softmax, pair by pair in list order: each pair's weight exp(score - running max) and the
+            // factor rescaling what came before when the max rises (1: none). The V rows come in meanwhile.
+            float m[kMaxSharedHeads];
+            float l[kMaxSharedHeads];
+            for (int j = 0; j < nh; ++j) {
+                m[j] = -INFINITY;
+                l[j] = 0;
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                prefetch_row(v_rows[static_cast<size_t>(i)], v_row_bytes);
                 for (int j = 0; j < nh; ++j) {
-                    float* a = acc.data() + j * s.hd_v;
-                    if (score[j] > m[j]) {
-                        const float r = std::exp(m[j] - score[j]);  // 0 on the first visible pair
+                    const float sc = scores[static_cast<size_t>(i * nh + j)];
+                    float r = 1.0f;
+                    if (sc > m[j]) {
+                        r = std::exp(m[j] - sc);  // 0 on the first visible pair
                         l[j] *= r;
-                        for (int64_t d = 0; d < s.hd_v; ++d) a[d] *= r;
-                        m[j] = score[j];
+                        m[j] = sc;
                     }
-                    const float e = std::exp(score[j] - m[j]);
+                    const float e = std::exp(sc - m[j]);
                     l[j] += e;
-                    axpy_cache(k, vc.type, s.hd_v, e, vr, a);
+                    weights[static_cast<size_t>(i * nh + j)] = e;
+                    rescale[static_cast<size_t>(i * nh + j)] = r;
+                }
+            }
+            // acc_j = sum of weight x V row, rescaled where the max rose: every head's arithmetic is that of one
+            // head alone with the softmax and accumulation interleaved pair by pair.
+            std::fill(acc.begin(), acc.begin() + nh * s.hd_v, 0.0f);
+            if (accum_fn != nullptr) {
+                accum_fn(s.hd_v, nh, v_rows.data(), n, weights.data(), rescale.data(), nh, acc.data());
+            } else {
+                for (int64_t i = 0; i < n; ++i) {
+                    for (int j = 0; j < nh; ++j) {
+                        float* a = acc.data() + j * s.hd_v;
+                        const float r = rescale[static_cast<size_t>(i * nh + j)];
+                        if (r != 1.0f) {
+                            for (int64_t d = 0; d < s.hd_v; ++d) a[d] *= r;
+                        }
+                        axpy_cache(k, vc.type, s.hd_v, weights[static_cast<size_t>(i * nh + j)],
+                                   v_rows[static_cast<size_t>(i)], a);
+                    }
                 }
             }
             for (int j = 0; j < nh; ++j) {
