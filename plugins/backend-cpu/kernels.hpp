@@ -49,6 +49,7 @@ struct Kernels {
     int block_rows[kMaxDtype] = {};               // weight rows one vec_dot_block call takes
     int block_cols[kMaxDtype] = {};               // most columns one vec_dot_block call takes
     PackedDotFn packed_q8_0 = nullptr;            // optional (nullptr: Q8_0 weights are not repacked)
+    PackedDotFn packed_q8_0_stream = nullptr;     // the same floats, tuned for one activation row (weights in DRAM)
     // Optional: the packed activation row of n floats, bit-identical to quantize_row_packed_act; false when
     // the row needs the scalar code (non-finite values).
     bool (*quantize_packed_act)(const float* x, uint8_t* y, int64_t n) = nullptr;

@@ -276,7 +276,8 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     const int64_t total = first.back();
     // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (parallel_spans and warm_start both
     // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
-    const PackedDotFn dot = be.kernels.packed_q8_0;
+    const PackedDotFn dot =
+        cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream : be.kernels.packed_q8_0;
     const int64_t gb = packed_group_bytes(k / kQK);
     auto run_groups = [&](int64_t g0, int64_t g1) {
         size_t m = 0;
