@@ -54,6 +54,9 @@ void axpy_cache(const Kernels& k, basalt_dtype type, int64_t n, float a, const u
 // Query heads of one KV head handled by one task at most (larger GQA groups are split into parts).
 constexpr int kMaxSharedHeads = 8;
 
+// Longest visible list (as padded by the session) of a single-token attention run without a parallel region.
+constexpr int64_t kInlineVisible = 64;
+
 void prefetch_row(const uint8_t* p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
     __builtin_prefetch(p + bytes - 1);
@@ -119,7 +122,10 @@ void run_attention(NodeCtx& c) {
     // products, online-softmax updates and accumulation order) is that of one head alone. Small batches split a
     // KV head's query heads into parts so every thread gets work.
     const int64_t n_pairs = s.tokens * s.n_kv;
-    const int64_t threads = c.be->pool->size();
+    // One decode token over a short list runs on the calling thread: a parallel region costs more than it saves
+    // there (and the workers keep reading the next matmul's weights ahead).
+    const bool inline_run = s.tokens == 1 && s.n_vis <= kInlineVisible;
+    const int64_t threads = inline_run ? 1 : c.be->pool->size();
     int64_t parts = 1;
     if (n_pairs < 2 * threads) parts = std::min(group, (2 * threads + n_pairs - 1) / n_pairs);
     parts = std::max(parts, (group + kMaxSharedHeads - 1) / kMaxSharedHeads);
@@ -142,7 +148,7 @@ void run_attention(NodeCtx& c) {
     if (s.hd_k % 32 != 0) scores_fn = nullptr;
     if (s.hd_v % 16 != 0) accum_fn = nullptr;
     // Spans of tasks per thread: claims stay on each thread's own cache line until it steals.
-    c.be->pool->parallel_spans(n_pairs * parts, 1, 1, [&](int64_t task_begin, int64_t task_end, int) {
+    auto run_tasks = [&](int64_t task_begin, int64_t task_end, int) {
         // One allocation per run of tasks: accumulators, and per visible pair its K and V rows, scores, weights
         // and rescale factors.
         const auto pairs = static_cast<size_t>(s.n_vis);
@@ -243,7 +249,12 @@ void run_attention(NodeCtx& c) {
                 for (int64_t d = 0; d < s.hd_v; ++d) y[d] = a[d] * inv;
             }
         }
-    });
+    };
+    if (inline_run) {
+        run_tasks(0, n_pairs * parts, 0);
+    } else {
+        c.be->pool->parallel_spans(n_pairs * parts, 1, 1, run_tasks);
+    }
 }
 
 void check_kv_write(const NodeCtx& c) {
