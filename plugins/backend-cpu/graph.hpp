@@ -74,6 +74,12 @@ struct GraphPlan {
     std::vector<const basalt_buffer*> written;  // buffers the graph writes (their weights are not packed)
 };
 
+// One thread's attention work space (ops-attention.cpp), kept between calls so a decode step allocates nothing.
+struct AttnScratch {
+    std::vector<float> acc, scores, weights, rescale;
+    std::vector<const uint8_t*> k_rows, v_rows;
+};
+
 // One backend instance (create/destroy).
 struct Backend {
     const basalt_host* host = nullptr;
@@ -86,7 +92,8 @@ struct Backend {
     // one): weights in wrapped or BASALT_BUFFER_WEIGHTS buffers, packed on first use.
     bool repack = false;
     std::unique_ptr<PackCache> packs;
-    std::vector<RopeTable> rope;  // one per (base, scale, dims) seen: gemma3's local and global layers differ
+    std::vector<AttnScratch> attn_scratch;  // one per pool thread (grown before a parallel region, never inside)
+    std::vector<RopeTable> rope;            // one per (base, scale, dims) seen: gemma3's local and global layers differ
     // Bumped whenever a buffer is created or freed: plans checked against the old set are stale.
     uint64_t buffers_epoch = 0;
     GraphPlan plan;

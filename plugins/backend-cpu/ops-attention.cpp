@@ -148,16 +148,28 @@ void run_attention(NodeCtx& c) {
     if (s.hd_k % 32 != 0) scores_fn = nullptr;
     if (s.hd_v % 16 != 0) accum_fn = nullptr;
     // Spans of tasks per thread: claims stay on each thread's own cache line until it steals.
-    auto run_tasks = [&](int64_t task_begin, int64_t task_end, int) {
-        // One allocation per run of tasks: accumulators, and per visible pair its K and V rows, scores, weights
-        // and rescale factors.
+    auto run_tasks = [&](int64_t task_begin, int64_t task_end, int thread) {
+        // This thread's work space: accumulators, and per visible pair its K and V rows, scores, weights and
+        // rescale factors (grown here, never shrunk).
+        AttnScratch& w = c.be->attn_scratch[static_cast<size_t>(thread)];
         const auto pairs = static_cast<size_t>(s.n_vis);
-        std::vector<float> acc(static_cast<size_t>(per_part * s.hd_v));
-        std::vector<const uint8_t*> k_rows(pairs);
-        std::vector<const uint8_t*> v_rows(pairs);
-        std::vector<float> scores(pairs * static_cast<size_t>(per_part));
-        std::vector<float> weights(pairs * static_cast<size_t>(per_part));
-        std::vector<float> rescale(pairs * static_cast<size_t>(per_part));
+        const size_t per_pair = pairs * static_cast<size_t>(per_part);
+        if (w.acc.size() < static_cast<size_t>(per_part * s.hd_v)) w.acc.resize(static_cast<size_t>(per_part * s.hd_v));
+        if (w.k_rows.size() < pairs) {
+            w.k_rows.resize(pairs);
+            w.v_rows.resize(pairs);
+        }
+        if (w.scores.size() < per_pair) {
+            w.scores.resize(per_pair);
+            w.weights.resize(per_pair);
+            w.rescale.resize(per_pair);
+        }
+        std::vector<float>& acc = w.acc;
+        float* scores = w.scores.data();
+        float* weights = w.weights.data();
+        float* rescale = w.rescale.data();
+        const uint8_t** k_rows = w.k_rows.data();
+        const uint8_t** v_rows = w.v_rows.data();
         for (int64_t task = task_begin; task < task_end; ++task) {
             const int64_t pair = task / parts;
             const int64_t t = pair / s.n_kv;
@@ -186,9 +198,9 @@ void run_attention(NodeCtx& c) {
             // Scores: scale x q.k, soft-capped.
             for (int j = 0; j < nh; ++j) {
                 const auto* q = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
-                float* sc = scores.data() + j;
+                float* sc = scores + j;
                 if (scores_fn != nullptr) {
-                    scores_fn(s.hd_k, q, k_rows.data(), n, sc, nh);
+                    scores_fn(s.hd_k, q, k_rows, n, sc, nh);
                 } else {
                     for (int64_t i = 0; i < n; ++i)
                         sc[i * nh] = dot_cache(k, kc.type, s.hd_k, q, k_rows[static_cast<size_t>(i)]);
@@ -226,7 +238,7 @@ void run_attention(NodeCtx& c) {
             // head alone with the softmax and accumulation interleaved pair by pair.
             std::fill(acc.begin(), acc.begin() + nh * s.hd_v, 0.0f);
             if (accum_fn != nullptr) {
-                accum_fn(s.hd_v, nh, v_rows.data(), n, weights.data(), rescale.data(), nh, acc.data());
+                accum_fn(s.hd_v, nh, v_rows, n, weights, rescale, nh, acc.data());
             } else {
                 for (int64_t i = 0; i < n; ++i) {
                     for (int j = 0; j < nh; ++j) {
@@ -250,6 +262,9 @@ void run_attention(NodeCtx& c) {
             }
         }
     };
+    if (c.be->attn_scratch.size() < static_cast<size_t>(c.be->pool->size())) {
+        c.be->attn_scratch.resize(static_cast<size_t>(c.be->pool->size()));
+    }
     if (inline_run) {
         run_tasks(0, n_pairs * parts, 0);
     } else {
