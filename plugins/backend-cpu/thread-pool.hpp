@@ -45,7 +45,7 @@ class ThreadPool {
     // time, by a compare-and-swap on a cache line no other thread touches while it has work, then `steal` items
     // at a time from the back of the others' spans. So each thread walks one run of adjacent items, claims cost
     // no cross-core traffic until the end, and the threads finish within a claim of each other. Alone, a thread
-    // takes everything at once. Rethrows like run().
+    // takes everything at once. Rethrows like run(). Caller thread only (the spans are kept in the pool).
     template <typename F>
     void parallel_spans(int64_t n, int64_t own, int64_t steal, F&& f) {
         if (n <= 0) return;
@@ -56,7 +56,7 @@ class ThreadPool {
             return;
         }
         const int t_count = n_threads_;
-        std::vector<Span> spans(static_cast<size_t>(t_count));
+        std::vector<Span>& spans = spans_;  // kept between calls: no allocation, and lines the workers have seen
         for (int t = 0; t < t_count; ++t) {
             spans[static_cast<size_t>(t)].reset(span_begin(n, t, t_count), span_begin(n, t + 1, t_count));
         }
@@ -136,15 +136,18 @@ class ThreadPool {
     // Task claims: (generation << 44) | (n_tasks << 22) | next. A worker that wakes late cannot claim a task
     // of a newer run, and the caller waits for finished tasks, not for every worker to check in.
     alignas(64) std::atomic<uint64_t> claim_{0};
+    // The task body shares the claims' line: a worker's first claim brings it along (written before claim_'s
+    // release store).
+    TaskFn fn_ = nullptr;
+    void* ctx_ = nullptr;
     alignas(64) std::atomic<int64_t> done_{0};
     alignas(64) std::atomic<bool> failed_{false};
     std::atomic<int> sleeping_{0};
     bool stop_ = false;
     int64_t n_tasks_ = 0;
-    TaskFn fn_ = nullptr;
-    void* ctx_ = nullptr;
     std::exception_ptr error_;
-    std::vector<Warm> warm_;  // per thread index (0 unused)
+    std::vector<Warm> warm_;   // per thread index (0 unused)
+    std::vector<Span> spans_;  // parallel_spans' spans, one per thread (caller thread only)
     std::mutex error_mutex_;
 };
 
