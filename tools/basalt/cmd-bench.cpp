@@ -158,7 +158,7 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
     BandwidthProbe probe(threads);
     std::vector<double> pp, tg;
     for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up and is not counted
-        if (r == 0) probe.measure(3);     // before the warm-up repetition, which absorbs its after-effects
+        if (r == 0) probe.measure(8);     // before the warm-up repetition, which absorbs its after-effects
         std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
         for (auto& t : prompt) t = random_token();
         basalt_session_seq_drop(session.get(), 0);
@@ -181,7 +181,7 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         if (n_prompt > 0) pp.push_back(n_prompt / pp_s);
         if (n_gen > 0) tg.push_back(n_gen / tg_s);
     }
-    const double bw = probe.measure(3);
+    const double bw = probe.measure(8);
     // Bytes read per generated token: every weight once (the embedding table only when it is also the output).
     uint64_t bytes_per_token = info.weight_bytes;
     bool tied = true;
