@@ -5,6 +5,8 @@
 // row pass, and where the ISA has one, a register-blocked kernel (vec_dot_block) a few weight rows x a few tokens
 // per call; both are bit-identical to the single-column dot product.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -291,8 +293,29 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
                 dot(k, p.data + g * gb, base + col * rb, out[m][static_cast<size_t>(col)] + g * kPackRows, valid);
         }
     };
-    be.pool->parallel_spans(total, kPackedOwnGroups, kPackedStealGroups,
-                            [&](int64_t g0, int64_t g1, int) { run_groups(g0, g1); });
+    // Profiling a decode matvec on 2+ threads: how late the first worker starts its share, and how long the
+    // caller waits after its last chunk for the region to end (both are cross-core latency, not work).
+    const bool timed = be.profile && cols == 1 && threads > 1;
+    std::atomic<int64_t> worker_start{0};
+    int64_t caller_end = 0;
+    const auto since = [t0 = Profile::Clock::now()] {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(Profile::Clock::now() - t0).count() + 1;
+    };
+    be.pool->parallel_spans(total, kPackedOwnGroups, kPackedStealGroups, [&](int64_t g0, int64_t g1, int thread) {
+        if (timed && thread == 1 && worker_start.load(std::memory_order_relaxed) == 0) {
+            worker_start.store(since(), std::memory_order_relaxed);
+        }
+        run_groups(g0, g1);
+        if (timed && thread == 0) caller_end = since();
+    });
+    if (timed) {
+        const int64_t end = since();
+        if (const int64_t w = worker_start.load(std::memory_order_relaxed); w != 0) {
+            be.prof.add_detail("matvec: worker starts after", static_cast<double>(w) * 1e-9);
+        }
+        if (caller_end != 0)
+            be.prof.add_detail("matvec: caller waits at end", static_cast<double>(end - caller_end) * 1e-9);
+    }
 }
 
 }  // namespace

@@ -21,6 +21,11 @@ void Profile::print(const char* label) const {
                      what.c_str(), static_cast<double>(r.count) / g, r.seconds * 1e6 / g,
                      total > 0 ? 100.0 * r.seconds / total : 0.0, r.seconds * 1e6 / static_cast<double>(r.count));
     }
+    for (const auto& [what, r] : details_) {
+        std::fprintf(stderr, "[%s profile]   within: %-28s %8.1f per graph %9.1f us per graph  %8.2f us each\n", label,
+                     what.c_str(), static_cast<double>(r.count) / g, r.seconds * 1e6 / g,
+                     r.seconds * 1e6 / static_cast<double>(r.count));
+    }
 }
 
 }  // namespace basalt::cpu

@@ -20,6 +20,13 @@ class Profile {
         r.seconds += seconds;
         ++r.count;
     }
+    // Adds `seconds` to a detail row: time inside the rows above (e.g. waits within a parallel region), printed
+    // after them and not counted in the totals. Not thread-safe, like add().
+    void add_detail(const std::string& what, double seconds) {
+        Row& r = details_[what];
+        r.seconds += seconds;
+        ++r.count;
+    }
     // Counts one computed graph.
     void graph_done() noexcept { ++graphs_; }
     // Prints the totals (per graph and share of the whole), largest first; nothing when no graph ran.
@@ -31,6 +38,7 @@ class Profile {
         int64_t count = 0;
     };
     std::map<std::string, Row> rows_;
+    std::map<std::string, Row> details_;
     int64_t graphs_ = 0;
 };
 
