@@ -147,7 +147,6 @@ void run_attention(NodeCtx& c) {
                                                   : nullptr;
     if (s.hd_k % 32 != 0) scores_fn = nullptr;
     if (s.hd_v % 16 != 0) accum_fn = nullptr;
-    // Spans of tasks per thread: claims stay on each thread's own cache line until it steals.
     auto run_tasks = [&](int64_t task_begin, int64_t task_end, int thread) {
         // This thread's work space: accumulators, and per visible pair its K and V rows, scores, weights and
         // rescale factors (grown here, never shrunk).
@@ -267,7 +266,7 @@ void run_attention(NodeCtx& c) {
     }
     if (inline_run) {
         run_tasks(0, n_pairs * parts, 0);
-    } else {
+    } else {  // spans of tasks per thread: claims stay on each thread's own cache line until it steals
         c.be->pool->parallel_spans(n_pairs * parts, 1, 1, run_tasks);
     }
 }
