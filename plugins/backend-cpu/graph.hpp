@@ -87,7 +87,9 @@ struct Backend {
     std::unique_ptr<ThreadPool> pool;
     std::unordered_set<basalt_buffer*> buffers;
     std::unique_ptr<Arena> arena;
-    std::vector<uint8_t> scratch;  // converted activations of the current matmul (reused)
+    std::vector<uint8_t> scratch;       // converted activations of the current matmul (reused)
+    std::vector<float*> packed_out;     // output rows of the current packed matmul group (reused)
+    std::vector<int64_t> packed_first;  // first 16-row group of each node of that group (reused)
     // Q8_0 matmul weights repacked for the ISA's packed kernel (param "repack", on by default where the ISA has
     // one): weights in wrapped or BASALT_BUFFER_WEIGHTS buffers, packed on first use.
     bool repack = false;

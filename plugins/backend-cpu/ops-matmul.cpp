@@ -231,10 +231,9 @@ const PackedWeight* packed_weights(const NodeCtx& c) {
 }
 
 // The groups of n packed nodes in one index space: node m holds global groups [first[m], first[m + 1]).
-std::vector<int64_t> packed_first(const PackedWeight* packs, size_t n) {
-    std::vector<int64_t> first(n + 1, 0);
+void packed_first(const PackedWeight* packs, size_t n, std::vector<int64_t>& first) {
+    first.assign(n + 1, 0);
     for (size_t m = 0; m < n; ++m) first[m + 1] = first[m] + (packs[m].rows + kPackRows - 1) / kPackRows;
-    return first;
 }
 
 // Where worker w (1..threads-1) reads ahead for a group of `total` packed groups: its even share's start.
@@ -270,11 +269,16 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
                 quantize_act(be, x.frow(r), base + r * rb, k);
         });
     }
-    std::vector<std::vector<float*>> out(n);
+    // Output rows (node m, column col at m * cols + col) and each node's first group, in vectors the backend
+    // keeps: no allocation per matvec on the calling thread's path.
+    std::vector<float*>& out = be.packed_out;
+    out.resize(n * static_cast<size_t>(cols));
     for (size_t m = 0; m < n; ++m) {
-        for (int64_t r = 0; r < cols; ++r) out[m].push_back(ctx[m].out.frow(r));
+        for (int64_t r = 0; r < cols; ++r)
+            out[m * static_cast<size_t>(cols) + static_cast<size_t>(r)] = ctx[m].out.frow(r);
     }
-    const std::vector<int64_t> first = packed_first(packs, n);
+    std::vector<int64_t>& first = be.packed_first;
+    packed_first(packs, n, first);
     const int64_t total = first.back();
     // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (parallel_spans and warm_start both
     // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
@@ -290,7 +294,8 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
             const int64_t g = gg - first[m];
             const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
             for (int64_t col = 0; col < cols; ++col)
-                dot(k, p.data + g * gb, base + col * rb, out[m][static_cast<size_t>(col)] + g * kPackRows, valid);
+                dot(k, p.data + g * gb, base + col * rb,
+                    out[m * static_cast<size_t>(cols) + static_cast<size_t>(col)] + g * kPackRows, valid);
         }
     };
     // Profiling a decode matvec on 2+ threads: how late the first worker starts its share, and how long the
@@ -359,7 +364,8 @@ void run_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
 void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     ThreadPool& pool = *ctx[0].be->pool;
     if (pool.size() < 2 || packs == nullptr || ctx[0].in[1].nrows() != 1) return;
-    const std::vector<int64_t> first = packed_first(packs, n);
+    std::vector<int64_t>& first = ctx[0].be->packed_first;  // the last group's run is over: reuse its vector
+    packed_first(packs, n, first);
     const int64_t total = first.back();
     const int64_t gb = packed_group_bytes(packs[0].k / kQK);
     for (int w = 1; w < pool.size(); ++w) {
