@@ -203,13 +203,15 @@ void run_rope(NodeCtx& c) {
     const int64_t tasks = chunk_count(tokens, c.be->pool->size(), std::max<int64_t>(1, 4096 / (hd * n_head)));
     const int64_t per = (tokens + tasks - 1) / tasks;
     c.be->pool->parallel_for(tasks, [&](int64_t task, int) {
-        std::vector<float> own(static_cast<size_t>(2 * half));
+        std::vector<float> own;  // angles of positions past the table (allocated only for those)
         for (int64_t t = task * per; t < std::min(tokens, (task + 1) * per); ++t) {
-            const float* cs = own.data();
+            const float* cs = nullptr;
             if (pos[t] >= 0 && pos[t] < table.rows) {
                 cs = table.cs.data() + int64_t{pos[t]} * 2 * half;
             } else {
+                own.resize(static_cast<size_t>(2 * half));
                 angles(pos[t], own.data());
+                cs = own.data();
             }
             for (int64_t h = 0; h < n_head; ++h) {
                 const int64_t r = t * n_head + h;
