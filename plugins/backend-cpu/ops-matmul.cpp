@@ -37,6 +37,19 @@ constexpr int64_t kTileBytes = 16384;
 constexpr int64_t kBlockTileBytes = 512 * 1024;
 constexpr int64_t kBlockRowBytes = 128 * 1024;
 
+// Items [g0, g1) of several nodes laid end to end (node m holds [first[m], first[m + 1])): f(m, lo, hi) for each
+// node's part, with lo and hi counted within the node.
+template <typename F>
+void for_node_slices(const std::vector<int64_t>& first, int64_t g0, int64_t g1, F&& f) {
+    size_t m = 0;
+    for (int64_t g = g0; g < g1;) {
+        while (first[m + 1] <= g) ++m;
+        const int64_t end = std::min(g1, first[m + 1]);
+        f(m, g - first[m], end - first[m]);
+        g = end;
+    }
+}
+
 // Converts rows of F32 activations into the ActFormat (F32: used in place), laid out as `layout` says.
 std::vector<const void*> convert_rows(NodeCtx& c, ActFormat f, const TensorView& x,
                                       MultiAct layout = MultiAct::Native) {
@@ -131,13 +144,8 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
         for (size_t j = 0; j < jobs.size(); ++j) first[j + 1] = first[j] + (jobs[j].act.empty() ? 0 : jobs[j].n_rows);
         const int64_t total = first.back();
         auto run_rows = [&](int64_t g0, int64_t g1) {
-            size_t j = 0;
-            while (first[j + 1] <= g0) ++j;
-            for (int64_t g = g0; g < g1;) {
-                while (first[j + 1] <= g) ++j;
+            for_node_slices(first, g0, g1, [&](size_t j, int64_t r0, int64_t r1) {
                 const MatJob& job = jobs[j];
-                const int64_t r0 = g - first[j];
-                const int64_t r1 = std::min(g1, first[j + 1]) - first[j];
                 const auto cols = static_cast<int64_t>(job.act.size());
                 for (int64_t c0 = 0; c0 < cols; c0 += kTokenTile) {
                     const int64_t c1 = std::min(cols, c0 + kTokenTile);
@@ -148,8 +156,7 @@ void run_jobs(NodeCtx& c, basalt_dtype wtype, int64_t k, const std::vector<MatJo
                         }
                     }
                 }
-                g = first[j] + r1;
-            }
+            });
         };
         c.be->pool->parallel_spans(total, kRowsOwn, kRowsSteal, [&](int64_t g0, int64_t g1, int) { run_rows(g0, g1); });
         return;
@@ -286,17 +293,15 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
         cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream : be.kernels.packed_q8_0;
     const int64_t gb = packed_group_bytes(k / kQK);
     auto run_groups = [&](int64_t g0, int64_t g1) {
-        size_t m = 0;
-        while (first[m + 1] <= g0) ++m;
-        for (int64_t gg = g0; gg < g1; ++gg) {
-            while (first[m + 1] <= gg) ++m;
+        for_node_slices(first, g0, g1, [&](size_t m, int64_t lo, int64_t hi) {
             const PackedWeight& p = packs[m];
-            const int64_t g = gg - first[m];
-            const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
-            for (int64_t col = 0; col < cols; ++col)
-                dot(k, p.data + g * gb, base + col * rb,
-                    out[m * static_cast<size_t>(cols) + static_cast<size_t>(col)] + g * kPackRows, valid);
-        }
+            for (int64_t g = lo; g < hi; ++g) {
+                const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
+                for (int64_t col = 0; col < cols; ++col)
+                    dot(k, p.data + g * gb, base + col * rb,
+                        out[m * static_cast<size_t>(cols) + static_cast<size_t>(col)] + g * kPackRows, valid);
+            }
+        });
     };
     // Profiling a decode matvec on 2+ threads: how late the first worker starts its share, and how long the
     // caller waits after its last chunk for the region to end (both are cross-core latency, not work).

@@ -15,18 +15,10 @@ class Profile {
 
     // Adds `seconds` to the row `what` (an op name, or a phase such as "checks+plan"). Not thread-safe: the
     // thread that runs graph_compute records.
-    void add(const std::string& what, double seconds) {
-        Row& r = rows_[what];
-        r.seconds += seconds;
-        ++r.count;
-    }
+    void add(const std::string& what, double seconds) { tally(rows_[what], seconds); }
     // Adds `seconds` to a detail row: time inside the rows above (e.g. waits within a parallel region), printed
     // after them and not counted in the totals. Not thread-safe, like add().
-    void add_detail(const std::string& what, double seconds) {
-        Row& r = details_[what];
-        r.seconds += seconds;
-        ++r.count;
-    }
+    void add_detail(const std::string& what, double seconds) { tally(details_[what], seconds); }
     // Counts one computed graph.
     void graph_done() noexcept { ++graphs_; }
     // Prints the totals (per graph and share of the whole), largest first; nothing when no graph ran.
@@ -37,6 +29,10 @@ class Profile {
         double seconds = 0;
         int64_t count = 0;
     };
+    static void tally(Row& r, double seconds) noexcept {
+        r.seconds += seconds;
+        ++r.count;
+    }
     std::map<std::string, Row> rows_;
     std::map<std::string, Row> details_;
     int64_t graphs_ = 0;
