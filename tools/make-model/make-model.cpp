@@ -1,6 +1,7 @@
 // make-model: writes a random-weight llama-architecture GGUF at a real model's shape, for benchmarks
 // (`basalt bench`) that anyone can reproduce without downloading a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1]
+// Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), and a tiny one for tests.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +27,8 @@ struct Shape {
 
 const Shape kShapes[] = {
     {"smollm2-135m", 576, 30, 9, 3, 1536, 49152, 8192, 100000.f, true},
+    {"smollm2-360m", 960, 32, 15, 5, 2560, 49152, 8192, 100000.f, true},
+    {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.f, false},
     {"tiny", 64, 2, 4, 2, 192, 512, 256, 10000.f, false},
 };
 
@@ -63,9 +66,10 @@ void add(basalt::gguf::Writer& w, Rng& rng, const std::string& name, std::vector
 }
 
 int usage() {
-    std::fprintf(stderr,
-                 "usage: make-model --shape smollm2-135m|tiny --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k -o OUT.gguf "
-                 "[--seed N]\n");
+    std::string shapes;
+    for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
+    std::fprintf(stderr, "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k -o OUT.gguf [--seed N]\n",
+                 shapes.c_str());
     return 2;
 }
 
