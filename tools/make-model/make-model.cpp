@@ -68,7 +68,8 @@ void add(basalt::gguf::Writer& w, Rng& rng, const std::string& name, std::vector
 int usage() {
     std::string shapes;
     for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
-    std::fprintf(stderr, "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k -o OUT.gguf [--seed N]\n",
+    std::fprintf(stderr,
+                 "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k -o OUT.gguf [--seed N]\n",
                  shapes.c_str());
     return 2;
 }
