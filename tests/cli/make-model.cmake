@@ -13,12 +13,19 @@ execute_process(COMMAND ${EXE} eval -m ${OUT} --tokens 1,2,3,4 RESULT_VARIABLE r
 if(NOT rc EQUAL 0 OR NOT o MATCHES "pos 3 token 4 -> argmax")
   message(FATAL_ERROR "eval of the made model failed (${rc}): ${o}${e}")
 endif()
-# An unknown shape fails with the usage line, which lists every shape it knows.
+# An unknown shape fails naming it, with the usage line, which lists every shape it knows.
 execute_process(COMMAND ${MAKE} --shape no-such-shape --type q8_0 -o ${OUT}.bad RESULT_VARIABLE rc OUTPUT_VARIABLE o
                 ERROR_VARIABLE e)
-if(rc EQUAL 0 OR NOT e MATCHES "smollm2-135m\\|smollm2-360m\\|tinyllama-1.1b\\|tiny")
+if(rc EQUAL 0 OR NOT e MATCHES "unknown shape 'no-such-shape'"
+   OR NOT e MATCHES "smollm2-135m\\|smollm2-360m\\|tinyllama-1.1b\\|tiny")
   message(FATAL_ERROR "make-model with an unknown shape: rc ${rc}, ${o}${e}")
 endif()
 if(EXISTS ${OUT}.bad)
   message(FATAL_ERROR "make-model with an unknown shape wrote ${OUT}.bad")
+endif()
+# A seed that is not a number fails naming it (no uncaught exception).
+execute_process(COMMAND ${MAKE} --shape tiny --type q8_0 --seed 12x -o ${OUT}.bad RESULT_VARIABLE rc OUTPUT_VARIABLE o
+                ERROR_VARIABLE e)
+if(NOT rc EQUAL 2 OR NOT e MATCHES "--seed wants a non-negative integer, not '12x'" OR EXISTS ${OUT}.bad)
+  message(FATAL_ERROR "make-model with a bad seed: rc ${rc}, ${o}${e}")
 endif()

@@ -2,9 +2,11 @@
 // (`basalt bench`) that anyone can reproduce without downloading a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1]
 // Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), and a tiny one for tests.
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -89,7 +91,14 @@ int main(int argc, char** argv) {
         } else if (a == "-o") {
             out = argv[++i];
         } else if (a == "--seed") {
-            seed = std::stoull(argv[++i]);
+            const char* v = argv[++i];
+            char* end = nullptr;
+            errno = 0;
+            seed = std::strtoull(v, &end, 10);
+            if (*v < '0' || *v > '9' || *end != '\0' || errno != 0) {
+                std::fprintf(stderr, "make-model: error: --seed wants a non-negative integer, not '%s'\n", v);
+                return usage();
+            }
         } else {
             return usage();
         }
@@ -99,6 +108,9 @@ int main(int argc, char** argv) {
         if (shape_name == s.name) shape = &s;
     }
     const basalt::DtypeTraits* type = basalt::dtype_from_name(type_name);
+    if (shape == nullptr) std::fprintf(stderr, "make-model: error: unknown shape '%s'\n", shape_name.c_str());
+    if (type == nullptr) std::fprintf(stderr, "make-model: error: unknown type '%s'\n", type_name.c_str());
+    if (out.empty()) std::fprintf(stderr, "make-model: error: no output file (-o OUT.gguf)\n");
     if (shape == nullptr || type == nullptr || out.empty()) return usage();
     try {
         basalt::gguf::Writer w;
