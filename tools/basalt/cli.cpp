@@ -2,8 +2,18 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 namespace basalt::cli {
+
+po::typed_value<long long>* int_option(const char* name, long long lo, long long hi) {
+    return po::value<long long>()->notifier([name, lo, hi](long long v) {
+        if (v < lo || v > hi) {
+            throw po::error("the argument ('" + std::to_string(v) + "') for option '--" + name + "' is out of range (" +
+                            std::to_string(lo) + ".." + std::to_string(hi) + ")");
+        }
+    });
+}
 
 std::vector<Command>& commands() {
     static std::vector<Command> c;

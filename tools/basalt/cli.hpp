@@ -43,6 +43,11 @@ struct Registrar {
     explicit Registrar(Command c) { commands().push_back(std::move(c)); }
 };
 
+// An integer option that must lie in [lo, hi] (checked when the command line is parsed; read it with
+// .as<long long>()). Outside it, parsing fails naming the option, the value and the range, with kExitUsage; this
+// also catches a negative count that an unsigned option would have wrapped to a huge one. Caller owns nothing.
+po::typed_value<long long>* int_option(const char* name, long long lo, long long hi);
+
 // Options accepted by every subcommand (--plugin, --log-level, --no-default-plugins, --help).
 po::options_description global_options(GlobalOptions& g);
 

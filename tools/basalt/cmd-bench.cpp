@@ -127,7 +127,13 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
     if (!rt.ok()) return kExitError;
     Model model(vm["model"].as<std::string>());
     if (!model.ok()) return kExitError;
-    const int n_prompt = vm["n-prompt"].as<int>(), n_gen = vm["n-gen"].as<int>(), reps = vm["repetitions"].as<int>();
+    const auto n_prompt = static_cast<int>(vm["n-prompt"].as<long long>());
+    const auto n_gen = static_cast<int>(vm["n-gen"].as<long long>());
+    const auto reps = static_cast<int>(vm["repetitions"].as<long long>());
+    if (n_prompt == 0 && n_gen == 0) {
+        print_error("basalt bench: -p and -n are both 0: nothing to measure");
+        return kExitUsage;
+    }
     SessionStrings keep;
     basalt_session_params sp = session_params(vm, keep);
     if (sp.n_ctx == 0) sp.n_ctx = static_cast<uint32_t>(std::max(n_prompt, n_gen) + 1);
@@ -229,18 +235,18 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
     return kExitOk;
 }
 
-const Registrar kBench{Command{"bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
-                               "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [--threads N] [--json]",
-                               [](po::options_description& d, po::positional_options_description&) {
-                                   d.add_options()("model,m", po::value<std::string>()->required(),
-                                                   "GGUF model file or shipped model name")(
-                                       "n-prompt,p", po::value<int>()->default_value(128), "prompt tokens (pp)")(
-                                       "n-gen,n", po::value<int>()->default_value(64), "generated tokens (tg)")(
-                                       "repetitions,r", po::value<int>()->default_value(3),
-                                       "repetitions (median reported)")("json", po::bool_switch(), "print JSON");
-                                   add_session_options(d);
-                               },
-                               run_bench}};
+const Registrar kBench{Command{
+    "bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
+    "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [--threads N] [--json]",
+    [](po::options_description& d, po::positional_options_description&) {
+        d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
+            "n-prompt,p", int_option("n-prompt", 0, 1 << 20)->default_value(128), "prompt tokens (pp)")(
+            "n-gen,n", int_option("n-gen", 0, 1 << 20)->default_value(64), "generated tokens (tg)")(
+            "repetitions,r", int_option("repetitions", 1, 1000)->default_value(3), "repetitions (median reported)")(
+            "json", po::bool_switch(), "print JSON");
+        add_session_options(d);
+    },
+    run_bench}};
 
 }  // namespace
 }  // namespace basalt::cli

@@ -51,8 +51,8 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     }
     basalt_plan_params pp{};
     pp.struct_size = sizeof(pp);
-    pp.n_ctx = vm["ctx"].as<uint32_t>();
-    pp.n_batch = vm["batch"].as<uint32_t>();
+    pp.n_ctx = static_cast<uint32_t>(vm["ctx"].as<long long>());
+    pp.n_batch = static_cast<uint32_t>(vm["batch"].as<long long>());
     pp.k_type = -1;
     pp.v_type = -1;
     if (vm.count("kv-type") != 0U) {
@@ -174,8 +174,9 @@ const Registrar kInspect{Command{
     "basalt inspect MODEL [--ctx N] [--batch N] [--kv-type T] [--json]",
     [](po::options_description& d, po::positional_options_description& pos) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
-            "ctx,c", po::value<uint32_t>()->default_value(0), "context size (0: training context, at most 4096)")(
-            "batch,b", po::value<uint32_t>()->default_value(512), "tokens per forward pass")(
+            "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0),
+            "context size (0: training context, at most 4096)")(
+            "batch,b", int_option("batch", 0, INT32_MAX)->default_value(512), "tokens per forward pass (0: 512)")(
             "kv-type", po::value<std::string>(), "stored type of K and V (f32, f16, q8_0, ...; default f16)")(
             "k-type", po::value<std::string>(), "stored type of K only")(
             "v-type", po::value<std::string>(), "stored type of V only")("json", po::bool_switch(), "print JSON");

@@ -107,7 +107,7 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     }
     const double prefill_s = seconds_since(t_prefill);
 
-    const int n_predict = vm["n-predict"].as<int>();
+    const auto n_predict = static_cast<int>(vm["n-predict"].as<long long>());
     int32_t token = 0;
     int generated = 0;
     auto t_decode = Clock::now();
@@ -158,7 +158,7 @@ const Registrar kRun{Command{
         d.add_options()("model,m", po::value<std::string>()->default_value("target"),
                         "GGUF model file, or a shipped model's name (target, draft)")(
             "prompt,p", po::value<std::string>()->default_value(""), "prompt text (default: none, start at BOS)")(
-            "n-predict,n", po::value<int>()->default_value(64), "tokens to generate")(
+            "n-predict,n", int_option("n-predict", 0, INT32_MAX)->default_value(64), "tokens to generate")(
             "samplers", po::value<std::string>()->default_value("greedy"),
             "sampler chain, e.g. \"penalties:repeat=1.1,last_n=64;top_k:40;top_p:0.9;temp:0.7;dist\"")(
             "temp", po::value<float>(), "shorthand: top_k;top_p;temp;dist chain with this temperature (0: greedy)")(

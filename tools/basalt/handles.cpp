@@ -59,11 +59,11 @@ bool parse_ids(const std::string& s, std::vector<int32_t>& out) {
 void add_session_options(po::options_description& d) {
     d.add_options()("backend", po::value<std::string>()->default_value("cpu"), "compute backend component")(
         "kv-cache", po::value<std::string>()->default_value("paged"), "KV cache manager component")(
-        "threads,t", po::value<uint32_t>()->default_value(0), "backend threads (0: all cores)")(
-        "ctx,c", po::value<uint32_t>()->default_value(0), "context size (0: training context, at most 4096)")(
-        "batch,b", po::value<uint32_t>()->default_value(512), "tokens per forward pass")(
+        "threads,t", int_option("threads", 0, 4096)->default_value(0), "backend threads (0: all cores)")(
+        "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0), "context size (0: training context, at most 4096)")(
+        "batch,b", int_option("batch", 0, INT32_MAX)->default_value(512), "tokens per forward pass (0: 512)")(
         "kv-type", po::value<std::string>()->default_value("f16"), "stored type of K and V (f32, f16, q8_0)")(
-        "device", po::value<uint32_t>(),
+        "device", int_option("device", 0, INT32_MAX),
         "backend device index (see basalt plugins; default: the first, or "
         "BASALT_VK_DEVICE for vulkan)")("backend-param", po::value<std::vector<std::string>>()->composing(),
                                         "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu");
@@ -81,7 +81,7 @@ basalt_session_params session_params(const po::variables_map& vm, SessionStrings
     keep.backend_strings.clear();
     if (vm.count("device") != 0) {
         keep.backend_strings.push_back("device");
-        keep.backend_strings.push_back(std::to_string(vm["device"].as<uint32_t>()));
+        keep.backend_strings.push_back(std::to_string(vm["device"].as<long long>()));
     }
     if (vm.count("backend-param") != 0) {
         for (const std::string& kv : vm["backend-param"].as<std::vector<std::string>>()) {
@@ -108,9 +108,9 @@ basalt_session_params session_params(const po::variables_map& vm, SessionStrings
     p.kv_params = &keep.kv_params;
     p.backend_params = keep.backend_keys.empty() ? nullptr : &keep.backend_params;
     p.struct_size = sizeof(p);
-    p.n_ctx = vm["ctx"].as<uint32_t>();
-    p.n_batch = vm["batch"].as<uint32_t>();
-    p.n_threads = vm["threads"].as<uint32_t>();
+    p.n_ctx = static_cast<uint32_t>(vm["ctx"].as<long long>());
+    p.n_batch = static_cast<uint32_t>(vm["batch"].as<long long>());
+    p.n_threads = static_cast<uint32_t>(vm["threads"].as<long long>());
     p.backend = vm["backend"].as<std::string>().c_str();
     p.kv_cache = vm["kv-cache"].as<std::string>().c_str();
     return p;
