@@ -36,6 +36,11 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
         print_error("'" + path + "' has fewer than 2 tokens");
         return kExitError;
     }
+    if (n_ctx < 2) {
+        print_error("a context of " + std::to_string(n_ctx) +
+                    " token scores nothing: perplexity needs --ctx 2 or more");
+        return kExitUsage;
+    }
     double nll = 0;
     size_t scored = 0, chunks = 0;
     for (size_t begin = 0; begin + 1 < ids.size(); begin += n_ctx) {
