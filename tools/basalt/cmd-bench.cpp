@@ -1,6 +1,7 @@
 // `basalt bench`: prompt processing (pp) and generation (tg) speed in the style of llama-bench (median of
-// repetitions), plus the machine's measured memory bandwidth and decode as a percentage of that roofline
-// (every weight byte is read once per generated token).
+// repetitions, optionally after --depth tokens already in the context), plus the machine's measured memory
+// bandwidth and decode as a percentage of that roofline (every weight byte, and the K/V rows each step attends
+// to, read once per generated token).
 #include <algorithm>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -134,9 +135,10 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         print_error("basalt bench: -p and -n are both 0: nothing to measure");
         return kExitUsage;
     }
+    const auto depth = static_cast<int>(vm["depth"].as<long long>());
     SessionStrings keep;
     basalt_session_params sp = session_params(vm, keep);
-    if (sp.n_ctx == 0) sp.n_ctx = static_cast<uint32_t>(std::max(n_prompt, n_gen) + 1);
+    if (sp.n_ctx == 0) sp.n_ctx = static_cast<uint32_t>(depth + std::max(n_prompt, n_gen) + 1);
     Session session(rt.get(), model.get(), sp);
     if (!session.ok()) return kExitError;
     basalt_model_info info{};
@@ -160,6 +162,14 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         rng = rng * 1664525u + 1013904223u;
         return static_cast<int32_t>(rng % static_cast<uint32_t>(vocab));
     };
+    // The context each measurement starts from: `depth` random tokens, decoded untimed.
+    auto fill_context = [&] {
+        basalt_session_seq_drop(session.get(), 0);
+        if (depth == 0) return true;
+        std::vector<int32_t> toks(static_cast<size_t>(depth));
+        for (auto& t : toks) t = random_token();
+        return decode(toks, 0);
+    };
     const unsigned threads = sp.n_threads != 0 ? sp.n_threads : std::max(1u, std::thread::hardware_concurrency());
     BandwidthProbe probe(threads);
     std::vector<double> pp, tg;
@@ -167,17 +177,23 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         if (r == 0) probe.measure(8);     // before the warm-up repetition, which absorbs its after-effects
         std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
         for (auto& t : prompt) t = random_token();
-        basalt_session_seq_drop(session.get(), 0);
+        if (n_prompt > 0 && !fill_context()) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
         auto t0 = Clock::now();
-        if (n_prompt > 0 && !decode(prompt, 0)) {
+        if (n_prompt > 0 && !decode(prompt, depth)) {
             print_error(basalt_last_error());
             return kExitError;
         }
         const double pp_s = std::chrono::duration<double>(Clock::now() - t0).count();
-        basalt_session_seq_drop(session.get(), 0);
+        if (n_gen > 0 && !fill_context()) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
         t0 = Clock::now();
         for (int i = 0; i < n_gen; ++i) {
-            if (!decode({random_token()}, i)) {
+            if (!decode({random_token()}, depth + i)) {
                 print_error(basalt_last_error());
                 return kExitError;
             }
@@ -205,6 +221,30 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
             if (std::string(t.name) == "token_embd.weight") bytes_per_token -= t.n_bytes;
         }
     }
+    const uint64_t weight_bytes = bytes_per_token;
+    // The K/V rows a generated token attends to (every cached row of its sequence, itself included; on a model
+    // with sliding-window layers every layer is counted at the window, which undercounts its global layers).
+    uint64_t kv_bytes = 0;
+    {
+        basalt_plan_params pq{};
+        pq.struct_size = sizeof(pq);
+        pq.n_ctx = basalt_session_n_ctx(session.get());
+        int32_t kv_type = -1;
+        basalt_dtype_from_name(keep.kv_type.c_str(), &kv_type);
+        pq.k_type = static_cast<basalt_dtype>(kv_type);
+        pq.v_type = static_cast<basalt_dtype>(kv_type);
+        basalt_memory_plan plan{};
+        plan.struct_size = sizeof(plan);
+        if (n_gen > 0 && basalt_model_plan(model.get(), &pq, &plan) == BASALT_OK) {
+            uint64_t visible = 0;  // summed over the generated tokens
+            for (int i = 0; i < n_gen; ++i) {
+                const auto v = static_cast<uint64_t>(depth + i + 1);
+                visible += info.sliding_window > 0 ? std::min<uint64_t>(v, info.sliding_window) : v;
+            }
+            kv_bytes = plan.kv_bytes_per_token * visible / static_cast<uint64_t>(n_gen);
+        }
+    }
+    bytes_per_token += kv_bytes;
     const double roofline = bw / static_cast<double>(bytes_per_token);
     const double pp_med = pp.empty() ? 0 : median(pp), tg_med = tg.empty() ? 0 : median(tg);
     if (vm["json"].as<bool>()) {
@@ -215,34 +255,40 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         j.key("threads").value(static_cast<long long>(threads));
         j.key("n_prompt").value(static_cast<long long>(n_prompt));
         j.key("n_gen").value(static_cast<long long>(n_gen));
+        j.key("depth").value(static_cast<long long>(depth));
         j.key("repetitions").value(static_cast<long long>(reps));
         j.key("pp_tokens_per_s").value(std::to_string(pp_med));
         j.key("tg_tokens_per_s").value(std::to_string(tg_med));
         j.key("bandwidth_gb_per_s").value(std::to_string(bw / 1e9));
         j.key("bytes_per_token").value(static_cast<long long>(bytes_per_token));
+        j.key("weight_bytes_per_token").value(static_cast<long long>(weight_bytes));
+        j.key("kv_bytes_per_token").value(static_cast<long long>(kv_bytes));
         j.key("tg_roofline_tokens_per_s").value(std::to_string(roofline));
         j.key("tg_percent_of_roofline").value(std::to_string(100.0 * tg_med / roofline));
         j.end_object();
         std::cout << '\n';
         return kExitOk;
     }
+    const std::string at_depth = depth > 0 ? " @ d" + std::to_string(depth) : "";
     std::cout << std::fixed << std::setprecision(2) << "model " << vm["model"].as<std::string>() << ", backend "
               << sp.backend << ", " << threads << " threads, median of " << reps << "\n"
-              << "  pp" << n_prompt << "  " << pp_med << " t/s\n"
-              << "  tg" << n_gen << "   " << tg_med << " t/s  (" << 100.0 * tg_med / roofline << " % of the "
-              << roofline << " t/s roofline: " << bw / 1e9 << " GB/s measured, " << bytes_per_token
-              << " weight bytes per token)\n";
+              << "  pp" << n_prompt << at_depth << "  " << pp_med << " t/s\n"
+              << "  tg" << n_gen << at_depth << "   " << tg_med << " t/s  (" << 100.0 * tg_med / roofline
+              << " % of the " << roofline << " t/s roofline: " << bw / 1e9 << " GB/s measured, " << bytes_per_token
+              << " bytes per token: " << weight_bytes << " of weights, " << kv_bytes << " of K/V)\n";
     return kExitOk;
 }
 
 const Registrar kBench{Command{
     "bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
-    "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [--threads N] [--json]",
+    "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [-d 0] [--threads N] [--json]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "n-prompt,p", int_option("n-prompt", 0, 1 << 20)->default_value(128), "prompt tokens (pp)")(
             "n-gen,n", int_option("n-gen", 0, 1 << 20)->default_value(64), "generated tokens (tg)")(
             "repetitions,r", int_option("repetitions", 1, 1000)->default_value(3), "repetitions (median reported)")(
+            "depth,d", int_option("depth", 0, 1 << 20)->default_value(0),
+            "tokens already in the context when pp and tg start (decoded untimed before each)")(
             "json", po::bool_switch(), "print JSON");
         add_session_options(d);
     },
