@@ -58,14 +58,15 @@ struct Kernels {
     float (*dot_f16)(int64_t n, const float* a, const uint16_t* b) = nullptr;
     void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
     void (*axpy_f16)(int64_t n, float a, const uint16_t* x, float* y) = nullptr;
-    // Optional attention blocks (nullptr: the per-row helpers above). attn_scores_*: out[i * stride] = dot_*(hd,
-    // q, rows[i]) for i < n, bit for bit (hd % 32 == 0). attn_accum_*: for each row i and head j < nh, acc_j *= r
-    // where r = r[i * stride + j] is not 1, then acc_j += e[i * stride + j] x rows[i], as the scalar rescale and
-    // axpy_* would (acc_j at acc + j * hd; hd % 16 == 0).
-    void (*attn_scores_f32)(int64_t hd, const float* q, const uint8_t* const* rows, int64_t n, float* out,
-                            int64_t stride) = nullptr;
-    void (*attn_scores_f16)(int64_t hd, const float* q, const uint8_t* const* rows, int64_t n, float* out,
-                            int64_t stride) = nullptr;
+    // Optional attention blocks (nullptr: the per-row helpers above). attn_scores_*: out[i * nh + j] = scale x
+    // dot_*(hd, q[j], rows[i]) for i < n and heads j < nh, bit for bit (hd % 32 == 0); they request rows ahead of
+    // the ones they read. attn_accum_*: for each row i and head j < nh, acc_j *= r where r = r[i * stride + j] is
+    // not 1, then acc_j += e[i * stride + j] x rows[i], as the scalar rescale and axpy_* would (acc_j at acc +
+    // j * hd; hd % 16 == 0); they request rows ahead too.
+    void (*attn_scores_f32)(int64_t hd, const float* const* q, int nh, float scale, const uint8_t* const* rows,
+                            int64_t n, float* out) = nullptr;
+    void (*attn_scores_f16)(int64_t hd, const float* const* q, int nh, float scale, const uint8_t* const* rows,
+                            int64_t n, float* out) = nullptr;
     void (*attn_accum_f32)(int64_t hd, int nh, const uint8_t* const* rows, int64_t n, const float* e, const float* r,
                            int64_t stride, float* acc) = nullptr;
     void (*attn_accum_f16)(int64_t hd, int nh, const uint8_t* const* rows, int64_t n, const float* e, const float* r,

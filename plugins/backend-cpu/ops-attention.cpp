@@ -56,6 +56,8 @@ constexpr int kMaxSharedHeads = 8;
 
 // Longest visible list (as padded by the session) of a single-token attention run without a parallel region.
 constexpr int64_t kInlineVisible = 64;
+// K and V rows requested up front when the block kernels request the later ones themselves.
+constexpr int64_t kRequestRows = 32;
 
 void prefetch_row(const uint8_t* p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
@@ -181,8 +183,10 @@ void run_attention(NodeCtx& c) {
             const int64_t pos = qtab[2 * t + 1];
             const int64_t koff = kvh * k_row_bytes;
             const int64_t voff = kvh * v_row_bytes;
-            // The visible pairs' rows. Their K rows are requested all at once: a decode step finds the cache in
-            // DRAM, behind the weights it read, and the scores do not depend on each other.
+            // The visible pairs' rows. Their K rows are requested at once (a decode step finds the cache in DRAM,
+            // behind the weights it read, and the scores do not depend on each other), a long list's first ones
+            // only when the block kernels request the rest as they go.
+            const int64_t k_ahead = scores_fn != nullptr ? kRequestRows : s.n_vis;
             int64_t n = 0;
             for (int64_t i = 0; i < s.n_vis; ++i) {
                 const int64_t slot = list[2 * i];
@@ -190,24 +194,25 @@ void run_attention(NodeCtx& c) {
                 if (slot < 0 || p > pos) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
                 const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
-                prefetch_row(kr, k_row_bytes);
+                if (n < k_ahead) prefetch_row(kr, k_row_bytes);
                 k_rows[static_cast<size_t>(n)] = kr;
                 v_rows[static_cast<size_t>(n++)] = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
             }
             // Scores: scale x q.k, soft-capped.
-            for (int j = 0; j < nh; ++j) {
-                const auto* q = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
-                float* sc = scores + j;
-                if (scores_fn != nullptr) {
-                    scores_fn(s.hd_k, q, k_rows, n, sc, nh);
-                } else {
-                    for (int64_t i = 0; i < n; ++i)
-                        sc[i * nh] = dot_cache(k, kc.type, s.hd_k, q, k_rows[static_cast<size_t>(i)]);
+            const float* q[kMaxSharedHeads];
+            for (int j = 0; j < nh; ++j) q[j] = reinterpret_cast<const float*>(c.in[0].at(0, h0 + j, t));
+            if (scores_fn != nullptr) {
+                scores_fn(s.hd_k, q, nh, scale, k_rows, n, scores);
+            } else {
+                for (int j = 0; j < nh; ++j) {
+                    for (int64_t i = 0; i < n; ++i) {
+                        scores[i * nh + j] =
+                            scale * dot_cache(k, kc.type, s.hd_k, q[j], k_rows[static_cast<size_t>(i)]);
+                    }
                 }
-                for (int64_t i = 0; i < n; ++i) {
-                    sc[i * nh] = scale * sc[i * nh];
-                    if (cap > 0.0f) sc[i * nh] = cap * std::tanh(sc[i * nh] / cap);
-                }
+            }
+            if (cap > 0.0f) {
+                for (int64_t i = 0; i < n * nh; ++i) scores[i] = cap * std::tanh(scores[i] / cap);
             }
             // The online softmax, pair by pair in list order: each pair's weight exp(score - running max) and the
             // factor rescaling what came before when the max rises (1: none). The V rows come in meanwhile.
@@ -217,8 +222,9 @@ void run_attention(NodeCtx& c) {
                 m[j] = -INFINITY;
                 l[j] = 0;
             }
+            const int64_t v_ahead = accum_fn != nullptr ? kRequestRows : n;
             for (int64_t i = 0; i < n; ++i) {
-                prefetch_row(v_rows[static_cast<size_t>(i)], v_row_bytes);
+                if (i < v_ahead) prefetch_row(v_rows[static_cast<size_t>(i)], v_row_bytes);
                 for (int j = 0; j < nh; ++j) {
                     const float sc = scores[static_cast<size_t>(i * nh + j)];
                     float r = 1.0f;
