@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "host-services.hpp"
-#include "plugin-host.hpp"
+#include "host/host-services.hpp"
+#include "host/plugin-host.hpp"
 
 // plugin-host.cpp labels components with basalt_component_kind_name, which lives in the shared library's API
 // layer, not in basalt_core; this weak stand-in lets a basalt_core-only binary link the plugin host.

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
-#include "host-services.hpp"
-#include "plugin-host.hpp"
+#include "support/error.hpp"
+#include "host/host-services.hpp"
+#include "host/plugin-host.hpp"
 
 #if __has_include(<basalt/blocks/dequantize.hpp>)
 #include <basalt/blocks/dequantize.hpp>
@@ -28,8 +28,8 @@
 namespace blk = basalt::blocks;
 constexpr bool kHaveBlocks = true;
 #else
-#include "dequantize.hpp"
-#include "half.hpp"
+#include "model/dequantize.hpp"
+#include "support/half.hpp"
 namespace blk = basalt;
 // Until basalt_blocks exists the CPU plugin dequantizes only f32/f16/bf16/q8_0/q4_0 itself (GET_ROWS, CAST).
 constexpr bool kHaveBlocks = false;

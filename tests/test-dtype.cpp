@@ -1,7 +1,7 @@
 // GGUF element types: block layouts and byte sizes.
 #include <catch2/catch.hpp>
 
-#include "dtype.hpp"
+#include "model/dtype.hpp"
 
 using basalt::dtype_bytes;
 using basalt::dtype_traits;

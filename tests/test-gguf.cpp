@@ -6,9 +6,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "dtype.hpp"
-#include "error.hpp"
-#include "gguf.hpp"
+#include "model/dtype.hpp"
+#include "support/error.hpp"
+#include "model/gguf.hpp"
 
 namespace fs = std::filesystem;
 using namespace basalt;

@@ -16,9 +16,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
-#include "host-services.hpp"
-#include "plugin-host.hpp"
+#include "support/error.hpp"
+#include "host/host-services.hpp"
+#include "host/plugin-host.hpp"
 
 using Catch::Matchers::Contains;
 

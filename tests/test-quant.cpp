@@ -16,12 +16,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "dequantize.hpp"
-#include "dtype.hpp"
-#include "error.hpp"
-#include "gguf.hpp"
-#include "half.hpp"
-#include "quantize.hpp"
+#include "model/dequantize.hpp"
+#include "model/dtype.hpp"
+#include "support/error.hpp"
+#include "model/gguf.hpp"
+#include "support/half.hpp"
+#include "model/quantize.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

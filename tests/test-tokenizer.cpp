@@ -19,11 +19,11 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-#include "error.hpp"
-#include "gguf.hpp"
-#include "pre-tokenizer.hpp"
-#include "tokenizer.hpp"
-#include "vocab.hpp"
+#include "support/error.hpp"
+#include "model/gguf.hpp"
+#include "tokenizer/pre-tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "tokenizer/vocab.hpp"
 
 namespace fs = std::filesystem;
 using basalt::Tokenizer;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "dtype.hpp"
-#include "error.hpp"
-#include "gguf.hpp"
+#include "model/dtype.hpp"
+#include "support/error.hpp"
+#include "model/gguf.hpp"
 
 namespace {
 

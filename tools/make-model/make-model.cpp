@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "dtype.hpp"
-#include "error.hpp"
-#include "gguf.hpp"
-#include "quantize-model.hpp"
-#include "quantize.hpp"
+#include "model/dtype.hpp"
+#include "support/error.hpp"
+#include "model/gguf.hpp"
+#include "model/quantize-model.hpp"
+#include "model/quantize.hpp"
 
 namespace {
 

@@ -1,0 +1,221 @@
+// C API: loading models, describing them, metadata, and the memory plan.
+#include <basalt/basalt.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "model/dtype.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
+#include "model/memory-plan.hpp"
+#include "model/model-path.hpp"
+#include "model/model.hpp"
+#include "model/quantize-model.hpp"
+
+using basalt::fail;
+using basalt::guard;
+
+namespace {
+
+// Copies src into the caller's struct, only as far as its struct_size reaches.
+template <typename T>
+void write_sized(T* out, const T& src) {
+    const uint32_t size = out->struct_size;
+    std::memcpy(out, &src, std::min<size_t>(size, sizeof(T)));
+    out->struct_size = size;
+}
+
+std::string render(const basalt::gguf::Value& v) {
+    using basalt::gguf::ValueType;
+    switch (v.type) {
+        case ValueType::STRING:
+            return v.s;
+        case ValueType::BOOL:
+            return v.u != 0 ? "true" : "false";
+        case ValueType::FLOAT32:
+        case ValueType::FLOAT64:
+            return fmt::format("{}", v.f);
+        case ValueType::ARRAY: {
+            std::string s = fmt::format("[{} {}]", v.array.size(), basalt::gguf::value_type_name(v.elem_type));
+            return s;
+        }
+        default: {
+            if (auto i = v.as_int()) return std::to_string(*i);
+            return std::to_string(v.u);
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+basalt_status basalt_model_load(basalt_runtime* /*runtime*/, const char* path, const basalt_model_params* params,
+                                basalt_model** out) {
+    return guard([&] {
+        if (path == nullptr || out == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_load: path and out are required");
+        if (params != nullptr && params->struct_size < sizeof(uint32_t)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_params.struct_size {} is too small", params->struct_size);
+        }
+        auto m = std::make_unique<basalt_model>();
+        const std::string file = basalt::resolve_model_path(path).string();
+        m->gguf = basalt::gguf::open(file);
+        m->hparams = basalt::read_hparams(m->gguf.file);
+        basalt::log::info("loaded '{}': {} ({} layers, {} tensors)", file, m->hparams.arch, m->hparams.n_layer,
+                          m->gguf.file.tensors().size());
+        *out = m.release();
+    });
+}
+
+void basalt_model_free(basalt_model* model) {
+    delete model;
+}
+
+basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info* out) {
+    return guard([&] {
+        if (model == nullptr || out == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_describe: model and out are required");
+        const auto& h = model->hparams;
+        basalt_model_info info{};
+        info.struct_size = sizeof(info);
+        info.gguf_version = model->gguf.file.version();
+        info.arch = h.arch.c_str();
+        info.name = h.name.c_str();
+        info.n_layer = h.n_layer;
+        info.n_embd = h.n_embd;
+        info.n_head = h.n_head;
+        info.n_head_kv = h.n_head_kv;
+        info.head_dim_k = h.head_dim_k;
+        info.head_dim_v = h.head_dim_v;
+        info.n_ff = h.n_ff;
+        info.n_ctx_train = h.n_ctx_train;
+        info.n_vocab = h.n_vocab;
+        info.n_expert = h.n_expert;
+        info.n_expert_used = h.n_expert_used;
+        info.sliding_window = h.sliding_window;
+        for (const auto& t : model->gguf.file.tensors()) {
+            info.n_params += t.n_elements();
+            info.weight_bytes += t.n_bytes;
+        }
+        info.file_bytes = model->gguf.map->size();
+        info.n_tensors = static_cast<uint32_t>(model->gguf.file.tensors().size());
+        info.supported = h.known_arch ? 1 : 0;
+        write_sized(out, info);
+    });
+}
+
+basalt_status basalt_model_meta(const basalt_model* model, const char* key, const char** out) {
+    return guard([&] {
+        if (model == nullptr || key == nullptr || out == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_meta: model, key and out are required");
+        }
+        const auto* v = model->gguf.file.find(key);
+        if (v == nullptr) fail(BASALT_ERR_NOT_FOUND, "{}: no metadata key '{}'", model->gguf.file.source(), key);
+        std::lock_guard lock(model->meta_mutex);
+        auto& slot = model->meta_text[key];
+        slot = render(*v);
+        *out = slot.c_str();
+    });
+}
+
+size_t basalt_model_tensor_count(const basalt_model* model) {
+    return model == nullptr ? 0 : model->gguf.file.tensors().size();
+}
+
+basalt_status basalt_model_tensor_info(const basalt_model* model, size_t index, basalt_model_tensor* out) {
+    return guard([&] {
+        if (model == nullptr || out == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_tensor_info: model and out are required");
+        }
+        const auto& ts = model->gguf.file.tensors();
+        if (index >= ts.size())
+            fail(BASALT_ERR_INVALID_ARGUMENT, "tensor index {} out of range (count {})", index, ts.size());
+        const auto& t = ts[index];
+        basalt_model_tensor info{};
+        info.struct_size = sizeof(info);
+        info.type = t.type;
+        info.name = t.name.c_str();
+        info.n_dims = t.n_dims;
+        for (int d = 0; d < 4; ++d) info.ne[d] = t.ne[d];
+        info.n_bytes = t.n_bytes;
+        info.offset = model->gguf.file.data_offset() + t.offset;
+        write_sized(out, info);
+    });
+}
+
+basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_params* params, basalt_memory_plan* out) {
+    return guard([&] {
+        if (model == nullptr || out == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_plan: model and out are required");
+        basalt::PlanRequest req;
+        if (params != nullptr) {
+            if (params->struct_size < offsetof(basalt_plan_params, v_type) + sizeof(params->v_type)) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_plan_params.struct_size {} is too small",
+                     params->struct_size);
+            }
+            req.n_ctx = params->n_ctx;
+            if (params->n_batch != 0) req.n_batch = params->n_batch;
+            for (auto [in, dst, which] :
+                 {std::tuple{params->k_type, &req.k_type, "K"}, std::tuple{params->v_type, &req.v_type, "V"}}) {
+                if (in < 0) continue;
+                const basalt::DtypeTraits* t = basalt::dtype_traits(in);
+                if (t == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "{} cache type id {} is unknown", which, in);
+                *dst = in;
+            }
+        }
+        const basalt::MemoryPlan p = basalt::plan_memory(model->gguf.file, model->hparams, req);
+        basalt_memory_plan plan{};
+        plan.struct_size = sizeof(plan);
+        plan.n_ctx = p.n_ctx;
+        plan.n_batch = p.n_batch;
+        plan.k_type = p.k_type;
+        plan.v_type = p.v_type;
+        plan.weight_bytes = p.weight_bytes;
+        plan.kv_bytes_per_token = p.kv_bytes_per_token;
+        plan.kv_bytes = p.kv_bytes;
+        plan.scratch_bytes = p.scratch_bytes;
+        plan.total_bytes = p.total_bytes;
+        write_sized(out, plan);
+    });
+}
+
+basalt_status basalt_dtype_from_name(const char* name, int32_t* out) {
+    return guard([&] {
+        if (name == nullptr || out == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_dtype_from_name: name and out are required");
+        const basalt::DtypeTraits* t = basalt::dtype_from_name(name);
+        if (t == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "unknown tensor type '{}' (e.g. f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)",
+                 name);
+        *out = t->id;
+    });
+}
+
+basalt_status basalt_model_quantize(const char* in_path, const char* out_path, basalt_dtype type,
+                                    basalt_quantize_report* report) {
+    return guard([&] {
+        if (in_path == nullptr || out_path == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_quantize: in_path and out_path are required");
+        }
+        if (basalt::dtype_traits(type) == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "unknown tensor type id {}", type);
+        const basalt::QuantizeReport r = basalt::quantize_model(in_path, out_path, type);
+        if (report != nullptr) {
+            basalt_quantize_report out{};
+            out.struct_size = sizeof(out);
+            out.tensors_quantized = r.quantized;
+            out.tensors_fallback = r.fallback;
+            out.tensors_kept = r.kept;
+            out.bytes_in = r.bytes_in;
+            out.bytes_out = r.bytes_out;
+            write_sized(report, out);
+        }
+    });
+}
+
+const char* basalt_dtype_name(int32_t dtype) {
+    return basalt::dtype_name(dtype);
+}
+
+}  // extern "C"

@@ -1,0 +1,120 @@
+// C API: sessions (create, ragged decode, logits, sequence fork/drop).
+#include <basalt/basalt.h>
+
+#include <memory>
+
+#include "support/error.hpp"
+#include "model/model.hpp"
+#include "host/runtime.hpp"
+#include "exec/session.hpp"
+
+using basalt::fail;
+using basalt::guard;
+
+struct basalt_session {
+    std::unique_ptr<basalt::Session> s;
+};
+
+namespace {
+
+std::vector<std::pair<std::string, std::string>> to_pairs(const basalt_params* p, const char* what) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (p == nullptr) return out;
+    if (p->struct_size < offsetof(basalt_params, values) + sizeof(p->values)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "{} basalt_params.struct_size {} is too small", what, p->struct_size);
+    }
+    for (size_t i = 0; i < p->count; ++i) {
+        if (p->keys == nullptr || p->values == nullptr || p->keys[i] == nullptr || p->values[i] == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "{} parameter #{} has a NULL key or value", what, i);
+        }
+        out.emplace_back(p->keys[i], p->values[i]);
+    }
+    return out;
+}
+
+basalt::Session& get(basalt_session* s) {
+    if (s == nullptr || !s->s) fail(BASALT_ERR_INVALID_ARGUMENT, "session is NULL");
+    return *s->s;
+}
+const basalt::Session& get(const basalt_session* s) {
+    if (s == nullptr || !s->s) fail(BASALT_ERR_INVALID_ARGUMENT, "session is NULL");
+    return *s->s;
+}
+
+}  // namespace
+
+extern "C" {
+
+basalt_status basalt_session_create(basalt_runtime* runtime, const basalt_model* model,
+                                    const basalt_session_params* params, basalt_session** out) {
+    return guard([&] {
+        if (runtime == nullptr || model == nullptr || out == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_create: runtime, model and out are required");
+        }
+        basalt::SessionConfig cfg;
+        if (params != nullptr) {
+            if (params->struct_size < offsetof(basalt_session_params, kv_params) + sizeof(params->kv_params)) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_params.struct_size {} is too small",
+                     params->struct_size);
+            }
+            cfg.n_ctx = params->n_ctx;
+            if (params->n_batch != 0) cfg.n_batch = params->n_batch;
+            if (params->n_seq_max != 0) cfg.n_seq_max = params->n_seq_max;
+            cfg.n_threads = params->n_threads;
+            if (params->backend != nullptr) cfg.backend = params->backend;
+            if (params->kv_cache != nullptr) cfg.kv_cache = params->kv_cache;
+            cfg.backend_params = to_pairs(params->backend_params, "backend");
+            cfg.kv_params = to_pairs(params->kv_params, "KV cache");
+        }
+        auto s = std::make_unique<basalt_session>();
+        s->s = std::make_unique<basalt::Session>(runtime->plugins, *model, cfg);
+        *out = s.release();
+    });
+}
+
+void basalt_session_free(basalt_session* session) {
+    delete session;
+}
+
+basalt_status basalt_session_decode(basalt_session* session, const basalt_batch* batch) {
+    return guard([&] {
+        if (batch == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_decode: batch is NULL");
+        get(session).decode(*batch);
+    });
+}
+
+size_t basalt_session_n_outputs(const basalt_session* session) {
+    return session == nullptr || !session->s ? 0 : session->s->n_outputs();
+}
+
+basalt_status basalt_session_logits(const basalt_session* session, size_t row, const float** out) {
+    return guard([&] {
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_logits: out is NULL");
+        *out = get(session).logits(row);
+    });
+}
+
+size_t basalt_session_n_vocab(const basalt_session* session) {
+    return session == nullptr || !session->s ? 0 : session->s->n_vocab();
+}
+
+uint32_t basalt_session_n_ctx(const basalt_session* session) {
+    return session == nullptr || !session->s ? 0 : session->s->n_ctx();
+}
+
+basalt_status basalt_session_seq_length(const basalt_session* session, int32_t seq_id, uint32_t* out) {
+    return guard([&] {
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_seq_length: out is NULL");
+        *out = get(session).seq_length(seq_id);
+    });
+}
+
+basalt_status basalt_session_seq_drop(basalt_session* session, int32_t seq_id) {
+    return guard([&] { get(session).seq_drop(seq_id); });
+}
+
+basalt_status basalt_session_seq_fork(basalt_session* session, int32_t src_seq_id, int32_t dst_seq_id) {
+    return guard([&] { get(session).seq_fork(src_seq_id, dst_seq_id); });
+}
+
+}  // extern "C"

@@ -1,0 +1,104 @@
+// Parser of the sampler-chain syntax (see sampler-chain.hpp and docs/samplers.md).
+#include "exec/sampler-chain.hpp"
+
+#include "support/error.hpp"
+
+namespace basalt {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+    std::vector<std::string_view> out;
+    size_t start = 0;
+    while (true) {
+        const size_t end = s.find(sep, start);
+        out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+        if (end == std::string_view::npos) break;
+        start = end + 1;
+    }
+    return out;
+}
+
+bool name_char(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+           ch == '+' || ch == '-';
+}
+
+[[noreturn]] void syntax(const std::string& what, std::string_view text) {
+    throw Error(BASALT_ERR_FORMAT, "bad sampler chain: " + what + " in '" + std::string(text) + "'");
+}
+
+}  // namespace
+
+std::string primary_key(std::string_view sampler) {
+    if (sampler == "temp") return "t";
+    if (sampler == "top_k") return "k";
+    if (sampler == "top_p" || sampler == "min_p" || sampler == "typical") return "p";
+    if (sampler == "dist") return "seed";
+    if (sampler == "logit_bias") return "bias";
+    if (sampler == "penalties") return "repeat";
+    return "value";
+}
+
+std::vector<SamplerSpec> parse_sampler_chain(std::string_view text) {
+    std::vector<SamplerSpec> chain;
+    if (trim(text).empty()) syntax("no samplers", text);
+    auto entries = split(text, ';');
+    if (entries.size() > 1 && trim(entries.back()).empty()) entries.pop_back();  // one trailing ';' is fine
+    for (std::string_view raw : entries) {
+        const std::string_view entry = trim(raw);
+        if (entry.empty()) syntax("an empty entry", text);
+        const size_t colon = entry.find(':');
+        SamplerSpec spec;
+        const std::string_view name = trim(entry.substr(0, colon));
+        if (name.empty()) syntax("a missing sampler name", entry);
+        for (char ch : name) {
+            if (!name_char(ch)) syntax("the sampler name '" + std::string(name) + "' has a bad character", entry);
+        }
+        spec.name = std::string(name);
+        if (colon != std::string_view::npos) {
+            const std::string_view rest = entry.substr(colon + 1);
+            bool bare_seen = false;
+            // logit_bias's value is itself "id:value,id:value": everything after the name is the bias list
+            // unless it is written key=value.
+            if (spec.name == "logit_bias" && rest.find('=') == std::string_view::npos) {
+                if (trim(rest).empty()) syntax("an empty parameter", entry);
+                spec.params.emplace_back("bias", std::string(trim(rest)));
+                chain.push_back(std::move(spec));
+                continue;
+            }
+            if (spec.name == "logit_bias") {
+                const std::string_view kv = trim(rest);
+                const size_t eq = kv.find('=');
+                spec.params.emplace_back(std::string(trim(kv.substr(0, eq))), std::string(trim(kv.substr(eq + 1))));
+                chain.push_back(std::move(spec));
+                continue;
+            }
+            for (std::string_view rawp : split(rest, ',')) {
+                const std::string_view param = trim(rawp);
+                if (param.empty()) syntax("an empty parameter", entry);
+                const size_t eq = param.find('=');
+                if (eq == std::string_view::npos) {
+                    if (bare_seen) syntax("a second value without a key ('" + std::string(param) + "')", entry);
+                    bare_seen = true;
+                    spec.params.emplace_back(primary_key(spec.name), std::string(param));
+                    continue;
+                }
+                const std::string_view key = trim(param.substr(0, eq));
+                const std::string_view value = trim(param.substr(eq + 1));
+                if (key.empty()) syntax("a parameter without a key ('" + std::string(param) + "')", entry);
+                if (value.empty()) syntax("the parameter '" + std::string(key) + "' has no value", entry);
+                spec.params.emplace_back(std::string(key), std::string(value));
+            }
+        }
+        chain.push_back(std::move(spec));
+    }
+    return chain;
+}
+
+}  // namespace basalt

@@ -1,0 +1,449 @@
+#include "exec/session.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "graph/arch.hpp"
+#include "model/dtype.hpp"
+#include "support/error.hpp"
+#include "host/host-services.hpp"
+#include "support/log.hpp"
+#include "model/model.hpp"
+
+namespace basalt {
+namespace {
+
+// Attention slot lists are padded to a multiple of this many (slot, position) pairs (see decode_chunk).
+constexpr size_t kVisibleStep = 64;
+
+// Owned key/value strings viewed as basalt_params for a create call.
+struct ParamsView {
+    std::vector<const char*> keys, values;
+    basalt_params params{};
+    explicit ParamsView(const std::vector<std::pair<std::string, std::string>>& kv) {
+        for (const auto& [k, v] : kv) {
+            keys.push_back(k.c_str());
+            values.push_back(v.c_str());
+        }
+        params.struct_size = sizeof(params);
+        params.count = keys.size();
+        params.keys = keys.data();
+        params.values = values.data();
+    }
+};
+
+template <typename T>
+void put(std::vector<uint8_t>& io, uint64_t offset, const std::vector<T>& v) {
+    if (!v.empty()) std::memcpy(io.data() + offset, v.data(), v.size() * sizeof(T));
+}
+
+uint64_t align64(uint64_t x) {
+    return (x + 63) & ~uint64_t{63};
+}
+
+}  // namespace
+
+Session::Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config)
+    : model_(model), config_(config) {
+    const ModelHparams& hp = model.hparams;
+    if (!hp.known_arch || hp.arch == "t5") {
+        GraphBuilder probe;
+        ModelWeights none(model.gguf.file, nullptr, 0);
+        ForwardContext c{probe, hp, none};
+        build_forward(c);  // throws the precise "not supported" error
+    }
+    n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
+    if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds gpt2's {} learned positions", n_ctx_, hp.n_ctx_train);
+    }
+    if (config.n_batch == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "batch size must be at least 1");
+    if (config.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_seq_max must be at least 1");
+    n_batch_ = std::min(config.n_batch, n_ctx_);
+    seq_len_.assign(config.n_seq_max, 0);
+
+    backend_component_ = plugins.find(BASALT_COMPONENT_BACKEND, config.backend);
+    if (backend_component_ == nullptr) {
+        fail(BASALT_ERR_NOT_FOUND, "no backend named '{}' is loaded (is its plugin installed? see basalt plugins)",
+             config.backend);
+    }
+    kv_component_ = plugins.find(BASALT_COMPONENT_KV_CACHE, config.kv_cache);
+    if (kv_component_ == nullptr) {
+        fail(BASALT_ERR_NOT_FOUND, "no KV cache manager named '{}' is loaded (see basalt plugins)", config.kv_cache);
+    }
+    backend_ = read_table<basalt_backend_iface>(*backend_component_);
+    kv_ = read_table<basalt_kv_cache_iface>(*kv_component_);
+
+    size_t n_devices = 0;
+    check_status(backend_.device_count(host_services(), &n_devices), "device_count");
+    if (n_devices == 0) {
+        fail(BASALT_ERR_UNSUPPORTED, "backend '{}' has no usable device{}", config.backend,
+             plugin_error_message().empty() ? "" : ": " + plugin_error_message());
+    }
+    auto backend_params = config.backend_params;
+    if (config.n_threads != 0) backend_params.emplace_back("threads", std::to_string(config.n_threads));
+    ParamsView bp(backend_params);
+    check_status(backend_.create(host_services(), 0, &bp.params, &backend_instance_), "create");
+
+    try {
+        // Weights: zero-copy when the backend can use host memory, else one upload of the data section.
+        const auto& file = model.gguf.file;
+        const uint64_t data_begin = file.data_offset();
+        const uint64_t file_size = model.gguf.map->size();
+        if (backend_.buffer_wrap_host != nullptr && file_size > 0) {
+            check_status(
+                backend_.buffer_wrap_host(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
+                "buffer_wrap_host");
+            owned_buffers_.push_back(weights_buffer_);
+            weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, data_begin);
+        } else {
+            const uint64_t data_size = file_size > data_begin ? file_size - data_begin : 0;
+            check_status(backend_.buffer_alloc(backend_instance_, std::max<uint64_t>(data_size, 1),
+                                               BASALT_BUFFER_WEIGHTS, &weights_buffer_),
+                         "buffer_alloc(weights)");
+            owned_buffers_.push_back(weights_buffer_);
+            if (data_size > 0) {
+                check_status(backend_.buffer_write(backend_instance_, weights_buffer_, 0,
+                                                   model.gguf.map->data() + data_begin, data_size),
+                             "buffer_write(weights)");
+            }
+            weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, 0);
+        }
+
+        // KV cache manager and its storage.
+        std::vector<int32_t> windows(hp.n_layer, 0);
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            if (hp.layer_sliding[il]) windows[il] = static_cast<int32_t>(hp.sliding_window);
+        }
+        basalt_kv_cache_config kc{};
+        kc.struct_size = sizeof(kc);
+        kc.n_layers = hp.n_layer;
+        kc.n_kv_heads = hp.n_head_kv;
+        kc.head_dim_k = hp.head_dim_k;
+        kc.head_dim_v = hp.head_dim_v;
+        kc.n_slots = n_ctx_;
+        kc.n_seq_max = config.n_seq_max;
+        kc.layer_window = windows.data();
+        ParamsView kp(config.kv_params);
+        clear_plugin_error();
+        const basalt_status st = kv_.create(host_services(), &kc, &kp.params, &kv_instance_);
+        if (st != BASALT_OK) {
+            fail(st, "KV cache manager '{}': {}", config.kv_cache,
+                 plugin_error_message().empty() ? status_name(st) : plugin_error_message());
+        }
+        layout_.struct_size = sizeof(layout_);
+        clear_plugin_error();
+        if (kv_.layout(kv_instance_, &layout_) != BASALT_OK) {
+            fail(BASALT_ERR_PLUGIN, "KV cache manager '{}': layout failed: {}", config.kv_cache,
+                 plugin_error_message());
+        }
+        const auto kb = dtype_bytes(layout_.k_type, hp.n_embd_k_gqa());
+        const auto vb = dtype_bytes(layout_.v_type, hp.n_embd_v_gqa());
+        if (!kb || !vb) {
+            fail(BASALT_ERR_UNSUPPORTED, "KV types {}/{} cannot hold rows of {}/{} values", dtype_name(layout_.k_type),
+                 dtype_name(layout_.v_type), hp.n_embd_k_gqa(), hp.n_embd_v_gqa());
+        }
+        k_row_bytes_ = *kb;
+        v_row_bytes_ = *vb;
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            basalt_buffer* k = nullptr;
+            basalt_buffer* v = nullptr;
+            check_status(backend_.buffer_alloc(backend_instance_, k_row_bytes_ * n_ctx_, BASALT_BUFFER_KV, &k),
+                         "buffer_alloc(K cache)");
+            owned_buffers_.push_back(k);
+            check_status(backend_.buffer_alloc(backend_instance_, v_row_bytes_ * n_ctx_, BASALT_BUFFER_KV, &v),
+                         "buffer_alloc(V cache)");
+            owned_buffers_.push_back(v);
+            k_buffers_.push_back(k);
+            v_buffers_.push_back(v);
+        }
+    } catch (...) {
+        for (auto* b : owned_buffers_) backend_.buffer_free(backend_instance_, b);
+        owned_buffers_.clear();
+        if (kv_instance_ != nullptr) kv_.destroy(kv_instance_);
+        backend_.destroy(backend_instance_);
+        throw;
+    }
+    log::info("session: {} on backend '{}', ctx {}, batch {}, KV {}/{}", hp.arch, config.backend, n_ctx_, n_batch_,
+              dtype_name(layout_.k_type), dtype_name(layout_.v_type));
+}
+
+Session::~Session() {
+    for (auto* b : owned_buffers_) backend_.buffer_free(backend_instance_, b);
+    if (io_buffer_ != nullptr) backend_.buffer_free(backend_instance_, io_buffer_);
+    if (kv_instance_ != nullptr) kv_.destroy(kv_instance_);
+    if (backend_instance_ != nullptr) backend_.destroy(backend_instance_);
+}
+
+void Session::check_status(basalt_status st, const std::string& what) const {
+    if (st == BASALT_OK) return;
+    std::string msg = plugin_error_message();
+    if (msg.empty()) msg = std::string(status_name(st));
+    fail(st, "backend '{}': {}: {}", config_.backend, what, msg);
+}
+
+size_t Session::n_vocab() const {
+    return model_.hparams.n_vocab;
+}
+
+uint32_t Session::seq_length(int32_t seq) const {
+    if (seq < 0 || static_cast<size_t>(seq) >= seq_len_.size()) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "sequence id {} out of range (0..{})", seq, seq_len_.size() - 1);
+    }
+    return seq_len_[static_cast<size_t>(seq)];
+}
+
+const float* Session::logits(size_t row) const {
+    if (row >= n_out_) fail(BASALT_ERR_INVALID_ARGUMENT, "logits row {} out of range ({} rows)", row, n_out_);
+    return logits_.data() + row * n_vocab();
+}
+
+void Session::seq_drop(int32_t seq) {
+    seq_length(seq);
+    clear_plugin_error();
+    const basalt_status st = kv_.seq_drop(kv_instance_, seq);
+    if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_drop: {}", config_.kv_cache, plugin_error_message());
+    seq_len_[static_cast<size_t>(seq)] = 0;
+}
+
+void Session::seq_fork(int32_t src, int32_t dst) {
+    const uint32_t len = seq_length(src);
+    if (seq_length(dst) != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "fork target sequence {} is not empty", dst);
+    clear_plugin_error();
+    const basalt_status st = kv_.seq_fork(kv_instance_, src, dst);
+    if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_fork: {}", config_.kv_cache, plugin_error_message());
+    seq_len_[static_cast<size_t>(dst)] = len;
+}
+
+void Session::ensure_io(uint64_t bytes) {
+    if (bytes <= io_bytes_ && io_buffer_ != nullptr) return;
+    const uint64_t size = std::max<uint64_t>(bytes, io_bytes_ * 2);
+    basalt_buffer* b = nullptr;
+    check_status(backend_.buffer_alloc(backend_instance_, size, BASALT_BUFFER_IO, &b), "buffer_alloc(io)");
+    if (io_buffer_ != nullptr) backend_.buffer_free(backend_instance_, io_buffer_);
+    io_buffer_ = b;
+    io_bytes_ = size;
+}
+
+void Session::decode(const basalt_batch& batch) {
+    const ModelHparams& hp = model_.hparams;
+    if (batch.struct_size < offsetof(basalt_batch, want_logits) + sizeof(batch.want_logits)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_batch.struct_size {} is too small", batch.struct_size);
+    }
+    const size_t n = batch.n_tokens;
+    if (n == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "empty batch");
+    if (batch.tokens == nullptr || batch.positions == nullptr || batch.seq_ids == nullptr) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "batch needs tokens, positions and seq_ids");
+    }
+    // Validate everything before any work: ids, sequences, positions in order, context room.
+    std::vector<uint32_t> expected = seq_len_;
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t tok = batch.tokens[i], seq = batch.seq_ids[i], pos = batch.positions[i];
+        if (tok < 0 || static_cast<uint32_t>(tok) >= hp.n_vocab) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "batch token {} = {} is not in the vocabulary (0..{})", i, tok,
+                 hp.n_vocab - 1);
+        }
+        if (seq < 0 || static_cast<size_t>(seq) >= seq_len_.size()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "batch token {} has sequence id {} (session allows 0..{})", i, seq,
+                 seq_len_.size() - 1);
+        }
+        auto& e = expected[static_cast<size_t>(seq)];
+        if (pos < 0 || static_cast<uint32_t>(pos) != e) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "batch token {} of sequence {} has position {}, expected {}", i, seq, pos,
+                 e);
+        }
+        e += 1;
+        if (e > n_ctx_) {
+            fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than the context of {} (n_ctx)", seq, e,
+                 n_ctx_);
+        }
+    }
+    uint64_t total = 0;
+    for (uint32_t e : expected) total += e;
+    if (total > n_ctx_) {
+        fail(BASALT_ERR_CAPACITY, "the batch needs {} cache slots in all, more than the context of {} (n_ctx)", total,
+             n_ctx_);
+    }
+
+    std::vector<float> out;
+    size_t n_out = 0;
+    for (size_t begin = 0; begin < n; begin += n_batch_) {
+        decode_chunk(batch, begin, std::min(n, begin + n_batch_), out, n_out);
+    }
+    logits_ = std::move(out);
+    n_out_ = n_out;
+}
+
+void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const GraphShape& shape, const IoLayout& io) {
+    const ModelHparams& hp = model_.hparams;
+    const int64_t T = shape.tokens;
+    const int64_t n_rows = shape.outputs;
+    built_ = GraphShape{};  // nothing valid until the build completes
+    graph_.clear();
+    for (const auto& cp : copies) {
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            const std::string p = "blk." + std::to_string(il) + ".kv_copy";
+            for (int kv = 0; kv < 2; ++kv) {
+                basalt_buffer* buf = kv == 0 ? k_buffers_[il] : v_buffers_[il];
+                const uint64_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
+                const basalt_dtype type = kv == 0 ? layout_.k_type : layout_.v_type;
+                const int64_t width = kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa();
+                const int32_t src =
+                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.src_slot));
+                const int32_t dst =
+                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.dst_slot));
+                graph_.node(BASALT_OP_COPY, p, dst, {src});
+            }
+        }
+    }
+    ForwardContext c{graph_, hp, *weights_};
+    c.n_tokens = T;
+    c.n_outputs = n_rows;
+    c.tokens = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_tokens", io_buffer_, io.tokens);
+    c.positions = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_positions", io_buffer_, io.pos);
+    c.kv_slots = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_kv_slots", io_buffer_, io.slots);
+    c.attn_query = graph_.tensor(BASALT_DTYPE_I32, {2, T}, "inp_attn_query", io_buffer_, io.query);
+    c.attn_lists =
+        graph_.tensor(BASALT_DTYPE_I32, {static_cast<int64_t>(2 * shape.n_vis), static_cast<int64_t>(shape.n_lists)},
+                      "inp_attn_lists", io_buffer_, io.lists);
+    c.out_rows = graph_.tensor(BASALT_DTYPE_I32, {std::max<int64_t>(1, n_rows)}, "inp_out_rows", io_buffer_, io.rows);
+    if (n_rows > 0) {
+        c.logits = graph_.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), n_rows}, "logits", io_buffer_,
+                                 io.logits);
+    }
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), static_cast<int64_t>(n_ctx_)},
+                                          "cache_k." + std::to_string(il), k_buffers_[il], 0));
+        c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), static_cast<int64_t>(n_ctx_)},
+                                          "cache_v." + std::to_string(il), v_buffers_[il], 0));
+    }
+    build_forward(c);
+    if (copies.empty()) built_ = shape;
+}
+
+void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits,
+                           size_t& n_out) {
+    const ModelHparams& hp = model_.hparams;
+    const auto T = static_cast<int64_t>(end - begin);
+    std::vector<int32_t> tokens(batch.tokens + begin, batch.tokens + end);
+    std::vector<int32_t> positions(batch.positions + begin, batch.positions + end);
+    std::vector<int32_t> seqs(batch.seq_ids + begin, batch.seq_ids + end);
+
+    // 1. Slots for the new tokens (all or nothing), and copy-on-write copies to do first.
+    std::vector<int32_t> slots(static_cast<size_t>(T), -1);
+    std::vector<basalt_kv_copy> copies(static_cast<size_t>(T) + 8);
+    basalt_kv_reservation r{};
+    r.struct_size = sizeof(r);
+    r.n_tokens = static_cast<size_t>(T);
+    r.tokens = tokens.data();
+    r.positions = positions.data();
+    r.seq_ids = seqs.data();
+    r.out_slots = slots.data();
+    r.out_copies = copies.data();
+    r.copies_capacity = copies.size();
+    clear_plugin_error();
+    basalt_status st = kv_.reserve(kv_instance_, &r);
+    if (st == BASALT_ERR_CAPACITY && r.out_n_copies > copies.size()) {
+        copies.resize(r.out_n_copies);
+        r.out_copies = copies.data();
+        r.copies_capacity = copies.size();
+        clear_plugin_error();
+        st = kv_.reserve(kv_instance_, &r);
+    }
+    if (st != BASALT_OK) {
+        fail(st, "KV cache manager '{}': {}", config_.kv_cache,
+             plugin_error_message().empty() ? status_name(st) : plugin_error_message());
+    }
+    copies.resize(r.out_n_copies);
+
+    // 2. Visible (slot, position) lists of each sequence in the chunk.
+    std::vector<int32_t> list_of_seq(seq_len_.size(), -1);
+    std::vector<std::vector<int32_t>> lists;
+    for (int32_t s : seqs) {
+        if (list_of_seq[static_cast<size_t>(s)] >= 0) continue;
+        list_of_seq[static_cast<size_t>(s)] = static_cast<int32_t>(lists.size());
+        size_t count = 0;
+        std::vector<int32_t> sl(n_ctx_), ps(n_ctx_);
+        clear_plugin_error();
+        st = kv_.visible(kv_instance_, s, 0, sl.data(), ps.data(), sl.size(), &count);
+        if (st != BASALT_OK) fail(st, "KV cache manager '{}': visible: {}", config_.kv_cache, plugin_error_message());
+        std::vector<int32_t> pairs;
+        pairs.reserve(count * 2);
+        for (size_t i = 0; i < count; ++i) {
+            pairs.push_back(sl[i]);
+            pairs.push_back(ps[i]);
+        }
+        lists.push_back(std::move(pairs));
+    }
+    size_t n_vis = 1;
+    for (const auto& l : lists) n_vis = std::max(n_vis, l.size() / 2);
+    // Lists padded (slot -1) to a multiple of kVisibleStep pairs: consecutive decode steps then build graphs of
+    // one shape, which a backend can run again from what it recorded (Vulkan replays its command buffer).
+    n_vis = std::max(n_vis, std::min<size_t>((n_vis + kVisibleStep - 1) / kVisibleStep * kVisibleStep, n_ctx_));
+    std::vector<int32_t> list_data(2 * n_vis * lists.size(), -1);
+    for (size_t g = 0; g < lists.size(); ++g)
+        std::copy(lists[g].begin(), lists[g].end(), list_data.begin() + static_cast<std::ptrdiff_t>(2 * n_vis * g));
+    std::vector<int32_t> query(2 * static_cast<size_t>(T));
+    std::vector<int32_t> out_rows;
+    for (int64_t t = 0; t < T; ++t) {
+        const auto tt = static_cast<size_t>(t);
+        query[2 * tt] = list_of_seq[static_cast<size_t>(seqs[tt])];
+        query[2 * tt + 1] = positions[tt];
+        if (batch.want_logits == nullptr ? (begin + tt + 1 == batch.n_tokens) : batch.want_logits[begin + tt] != 0) {
+            out_rows.push_back(static_cast<int32_t>(t));
+        }
+    }
+    const auto n_rows = static_cast<int64_t>(out_rows.size());
+
+    // 3. IO buffer layout: inputs, then logits.
+    const uint64_t off_tokens = 0;
+    const uint64_t off_pos = align64(off_tokens + 4 * static_cast<uint64_t>(T));
+    const uint64_t off_slots = align64(off_pos + 4 * static_cast<uint64_t>(T));
+    const uint64_t off_query = align64(off_slots + 4 * static_cast<uint64_t>(T));
+    const uint64_t off_lists = align64(off_query + 8 * static_cast<uint64_t>(T));
+    const uint64_t off_rows = align64(off_lists + 4 * list_data.size());
+    const uint64_t off_logits = align64(off_rows + 4 * std::max<uint64_t>(1, out_rows.size()));
+    const uint64_t io_size = off_logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
+    ensure_io(io_size);
+    std::vector<uint8_t> io(off_logits, 0);
+    put(io, off_tokens, tokens);
+    put(io, off_pos, positions);
+    put(io, off_slots, slots);
+    put(io, off_query, query);
+    put(io, off_lists, list_data);
+    put(io, off_rows, out_rows);
+    check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, io.data(), io.size()), "buffer_write(inputs)");
+
+    // 4. The graph: copy-on-write copies, then the forward pass (reused as it is when the shape is the last one's).
+    const GraphShape shape{T, n_rows, n_vis, lists.size(), io_buffer_};
+    if (!copies.empty() || !(shape == built_)) {
+        const IoLayout layout{off_tokens, off_pos, off_slots, off_query, off_lists, off_rows, off_logits};
+        build_graph(copies, shape, layout);
+    }
+    clear_plugin_error();
+    st = backend_.graph_compute(backend_instance_, &graph_.graph());
+    if (st != BASALT_OK) {
+        // The reserved slots hold no valid K/V now: forget the affected sequences rather than keep a corrupt cache.
+        std::string dropped;
+        for (size_t s = 0; s < list_of_seq.size(); ++s) {
+            if (list_of_seq[s] < 0) continue;
+            kv_.seq_drop(kv_instance_, static_cast<int32_t>(s));
+            seq_len_[s] = 0;
+            dropped += (dropped.empty() ? "" : ", ") + std::to_string(s);
+        }
+        fail(st, "backend '{}': graph_compute: {} (sequences {} were reset)", config_.backend,
+             plugin_error_message().empty() ? status_name(st) : plugin_error_message(), dropped);
+    }
+    for (int64_t t = 0; t < T; ++t) seq_len_[static_cast<size_t>(seqs[static_cast<size_t>(t)])] += 1;
+
+    // 5. Logits of the requested rows.
+    if (n_rows > 0) {
+        const size_t old = out_logits.size();
+        out_logits.resize(old + static_cast<size_t>(n_rows) * hp.n_vocab);
+        check_status(backend_.buffer_read(backend_instance_, io_buffer_, off_logits, out_logits.data() + old,
+                                          4 * static_cast<uint64_t>(n_rows) * hp.n_vocab),
+                     "buffer_read(logits)");
+        n_out += static_cast<size_t>(n_rows);
+    }
+}
+
+}  // namespace basalt

@@ -1,0 +1,105 @@
+// A session: one model on one backend instance with one KV-cache manager, decoding ragged batches
+// (tokens of several sequences packed with positions and sequence ids; logits only where asked).
+#pragma once
+
+#include <basalt/basalt.h>
+#include <basalt/plugin_backend.h>
+#include <basalt/plugin_kv_cache.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/graph-builder.hpp"
+#include "model/model-weights.hpp"
+#include "host/plugin-host.hpp"
+
+struct basalt_model;
+
+namespace basalt {
+
+struct SessionConfig {
+    uint32_t n_ctx = 0;      // 0: training context, at most 4096
+    uint32_t n_batch = 512;  // tokens per forward pass; larger batches are split
+    uint32_t n_seq_max = 1;
+    uint32_t n_threads = 0;  // 0: backend default
+    std::string backend = "cpu";
+    std::string kv_cache = "paged";
+    std::vector<std::pair<std::string, std::string>> backend_params;
+    std::vector<std::pair<std::string, std::string>> kv_params;
+};
+
+class Session {
+  public:
+    Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Runs a ragged batch. Validates everything (ids, positions, context room) before any work.
+    void decode(const basalt_batch& batch);
+    // Logits of output row `row` (batch rows with want_logits, in batch order) of the last decode.
+    const float* logits(size_t row) const;
+    size_t n_outputs() const { return n_out_; }
+    size_t n_vocab() const;
+    uint32_t n_ctx() const { return n_ctx_; }
+    uint32_t seq_length(int32_t seq) const;
+
+    void seq_drop(int32_t seq);
+    void seq_fork(int32_t src, int32_t dst);
+
+  private:
+    struct Chunk;
+    void decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits,
+                      size_t& n_out);
+    struct GraphShape;
+    struct IoLayout;
+    // Rebuilds graph_: the copy-on-write copies, then the forward pass over inputs placed as `io` says.
+    void build_graph(const std::vector<basalt_kv_copy>& copies, const GraphShape& shape, const IoLayout& io);
+    void check_status(basalt_status st, const std::string& what) const;
+    void ensure_io(uint64_t bytes);
+
+    const basalt_model& model_;
+    SessionConfig config_;
+    uint32_t n_ctx_ = 0;
+    uint32_t n_batch_ = 0;
+    const Component* backend_component_ = nullptr;
+    basalt_backend_iface backend_{};
+    void* backend_instance_ = nullptr;
+    const Component* kv_component_ = nullptr;
+    basalt_kv_cache_iface kv_{};
+    void* kv_instance_ = nullptr;
+    basalt_kv_cache_layout layout_{};
+
+    std::vector<basalt_buffer*> owned_buffers_;
+    basalt_buffer* weights_buffer_ = nullptr;
+    std::unique_ptr<ModelWeights> weights_;
+    std::vector<basalt_buffer*> k_buffers_, v_buffers_;
+    uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
+    basalt_buffer* io_buffer_ = nullptr;
+    uint64_t io_bytes_ = 0;
+
+    std::vector<uint32_t> seq_len_;
+    std::vector<float> logits_;
+    size_t n_out_ = 0;
+    GraphBuilder graph_;
+    // What graph_ was built for. The graph depends only on these (its inputs' data sit in the IO buffer), so a
+    // step of the same shape (consecutive decode steps, within one kVisibleStep of visible pairs) runs it again
+    // instead of rebuilding ~1000 tensors by name.
+    // Byte offsets of the step's inputs and logits in the IO buffer.
+    struct IoLayout {
+        uint64_t tokens, pos, slots, query, lists, rows, logits;
+    };
+    struct GraphShape {
+        int64_t tokens = -1;
+        int64_t outputs = 0;
+        size_t n_vis = 0;
+        size_t n_lists = 0;
+        const basalt_buffer* io = nullptr;
+        bool operator==(const GraphShape&) const = default;
+    };
+    GraphShape built_;
+};
+
+}  // namespace basalt

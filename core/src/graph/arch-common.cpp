@@ -1,0 +1,146 @@
+#include <cmath>
+
+#include "graph/arch.hpp"
+#include "support/error.hpp"
+
+namespace basalt {
+
+int32_t ForwardContext::weight(const std::string& name) {
+    if (auto it = declared_.find(name); it != declared_.end()) return it->second;
+    const int32_t t = weight(weights.require(name, hp.arch));
+    declared_[name] = t;
+    return t;
+}
+
+int32_t ForwardContext::weight(const WeightRef& ref) {
+    const std::string key = ref.name + "@" + std::to_string(ref.offset) + "/" + std::to_string(ref.ne.back());
+    if (auto it = declared_.find(key); it != declared_.end()) return it->second;
+    const int32_t t = g.tensor(ref.type, ref.ne, ref.name, ref.buffer, ref.offset);
+    declared_[key] = t;
+    return t;
+}
+
+int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const std::string& name) {
+    const auto& t = c.g.at(x);
+    const std::vector<int64_t> shape(t.ne, t.ne + t.n_dims);
+    int32_t n = c.g.tensor(BASALT_DTYPE_F32, shape, name + ".norm");
+    c.g.node(BASALT_OP_RMS_NORM, name + ".norm", n, {x}, {}, {c.hp.norm_eps});
+    int32_t out = c.g.tensor(BASALT_DTYPE_F32, shape, name);
+    c.g.node(BASALT_OP_MUL, name, out, {n, c.weight(weight)});
+    return out;
+}
+
+namespace {
+
+// Reshape by copy: same elements, new shape (the op set has no aliasing view of intermediates).
+int32_t reshape(ForwardContext& c, int32_t x, std::initializer_list<int64_t> ne, const std::string& name) {
+    return c.g.op(BASALT_OP_COPY, name, BASALT_DTYPE_F32, ne, {x});
+}
+
+int32_t linear(ForwardContext& c, int32_t x, const std::string& w, int64_t n_out, const std::string& name,
+               const std::string& bias = {}) {
+    int32_t y = c.g.op(BASALT_OP_MATMUL, name, BASALT_DTYPE_F32, {n_out, c.n_tokens}, {c.weight(w), x});
+    if (!bias.empty())
+        y = c.g.op(BASALT_OP_ADD, name + ".bias", BASALT_DTYPE_F32, {n_out, c.n_tokens}, {y, c.weight(bias)});
+    return y;
+}
+
+}  // namespace
+
+int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOptions& o) {
+    const auto& hp = c.hp;
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t T = c.n_tokens;
+    const int64_t hd_k = hp.head_dim_k, hd_v = hp.head_dim_v;
+    const int64_t nq = hp.n_head * hd_k, nk = hp.n_head_kv * hd_k, nv = hp.n_head_kv * hd_v;
+
+    int32_t q = linear(c, h, p + "attn_q.weight", nq, p + "q", o.bias ? p + "attn_q.bias" : "");
+    int32_t k = linear(c, h, p + "attn_k.weight", nk, p + "k", o.bias ? p + "attn_k.bias" : "");
+    int32_t v = linear(c, h, p + "attn_v.weight", nv, p + "v", o.bias ? p + "attn_v.bias" : "");
+    q = reshape(c, q, {hd_k, hp.n_head, T}, p + "q.heads");
+    k = reshape(c, k, {hd_k, hp.n_head_kv, T}, p + "k.heads");
+    if (o.qk_norm) {
+        q = rms_norm(c, q, p + "attn_q_norm.weight", p + "q.normed");
+        k = rms_norm(c, k, p + "attn_k_norm.weight", p + "k.normed");
+    }
+    if (o.rope) {
+        const auto n_rot = static_cast<int32_t>(hp.n_rot);
+        q = c.g.op(BASALT_OP_ROPE, p + "q.rope", BASALT_DTYPE_F32, {hd_k, hp.n_head, T}, {q, c.positions},
+                   {o.rope_mode, n_rot}, {o.rope_base, hp.rope_freq_scale});
+        k = c.g.op(BASALT_OP_ROPE, p + "k.rope", BASALT_DTYPE_F32, {hd_k, hp.n_head_kv, T}, {k, c.positions},
+                   {o.rope_mode, n_rot}, {o.rope_base, hp.rope_freq_scale});
+    }
+    const int32_t k_rows = reshape(c, k, {nk, T}, p + "k.rows");
+    const auto il_u = static_cast<size_t>(il);
+    c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il_u], {k_rows, c.k_cache[il_u], c.kv_slots});
+    c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il_u], {v, c.v_cache[il_u], c.kv_slots});
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
+    const int32_t att =
+        c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
+               {q, c.k_cache[il_u], c.v_cache[il_u], c.attn_lists, c.attn_query}, {o.window, 0}, {scale, 0.f});
+    return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
+}
+
+int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t T = c.n_tokens;
+    const int32_t gate = linear(c, h, p + "ffn_gate.weight", c.hp.n_ff, p + "ffn_gate");
+    const int32_t up = linear(c, h, p + "ffn_up.weight", c.hp.n_ff, p + "ffn_up");
+    const int32_t a = c.g.op(act, p + "ffn_act", BASALT_DTYPE_F32, {c.hp.n_ff, T}, {gate, up});
+    return linear(c, a, p + "ffn_down.weight", c.hp.n_embd, p + "ffn_down");
+}
+
+int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
+    const auto& hp = c.hp;
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t T = c.n_tokens, E = hp.n_expert, k = hp.n_expert_used, F = hp.n_ff;
+    const int32_t router = linear(c, h, p + "ffn_gate_inp.weight", E, p + "moe_router");
+    const int32_t probs = c.g.op(BASALT_OP_SOFTMAX, p + "moe_probs", BASALT_DTYPE_F32, {E, T}, {router}, {}, {1.f});
+    const int32_t ids =
+        c.g.op(BASALT_OP_TOPK, p + "moe_topk", BASALT_DTYPE_I32, {k, T}, {probs}, {static_cast<int32_t>(k)});
+    const int32_t w = c.g.op(BASALT_OP_GATHER, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs, ids}, {1});
+    const int32_t gate = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_gate", BASALT_DTYPE_F32, {F, k, T},
+                                {c.weight(p + "ffn_gate_exps.weight"), h, ids});
+    const int32_t up = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_up", BASALT_DTYPE_F32, {F, k, T},
+                              {c.weight(p + "ffn_up_exps.weight"), h, ids});
+    const int32_t a = c.g.op(BASALT_OP_SWIGLU, p + "moe_act", BASALT_DTYPE_F32, {F, k, T}, {gate, up});
+    const int32_t down = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_down", BASALT_DTYPE_F32, {hp.n_embd, k, T},
+                                {c.weight(p + "ffn_down_exps.weight"), a, ids});
+    return c.g.op(BASALT_OP_MOE_COMBINE, p + "moe_out", BASALT_DTYPE_F32, {hp.n_embd, T}, {down, w});
+}
+
+int32_t select_output_rows(ForwardContext& c, int32_t x) {
+    return c.g.op(BASALT_OP_GET_ROWS, "output.rows", BASALT_DTYPE_F32, {c.hp.n_embd, c.n_outputs}, {x, c.out_rows});
+}
+
+void output_head(ForwardContext& c, int32_t x) {
+    const std::string w = c.has_weight("output.weight") ? "output.weight" : "token_embd.weight";
+    c.g.node(BASALT_OP_MATMUL, "output", c.logits, {c.weight(w), x});
+}
+
+void build_forward(ForwardContext& c) {
+    const std::string& a = c.hp.arch;
+    if (a == "llama") {
+        if (c.hp.n_expert > 0) {
+            build_moe(c);
+        } else {
+            build_llama(c);
+        }
+    } else if (a == "qwen2") {
+        build_qwen2(c);
+    } else if (a == "gemma3") {
+        build_gemma3(c);
+    } else if (a == "gpt2") {
+        build_gpt2(c);
+    } else if (a == "t5") {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "architecture t5 (encoder-decoder) is not supported yet; it arrives with the encoder-decoder work");
+    } else {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "architecture '{}' is not supported (supported: llama, qwen2, gemma3, gpt2, "
+             "llama with experts)",
+             a);
+    }
+}
+
+}  // namespace basalt

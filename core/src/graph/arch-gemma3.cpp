@@ -1,0 +1,38 @@
+// gemma3: embeddings scaled by sqrt(n_embd), q/k RMS norm per head, rope on halves (base 10000 on
+// sliding-window layers, the model's base on global ones), post-attention and post-FFN norms, GeGLU.
+#include <cmath>
+
+#include "graph/arch.hpp"
+
+namespace basalt {
+
+void build_gemma3(ForwardContext& c) {
+    const auto& hp = c.hp;
+    const int64_t T = c.n_tokens;
+    int32_t x = c.g.op(BASALT_OP_GET_ROWS, "token_embd", BASALT_DTYPE_F32, {hp.n_embd, T},
+                       {c.weight("token_embd.weight"), c.tokens});
+    // The scale is rounded to f32 first, as the reference does.
+    const float embd_scale = static_cast<float>(std::sqrt(static_cast<double>(hp.n_embd)));
+    x = c.g.op(BASALT_OP_SCALE, "token_embd.scaled", BASALT_DTYPE_F32, {hp.n_embd, T}, {x}, {}, {embd_scale});
+    constexpr float kLocalRopeBase = 10000.f;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        const int i = static_cast<int>(il);
+        AttentionOptions ao;
+        ao.rope_mode = 1;
+        ao.qk_norm = true;
+        const bool local = hp.layer_sliding[il];
+        ao.rope_base = local ? kLocalRopeBase : hp.rope_freq_base;
+        ao.window = local ? static_cast<int32_t>(hp.sliding_window) : 0;
+        int32_t a = attention_block(c, i, rms_norm(c, x, p + "attn_norm.weight", p + "attn_norm"), ao);
+        a = rms_norm(c, a, p + "post_attention_norm.weight", p + "post_attention_norm");
+        x = c.g.op(BASALT_OP_ADD, p + "attn_residual", BASALT_DTYPE_F32, {hp.n_embd, T}, {x, a});
+        int32_t f = ffn_gated(c, i, rms_norm(c, x, p + "ffn_norm.weight", p + "ffn_norm"), BASALT_OP_GEGLU);
+        f = rms_norm(c, f, p + "post_ffw_norm.weight", p + "post_ffw_norm");
+        x = c.g.op(BASALT_OP_ADD, p + "ffn_residual", BASALT_DTYPE_F32, {hp.n_embd, T}, {x, f});
+    }
+    if (c.n_outputs == 0) return;
+    output_head(c, rms_norm(c, select_output_rows(c, x), "output_norm.weight", "output_norm"));
+}
+
+}  // namespace basalt

@@ -1,0 +1,84 @@
+// Architecture graph builders: each turns a model and a ragged batch into an op graph (they emit ops only;
+// they never compute). arch-common.cpp holds the pieces families share (norms, attention, FFN, output head).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph-builder.hpp"
+#include "model/model-hparams.hpp"
+#include "model/model-weights.hpp"
+
+namespace basalt {
+
+// Everything a builder needs for one forward pass. Input and output tensors live in the session's IO buffer
+// and are declared by the session before the builder runs.
+struct ForwardContext {
+    ForwardContext(GraphBuilder& graph, const ModelHparams& hparams, const ModelWeights& w)
+        : g(graph), hp(hparams), weights(w) {}
+    GraphBuilder& g;
+    const ModelHparams& hp;
+    const ModelWeights& weights;
+    int64_t n_tokens = 0;          // T
+    int64_t n_outputs = 0;         // rows with logits
+    int32_t tokens = -1;           // I32 [T]
+    int32_t positions = -1;        // I32 [T]
+    int32_t kv_slots = -1;         // I32 [T]: cache slot of each token
+    int32_t attn_lists = -1;       // I32 [2 * n_vis, n_lists]: (slot, position) pairs per sequence
+    int32_t attn_query = -1;       // I32 [2, T]: (list, position) per token
+    int32_t out_rows = -1;         // I32 [n_outputs]: batch rows whose logits are produced
+    int32_t logits = -1;           // F32 [n_vocab, n_outputs]
+    std::vector<int32_t> k_cache;  // per layer: [n_embd_k_gqa, n_slots]
+    std::vector<int32_t> v_cache;  // per layer: [n_embd_v_gqa, n_slots]
+
+    // A graph tensor for a weight (declared once per graph).
+    int32_t weight(const std::string& name);
+    int32_t weight(const WeightRef& ref);
+    bool has_weight(const std::string& name) const { return weights.find(name).has_value(); }
+
+  private:
+    std::unordered_map<std::string, int32_t> declared_;
+};
+
+// Options of the shared attention block.
+struct AttentionOptions {
+    int rope_mode = 0;  // 0 pairs, 1 neox
+    float rope_base = 10000.f;
+    int32_t window = 0;    // sliding window (0: none)
+    bool qk_norm = false;  // gemma3: RMS norm of q and k per head
+    bool bias = false;     // qwen2: q/k/v biases
+    bool rope = true;
+};
+
+// x [n_embd, T] -> rms_norm(x) * weight.
+int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const std::string& name);
+// Self-attention of layer il on h [n_embd, T]: projections, rope, cache write, attention, output projection.
+int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOptions& o);
+// Gated FFN: down(act(gate(h)) * up(h)); act is BASALT_OP_SWIGLU or BASALT_OP_GEGLU.
+int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act);
+// Mixture of experts FFN (softmax routing, top-k, renormalised weights).
+int32_t ffn_moe(ForwardContext& c, int il, int32_t h);
+// Selects the output rows, applies the final norm (already applied when `normed`), and writes the logits.
+void output_head(ForwardContext& c, int32_t x_rows_selected);
+// GET_ROWS of x [n_embd, T] at out_rows -> [n_embd, n_outputs].
+int32_t select_output_rows(ForwardContext& c, int32_t x);
+
+// What distinguishes the members of the llama family.
+struct LlamaVariant {
+    int rope_mode = 0;      // 0 pairs (llama), 1 neox (qwen2)
+    bool qkv_bias = false;  // qwen2
+    bool experts = false;   // llama-MoE
+};
+void build_llama_family(ForwardContext& c, const LlamaVariant& variant);
+
+void build_llama(ForwardContext& c);
+void build_qwen2(ForwardContext& c);
+void build_moe(ForwardContext& c);
+void build_gemma3(ForwardContext& c);
+void build_gpt2(ForwardContext& c);
+
+// Picks the builder for the model's architecture; throws Error(UNSUPPORTED) naming it when there is none.
+void build_forward(ForwardContext& c);
+
+}  // namespace basalt

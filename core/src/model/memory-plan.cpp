@@ -1,0 +1,83 @@
+#include "model/memory-plan.hpp"
+
+#include <algorithm>
+
+#include "model/dtype.hpp"
+#include "support/error.hpp"
+
+namespace basalt {
+namespace {
+
+uint64_t row_bytes(basalt_dtype type, uint64_t n, const char* which) {
+    const auto b = dtype_bytes(type, n);
+    if (!b) {
+        const DtypeTraits* t = dtype_traits(type);
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "{} cache type {}: a row of {} values is not a whole number of {}-value blocks", which,
+             t != nullptr ? t->name : "unknown", n, t != nullptr ? t->block_size : 0);
+    }
+    return *b;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& req) {
+    MemoryPlan p;
+    p.k_type = req.k_type;
+    p.v_type = req.v_type;
+    p.n_ctx = req.n_ctx != 0 ? req.n_ctx
+                             : (hp.n_ctx_train != 0 ? std::min(hp.n_ctx_train, PlanRequest::kDefaultMaxCtx)
+                                                    : PlanRequest::kDefaultMaxCtx);
+    if (req.n_batch == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "batch size must be at least 1");
+    p.n_batch = std::min(req.n_batch, p.n_ctx);
+
+    for (const auto& t : file.tensors()) {
+        TypeUsage& u = p.types[t.type];
+        u.tensors += 1;
+        u.elements += t.n_elements();
+        u.bytes += t.n_bytes;
+        p.n_params += t.n_elements();
+        p.weight_bytes += t.n_bytes;
+    }
+
+    // KV cache: one K row and one V row per token per attention layer.
+    const uint64_t kv_row =
+        row_bytes(req.k_type, hp.n_embd_k_gqa(), "K") + row_bytes(req.v_type, hp.n_embd_v_gqa(), "V");
+    const uint64_t ctx = p.n_ctx;
+    p.kv_cells_full = ctx;
+    if (hp.encoder_decoder) {
+        // Decoder self-attention caches n_ctx tokens; cross-attention caches the encoder output (<= n_ctx).
+        p.kv_bytes_per_token = 2ull * hp.n_layer_dec * kv_row;
+        p.kv_bytes = p.kv_bytes_per_token * ctx;
+    } else {
+        // A sliding-window layer keeps its window plus one batch of new tokens that must coexist with it.
+        const uint64_t window_cells =
+            hp.sliding_window > 0 ? std::min<uint64_t>(ctx, hp.sliding_window + p.n_batch) : 0;
+        p.kv_cells_window = window_cells;
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            p.kv_bytes_per_token += kv_row;
+            p.kv_bytes += kv_row * (hp.layer_sliding[il] ? window_cells : ctx);
+        }
+    }
+
+    // Scratch: f32 activations of one layer for n_batch tokens (buffers are reused across layers), the
+    // materialised attention scores (worst case, unfused), the logits of every batch token, and inputs.
+    const uint64_t T = p.n_batch;
+    const uint64_t qkv = static_cast<uint64_t>(hp.n_head) * hp.head_dim_k +
+                         static_cast<uint64_t>(hp.n_head_kv) * (hp.head_dim_k + hp.head_dim_v);
+    const uint64_t ffn_mats = hp.arch == "gpt2" ? 2 : 3;
+    const uint64_t experts = std::max<uint32_t>(1, hp.n_expert_used);
+    uint64_t floats = 0;
+    floats += 4 * T * hp.n_embd;                                     // residual, norm, attn out, ffn out
+    floats += T * qkv;                                               // q, k, v
+    floats += T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_v;  // attention context
+    floats += static_cast<uint64_t>(hp.n_head) * T * ctx;            // scores
+    floats += ffn_mats * T * hp.n_ff * experts + T * hp.n_expert;    // ffn (+ router)
+    floats += T * hp.n_vocab;                                        // logits
+    p.scratch_bytes = floats * 4 + T * 3 * sizeof(int32_t) + ctx * 2 * sizeof(int32_t);  // ids/pos/seq, slot lists
+
+    p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
+    return p;
+}
+
+}  // namespace basalt

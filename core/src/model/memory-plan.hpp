@@ -1,0 +1,49 @@
+// The memory plan: weights + KV cache + activation scratch for a context and batch size, computed from the
+// file alone before anything is allocated (what `basalt inspect` prints and sessions check).
+#pragma once
+
+#include <basalt/plugin_backend.h>
+
+#include <cstdint>
+#include <map>
+
+#include "model/gguf.hpp"
+#include "model/model-hparams.hpp"
+
+namespace basalt {
+
+struct PlanRequest {
+    uint32_t n_ctx = 0;      // 0: the model's training context (capped at kDefaultMaxCtx)
+    uint32_t n_batch = 512;  // tokens per forward pass (capped at n_ctx)
+    basalt_dtype k_type = BASALT_DTYPE_F16;
+    basalt_dtype v_type = BASALT_DTYPE_F16;
+    static constexpr uint32_t kDefaultMaxCtx = 4096;
+};
+
+struct TypeUsage {
+    uint64_t tensors = 0;
+    uint64_t elements = 0;
+    uint64_t bytes = 0;
+};
+
+struct MemoryPlan {
+    uint32_t n_ctx = 0;
+    uint32_t n_batch = 0;
+    basalt_dtype k_type = BASALT_DTYPE_F16;
+    basalt_dtype v_type = BASALT_DTYPE_F16;
+    uint64_t n_params = 0;
+    std::map<basalt_dtype, TypeUsage> types;  // tensor-type histogram
+    uint64_t weight_bytes = 0;
+    uint64_t kv_bytes_per_token = 0;  // K+V of one token over every attention layer (uncapped)
+    uint64_t kv_cells_full = 0;       // cells held by each full-attention layer
+    uint64_t kv_cells_window = 0;     // cells held by each sliding-window layer (0 when none)
+    uint64_t kv_bytes = 0;            // the whole cache for n_ctx (window layers capped)
+    uint64_t scratch_bytes = 0;       // activations of one layer for n_batch tokens + logits + inputs
+    uint64_t total_bytes = 0;         // weight + kv + scratch
+};
+
+// Computes the plan; throws Error(INVALID_ARGUMENT) for an unusable request (e.g. a quantized KV type whose
+// block does not divide the K/V row) naming the value.
+MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& request);
+
+}  // namespace basalt

@@ -1,0 +1,99 @@
+#include "model/model-hparams.hpp"
+
+#include <algorithm>
+
+#include "support/error.hpp"
+
+namespace basalt {
+namespace {
+
+constexpr const char* kKnownArchs[] = {"llama", "qwen2", "gemma3", "gpt2", "t5"};
+
+uint32_t require_u32(const gguf::File& f, const std::string& key) {
+    const auto v = f.get_int(key);
+    if (!v) fail(BASALT_ERR_FORMAT, "{}: required metadata '{}' is missing", f.source(), key);
+    if (*v <= 0 || *v > UINT32_MAX)
+        fail(BASALT_ERR_FORMAT, "{}: metadata '{}' = {} is out of range", f.source(), key, *v);
+    return static_cast<uint32_t>(*v);
+}
+
+uint32_t optional_u32(const gguf::File& f, const std::string& key, uint32_t fallback) {
+    const auto v = f.get_int(key);
+    if (!v) return fallback;
+    if (*v < 0 || *v > UINT32_MAX)
+        fail(BASALT_ERR_FORMAT, "{}: metadata '{}' = {} is out of range", f.source(), key, *v);
+    return static_cast<uint32_t>(*v);
+}
+
+}  // namespace
+
+ModelHparams read_hparams(const gguf::File& f) {
+    ModelHparams h;
+    const auto arch = f.get_string("general.architecture");
+    if (!arch || arch->empty())
+        fail(BASALT_ERR_FORMAT, "{}: required metadata 'general.architecture' is missing", f.source());
+    h.arch = *arch;
+    h.name = f.get_string("general.name").value_or("");
+    h.known_arch = std::find(std::begin(kKnownArchs), std::end(kKnownArchs), h.arch) != std::end(kKnownArchs);
+    const std::string A = h.arch + ".";
+
+    h.n_layer = require_u32(f, A + "block_count");
+    h.n_embd = require_u32(f, A + "embedding_length");
+    h.n_head = require_u32(f, A + "attention.head_count");
+    h.n_head_kv = optional_u32(f, A + "attention.head_count_kv", h.n_head);
+    if (h.n_head_kv == 0 || h.n_head % h.n_head_kv != 0) {
+        fail(BASALT_ERR_FORMAT, "{}: attention.head_count {} is not a multiple of head_count_kv {}", f.source(),
+             h.n_head, h.n_head_kv);
+    }
+    const uint32_t default_head_dim = h.n_embd / h.n_head;
+    h.head_dim_k = optional_u32(f, A + "attention.key_length", default_head_dim);
+    h.head_dim_v = optional_u32(f, A + "attention.value_length", default_head_dim);
+    if (h.head_dim_k == 0 || h.head_dim_v == 0) {
+        fail(BASALT_ERR_FORMAT, "{}: head dimension is 0 (embedding_length {} / head_count {})", f.source(), h.n_embd,
+             h.n_head);
+    }
+    h.n_ff = optional_u32(f, A + "feed_forward_length", 0);
+    h.n_ctx_train = optional_u32(f, A + "context_length", 0);
+    h.n_expert = optional_u32(f, A + "expert_count", 0);
+    h.n_expert_used = optional_u32(f, A + "expert_used_count", 0);
+    if (h.n_expert > 0 && (h.n_expert_used == 0 || h.n_expert_used > h.n_expert)) {
+        fail(BASALT_ERR_FORMAT, "{}: expert_used_count {} must be in 1..expert_count {}", f.source(), h.n_expert_used,
+             h.n_expert);
+    }
+    h.rope_freq_base = static_cast<float>(f.get_float(A + "rope.freq_base").value_or(h.arch == "gemma3" ? 1e6 : 1e4));
+    if (auto scale = f.get_float(A + "rope.scale_linear")) h.rope_freq_scale = static_cast<float>(1.0 / *scale);
+    const bool has_rope = h.arch != "gpt2" && h.arch != "t5";
+    h.n_rot = has_rope ? optional_u32(f, A + "rope.dimension_count", h.head_dim_k) : 0;
+    if (auto eps = f.get_float(A + "attention.layer_norm_rms_epsilon")) {
+        h.norm_eps = static_cast<float>(*eps);
+    } else if (auto eps2 = f.get_float(A + "attention.layer_norm_epsilon")) {
+        h.norm_eps = static_cast<float>(*eps2);
+    }
+
+    // Vocabulary size: explicit key, else the tokenizer, else the embedding matrix.
+    h.n_vocab = optional_u32(f, A + "vocab_size", 0);
+    if (h.n_vocab == 0) {
+        if (const auto* tok = f.find("tokenizer.ggml.tokens"); tok != nullptr && tok->type == gguf::ValueType::ARRAY) {
+            h.n_vocab = static_cast<uint32_t>(tok->array.size());
+        } else if (const auto* emb = f.tensor("token_embd.weight"); emb != nullptr && emb->n_dims >= 2) {
+            h.n_vocab = static_cast<uint32_t>(emb->ne[1]);
+        }
+    }
+    if (h.n_vocab == 0) fail(BASALT_ERR_FORMAT, "{}: cannot determine the vocabulary size", f.source());
+
+    h.sliding_window = optional_u32(f, A + "attention.sliding_window", 0);
+    h.layer_sliding.assign(h.n_layer, false);
+    if (h.sliding_window > 0) {
+        // Gemma 3 interleaves 5 sliding-window layers with 1 global layer; other families use it on every layer.
+        const uint32_t pattern = h.arch == "gemma3" ? 6 : 1;
+        for (uint32_t il = 0; il < h.n_layer; ++il) h.layer_sliding[il] = pattern == 1 || (il % pattern) < pattern - 1;
+    }
+
+    if (h.arch == "t5") {
+        h.encoder_decoder = true;
+        h.n_layer_dec = optional_u32(f, A + "decoder_block_count", h.n_layer);
+    }
+    return h;
+}
+
+}  // namespace basalt

@@ -1,0 +1,45 @@
+// Architecture hyper-parameters read from a GGUF file's metadata (`<arch>.block_count`, ...), validated
+// before anything is built from them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/gguf.hpp"
+
+namespace basalt {
+
+struct ModelHparams {
+    std::string arch;  // general.architecture: llama, qwen2, gemma3, gpt2, t5, ...
+    std::string name;  // general.name, may be empty
+    uint32_t n_layer = 0;
+    uint32_t n_layer_dec = 0;  // encoder-decoder (t5): decoder blocks; 0 otherwise
+    uint32_t n_embd = 0;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim_k = 0;  // key_length, default n_embd / n_head
+    uint32_t head_dim_v = 0;  // value_length, default n_embd / n_head
+    uint32_t n_ff = 0;
+    uint32_t n_ctx_train = 0;
+    uint32_t n_vocab = 0;
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_rot = 0;  // rope dimensions (0 for models without rope)
+    float rope_freq_base = 10000.f;
+    float rope_freq_scale = 1.f;
+    float norm_eps = 1e-5f;
+    uint32_t sliding_window = 0;      // 0: none
+    std::vector<bool> layer_sliding;  // n_layer entries: layer uses the sliding window
+    bool encoder_decoder = false;
+    bool known_arch = false;  // one of the families Basalt builds graphs for
+
+    // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
+    uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }
+    uint32_t n_embd_v_gqa() const noexcept { return n_head_kv * head_dim_v; }
+};
+
+// Reads and validates the hyper-parameters; throws Error(FORMAT) naming the missing/invalid key.
+ModelHparams read_hparams(const gguf::File& file);
+
+}  // namespace basalt

@@ -1,0 +1,32 @@
+// The object behind the opaque basalt_model handle: the mapped file, its hyper-parameters, and strings
+// handed out through the C API.
+#pragma once
+
+#include <basalt/basalt.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "model/gguf.hpp"
+#include "model/model-hparams.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+struct basalt_model {
+    basalt::gguf::MappedGguf gguf;
+    basalt::ModelHparams hparams;
+    // Renderings returned by basalt_model_meta, kept alive until the model is freed.
+    mutable std::mutex meta_mutex;
+    mutable std::map<std::string, std::string> meta_text;
+    // Built on first use (so `inspect` works on files whose vocabulary is not supported).
+    mutable std::mutex tokenizer_mutex;
+    mutable std::unique_ptr<basalt::Tokenizer> tokenizer;
+
+    // Returns the tokenizer, building it on first use; throws Error naming the vocabulary problem.
+    const basalt::Tokenizer& tok() const {
+        std::lock_guard lock(tokenizer_mutex);
+        if (!tokenizer) tokenizer = basalt::Tokenizer::create(gguf.file);
+        return *tokenizer;
+    }
+};
