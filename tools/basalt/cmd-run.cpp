@@ -1,5 +1,5 @@
-// `basalt run`: generate text from a prompt, streaming it, with prefill/decode speed on stderr.
-#include <chrono>
+// `basalt run`: generate text from a prompt through the engine (one request), streaming it, with prefill/decode
+// speed on stderr.
 #include <iostream>
 #include <sstream>
 
@@ -8,21 +8,6 @@
 
 namespace basalt::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Owns a sampler chain of the C API (basalt_sampler_chain_*: parsing, creation, sample + accept).
-struct SamplerChain {
-    basalt_sampler_chain* chain = nullptr;
-    SamplerChain() = default;
-    SamplerChain(const SamplerChain&) = delete;
-    SamplerChain& operator=(const SamplerChain&) = delete;
-    ~SamplerChain() { basalt_sampler_chain_destroy(chain); }
-};
 
 // The chain the --temp/--top-k/--top-p/--seed shorthands stand for ("greedy" when temp <= 0).
 std::string shorthand_chain(float temp, long long top_k, float top_p, long long seed) {
@@ -49,6 +34,27 @@ int sampler_chain_text(const po::variables_map& vm, std::string& out) {
     return kExitOk;
 }
 
+// Prints each piece of text as the engine streams it.
+void print_text(basalt_request* /*request*/, const int32_t* /*tokens*/, size_t /*n_tokens*/, const char* text,
+                size_t text_len, int32_t /*finish_reason*/, void* /*user_data*/) {
+    if (text_len > 0) std::cout.write(text, static_cast<std::streamsize>(text_len)).flush();
+}
+
+const char* stop_text(int32_t reason) {
+    switch (reason) {
+        case BASALT_FINISH_STOP:
+            return "end of text";
+        case BASALT_FINISH_LENGTH:
+            return "length";
+        case BASALT_FINISH_CONTEXT:
+            return "context full";
+        case BASALT_FINISH_CANCELLED:
+            return "cancelled";
+        default:
+            return "error";
+    }
+}
+
 int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     Runtime rt(g);
     if (!rt.ok()) return kExitError;
@@ -60,94 +66,57 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
         print_error("the prompt tokenizes to nothing; give some text with -p");
         return kExitUsage;
     }
-    SessionStrings keep;
-    const basalt_session_params sp = session_params(vm, keep);
-    Session session(rt.get(), model.get(), sp);
-    if (!session.ok()) return kExitError;
-    const uint32_t n_ctx = basalt_session_n_ctx(session.get());
-    if (prompt.size() > n_ctx) {
-        print_error("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
-                    std::to_string(n_ctx) + " (use --ctx)");
-        return kExitError;
-    }
     std::string chain_text;
     const int chain_rc = sampler_chain_text(vm, chain_text);
     if (chain_rc != kExitOk) return chain_rc;
-    SamplerChain chain;
-    if (const basalt_status st = basalt_sampler_chain_create(rt.get(), chain_text.c_str(), &chain.chain);
-        st != BASALT_OK) {
+    SessionStrings keep;
+    const basalt_engine_params ep = engine_params(vm, keep);
+    Engine engine(rt.get(), model.get(), ep);
+    if (!engine.ok()) return kExitError;
+
+    std::vector<std::string> stops;
+    if (vm.count("stop") != 0) stops = vm["stop"].as<std::vector<std::string>>();
+    std::vector<const char*> stop_ptrs;
+    for (const auto& s : stops) stop_ptrs.push_back(s.c_str());
+    basalt_request_params rp{};
+    rp.struct_size = sizeof(rp);
+    rp.tokens = prompt.data();
+    rp.n_tokens = prompt.size();
+    rp.samplers = chain_text.c_str();
+    rp.max_tokens = static_cast<int32_t>(vm["n-predict"].as<long long>());
+    rp.seed = -1;
+    rp.stop = stop_ptrs.data();
+    rp.n_stop = stop_ptrs.size();
+    rp.callback = print_text;
+    RequestHandle request;
+    if (const basalt_status st = basalt_engine_submit(engine.get(), &rp, &request.r); st != BASALT_OK) {
         print_error(basalt_last_error());
         return st == BASALT_ERR_FORMAT ? kExitUsage : kExitError;  // a malformed chain is a command-line error
     }
-
-    const size_t n_vocab = basalt_session_n_vocab(session.get());
-    auto sample = [&](int32_t& out) -> bool {
-        const float* logits = nullptr;
-        if (basalt_session_logits(session.get(), 0, &logits) != BASALT_OK) return false;
-        return basalt_sampler_chain_sample(chain.chain, logits, n_vocab, &out) == BASALT_OK;
-    };
-
     if (vm["echo"].as<bool>()) {
         for (int32_t t : prompt) std::cout << piece(model.get(), t, false);
         std::cout.flush();
     }
-    std::vector<int32_t> pos(prompt.size()), seqs(prompt.size(), 0);
-    for (size_t i = 0; i < prompt.size(); ++i) pos[i] = static_cast<int32_t>(i);
-    basalt_batch batch{};
-    batch.struct_size = sizeof(batch);
-    batch.n_tokens = prompt.size();
-    batch.tokens = prompt.data();
-    batch.positions = pos.data();
-    batch.seq_ids = seqs.data();
-    batch.want_logits = nullptr;  // last row only
-    const auto t_prefill = Clock::now();
-    if (basalt_session_decode(session.get(), &batch) != BASALT_OK) {
+    if (basalt_engine_run(engine.get()) != BASALT_OK && basalt_request_finish_reason(request.r) == BASALT_FINISH_NONE) {
         print_error(basalt_last_error());
         return kExitError;
     }
-    const double prefill_s = seconds_since(t_prefill);
-
-    const auto n_predict = static_cast<int>(vm["n-predict"].as<long long>());
-    int32_t token = 0;
-    int generated = 0;
-    auto t_decode = Clock::now();
-    std::string stop_reason = "length";
-    int32_t position = static_cast<int32_t>(prompt.size());
-    while (generated < n_predict) {
-        if (!sample(token)) {
-            print_error(basalt_last_error());
-            return kExitError;
-        }
-        if (basalt_token_is_eog(model.get(), token) != 0) {
-            stop_reason = "end of text";
-            break;
-        }
-        std::cout << piece(model.get(), token, false) << std::flush;
-        ++generated;
-        if (generated >= n_predict) break;
-        if (static_cast<uint32_t>(position) >= n_ctx) {
-            stop_reason = "context full";
-            break;
-        }
-        int32_t seq0 = 0;
-        basalt_batch one{};
-        one.struct_size = sizeof(one);
-        one.n_tokens = 1;
-        one.tokens = &token;
-        one.positions = &position;
-        one.seq_ids = &seq0;
-        if (basalt_session_decode(session.get(), &one) != BASALT_OK) {
-            print_error(basalt_last_error());
-            return kExitError;
-        }
-        ++position;
+    const int32_t reason = basalt_request_finish_reason(request.r);
+    if (reason == BASALT_FINISH_ERROR) {
+        std::cout << '\n';
+        print_error(basalt_request_error(request.r));
+        return kExitError;
     }
-    const double decode_s = seconds_since(t_decode);
+    basalt_request_stats st{};
+    st.struct_size = sizeof(st);
+    basalt_request_stats_get(request.r, &st);
     std::cout << '\n';
+    const double prefill_s = st.ttft_ms / 1e3;
+    const double decode_s = (st.total_ms - st.ttft_ms) / 1e3;
     std::cerr << "prompt " << prompt.size() << " tokens in " << prefill_s * 1e3 << " ms ("
               << (prefill_s > 0 ? static_cast<double>(prompt.size()) / prefill_s : 0.0) << " t/s prefill); generated "
-              << generated << " tokens in " << decode_s * 1e3 << " ms (" << (decode_s > 0 ? generated / decode_s : 0.0)
-              << " t/s decode); stop: " << stop_reason << '\n';
+              << st.generated_tokens << " tokens in " << decode_s * 1e3 << " ms (" << (st.tokens_per_s)
+              << " t/s decode); stop: " << stop_text(reason) << '\n';
     return kExitOk;
 }
 
@@ -165,7 +134,8 @@ const Registrar kRun{Command{
             "top-k", po::value<long long>(), "shorthand: top-k of that chain (default 40)")(
             "top-p", po::value<float>(), "shorthand: top-p of that chain (default 0.95)")(
             "seed", po::value<long long>(), "shorthand: seed of that chain's dist (default random)")(
-            "echo", po::bool_switch(), "print the prompt before the generated text");
+            "echo", po::bool_switch(), "print the prompt before the generated text")(
+            "stop", po::value<std::vector<std::string>>(), "stop string (repeatable): the text ends before it");
         add_session_options(d);
     },
     run_run}};

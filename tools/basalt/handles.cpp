@@ -116,4 +116,19 @@ basalt_session_params session_params(const po::variables_map& vm, SessionStrings
     return p;
 }
 
+basalt_engine_params engine_params(const po::variables_map& vm, SessionStrings& keep) {
+    const basalt_session_params sp = session_params(vm, keep);
+    basalt_engine_params p{};
+    p.struct_size = sizeof(p);
+    p.n_ctx = sp.n_ctx;
+    p.n_parallel = 1;
+    p.max_batch_tokens = sp.n_batch;
+    p.n_threads = sp.n_threads;
+    p.backend = sp.backend;
+    p.kv_cache = sp.kv_cache;
+    p.backend_params = sp.backend_params;
+    p.kv_params = sp.kv_params;
+    return p;
+}
+
 }  // namespace basalt::cli

@@ -40,6 +40,30 @@ class Session {
     basalt_session* s_ = nullptr;
 };
 
+class Engine {
+  public:
+    Engine(basalt_runtime* rt, const basalt_model* model, const basalt_engine_params& p) {
+        if (basalt_engine_create(rt, model, &p, &e_) != BASALT_OK) print_error(basalt_last_error());
+    }
+    ~Engine() { basalt_engine_destroy(e_); }
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+    bool ok() const { return e_ != nullptr; }
+    basalt_engine* get() const { return e_; }
+
+  private:
+    basalt_engine* e_ = nullptr;
+};
+
+// Owns a request handle.
+struct RequestHandle {
+    basalt_request* r = nullptr;
+    RequestHandle() = default;
+    RequestHandle(const RequestHandle&) = delete;
+    RequestHandle& operator=(const RequestHandle&) = delete;
+    ~RequestHandle() { basalt_request_free(r); }
+};
+
 // Tokenizes text; returns false (after printing the error) on failure.
 bool tokenize(const basalt_model* model, const std::string& text, uint32_t flags, std::vector<int32_t>& out);
 // The text of one token; "" on failure.
@@ -60,5 +84,7 @@ struct SessionStrings {
 // Session parameters from the options of add_session_options (strings kept in `keep`). Throws
 // std::invalid_argument naming a --backend-param that is not KEY=VALUE.
 basalt_session_params session_params(const po::variables_map& vm, SessionStrings& keep);
+// Engine parameters from the same options: --ctx is each request's context, --batch the step's token budget.
+basalt_engine_params engine_params(const po::variables_map& vm, SessionStrings& keep);
 
 }  // namespace basalt::cli

@@ -13,6 +13,7 @@
 #define BASALT_BASALT_H
 
 #include "basalt/common.h"
+#include "basalt/plugin_decoder.h"
 #include "basalt/plugin_sampler.h"
 
 BASALT_BEGIN_DECLS
@@ -345,6 +346,171 @@ BASALT_API basalt_status basalt_session_seq_length(const basalt_session* session
 BASALT_API basalt_status basalt_session_seq_drop(basalt_session* session, int32_t seq_id);
 /* Makes empty sequence dst a copy-on-write copy of src (beams, speculation). */
 BASALT_API basalt_status basalt_session_seq_fork(basalt_session* session, int32_t src_seq_id, int32_t dst_seq_id);
+
+/* ---- engine: requests, continuous batching, decoders ------------------------------------------------------- */
+
+/*
+ * An engine: the one generation loop. It owns a session over a model (and optionally one over a second model
+ * with the same vocabulary: a draft or an amateur), a FIFO queue of requests and the running ones. Each step
+ * packs the work of every running request into one ragged batch per model under a token budget: decode tokens
+ * first, then prefill chunks, in admission order. A request is admitted when a sequence and its worst-case KV
+ * room (prompt + max_tokens, capped at n_ctx, times the sequences its decoder needs) are free, so a running
+ * request never fails because another one arrived; the others wait in the queue. docs/engine.md.
+ */
+typedef struct basalt_engine basalt_engine;
+/* One generation request of an engine. */
+typedef struct basalt_request basalt_request;
+
+enum {
+    /* Run the step loop on a thread of the engine's own (started by basalt_engine_create, joined by destroy):
+     * callers only submit, poll and wait. Without it the caller drives the loop (basalt_engine_step/_run). */
+    BASALT_ENGINE_OWN_THREAD = 1u << 0
+};
+
+typedef struct basalt_engine_params {
+    uint32_t struct_size;
+    uint32_t flags;            /* BASALT_ENGINE_* */
+    uint32_t n_ctx;            /* positions one request's sequence may hold; 0: training context, at most 4096 */
+    uint32_t n_parallel;       /* requests running at once; 0: 1 */
+    uint32_t n_seq_max;        /* cache sequences of the session (beams need several); 0: n_parallel */
+    uint32_t n_kv_slots;       /* KV slots shared by all sequences; 0: n_ctx x n_parallel */
+    uint32_t max_batch_tokens; /* token budget of one step; 0: 512 */
+    uint32_t prefill_chunk;    /* longest prefill piece per step; 0: whole prompts (never split) */
+    uint32_t n_threads;        /* backend threads; 0: the backend's default */
+    uint32_t reserved0;
+    const char* backend;                 /* backend component; NULL: "cpu" */
+    const char* kv_cache;                /* KV cache manager; NULL: "paged" */
+    const basalt_params* backend_params; /* may be NULL; borrowed for the call */
+    const basalt_params* kv_params;      /* may be NULL; borrowed for the call */
+    const basalt_model* second_model;    /* draft/amateur with the same vocabulary, or NULL; must outlive the engine */
+} basalt_engine_params;
+
+/*
+ * Creates an engine over model (and params->second_model when set: a vocabulary of another size is refused
+ * naming both sizes). Fails like basalt_session_create for the backend, cache manager or memory. runtime and
+ * the models must outlive the engine; *out is owned by the caller. Thread-safe.
+ */
+BASALT_API basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* model,
+                                              const basalt_engine_params* params, basalt_engine** out);
+/* Cancels every unfinished request, stops the engine's thread (if any), frees the engine. Request handles stay
+ * valid (finished, reason CANCELLED) until basalt_request_free. NULL is ignored. Not concurrent with step/run. */
+BASALT_API void basalt_engine_destroy(basalt_engine* engine);
+
+/* Receives a request's new output after each engine step that produced some: tokens (n_tokens) and the UTF-8
+ * text they complete (text_len bytes, not NUL-terminated, never a partial character or a held-back stop string
+ * prefix), and finish_reason (BASALT_FINISH_*, NONE while running; the last call has it set). Buffers are
+ * borrowed for the call. Called on the thread running the step, with no engine lock held: it may call
+ * basalt_request_* and basalt_engine_submit, not basalt_engine_step/_run/_destroy. */
+typedef void (*basalt_request_callback)(basalt_request* request, const int32_t* tokens, size_t n_tokens,
+                                        const char* text, size_t text_len, int32_t finish_reason, void* user_data);
+
+enum {
+    BASALT_REQUEST_NO_SPECIAL = 1u << 0,    /* tokenize the text prompt without BOS/EOS */
+    BASALT_REQUEST_PARSE_SPECIAL = 1u << 1, /* control-token text in the prompt becomes the token */
+    BASALT_REQUEST_IGNORE_EOG = 1u << 2     /* do not stop at the vocabulary's end-of-generation tokens */
+};
+
+typedef struct basalt_request_params {
+    uint32_t struct_size;
+    uint32_t flags;        /* BASALT_REQUEST_* */
+    const char* prompt;    /* UTF-8 text (prompt_len bytes), tokenized with BOS as the vocabulary asks */
+    size_t prompt_len;     /* SIZE_MAX: prompt is NUL-terminated */
+    const int32_t* tokens; /* the prompt as token ids instead of text (when non-NULL, prompt is ignored) */
+    size_t n_tokens;       /* borrowed for the call */
+    const char* samplers;  /* sampler chain text (basalt_sampler_chain_create); NULL: "greedy" */
+    const char* decoder;   /* decoder spec "NAME[:key=value,...]" (e.g. "sample"); NULL: "sample" */
+    int32_t max_tokens;    /* tokens to generate at most; -1: until the context is full */
+    int32_t reserved0;
+    int64_t seed;               /* -1: the chain's own; else given to every sampler "dist" without its own seed */
+    const int32_t* stop_tokens; /* extra end-of-generation token ids (n_stop_tokens), borrowed for the call */
+    size_t n_stop_tokens;
+    const char* const* stop; /* stop strings (n_stop, NUL-terminated): the output ends before the first match */
+    size_t n_stop;
+    basalt_request_callback callback; /* may be NULL (poll instead) */
+    void* user_data;                  /* passed to callback; borrowed until the request finishes */
+} basalt_request_params;
+
+/*
+ * Queues a request; it starts when admission allows (FIFO). Everything is checked first: the prompt
+ * (empty, longer than n_ctx, an unknown id), the chain, the decoder spec (an unknown decoder names those
+ * loaded; a decoder needing the second model when none is attached), and a worst case that can never fit the
+ * cache (BASALT_ERR_CAPACITY naming both figures). *out is owned by the caller (basalt_request_free); the
+ * engine keeps what it needs. Thread-safe.
+ */
+BASALT_API basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_params* params,
+                                              basalt_request** out);
+/* Runs one scheduler step (admission, one batched forward per model, the decoders' consume); *out_active (may
+ * be NULL) gets the number of queued + running requests left. Only without BASALT_ENGINE_OWN_THREAD, from
+ * one thread at a time. A failing decoder or sampler fails its request only; a failing forward fails the
+ * requests of that batch (their message says why) and returns the status. */
+BASALT_API basalt_status basalt_engine_step(basalt_engine* engine, size_t* out_active);
+/* Steps until no request is queued or running (or, with OWN_THREAD, waits for that). Same threading as step. */
+BASALT_API basalt_status basalt_engine_run(basalt_engine* engine);
+
+/* Engine-wide counters, filled by basalt_engine_stats (caller sets struct_size). */
+typedef struct basalt_engine_stats {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    uint64_t steps;            /* scheduler steps that ran a forward */
+    uint64_t queued;           /* requests waiting now */
+    uint64_t running;          /* requests admitted and not finished now */
+    uint64_t finished;         /* requests finished so far (any reason) */
+    uint64_t prompt_tokens;    /* prompt tokens computed so far */
+    uint64_t generated_tokens; /* tokens emitted so far */
+    uint64_t batch_tokens_max; /* largest step (tokens over both models) */
+    uint64_t kv_slots;         /* the cache's capacity */
+    uint64_t kv_slots_free;    /* free now */
+} basalt_engine_stats;
+
+/* Writes the engine's counters into *out. Thread-safe. */
+BASALT_API basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine_stats* out);
+
+/* Cancels a request (queued or running); it finishes with BASALT_FINISH_CANCELLED at the next step.
+ * Idempotent. Thread-safe. */
+BASALT_API basalt_status basalt_request_cancel(basalt_request* request);
+/* Frees the handle; an unfinished request is cancelled first. NULL is ignored. Thread-safe (not with other
+ * calls on the same handle). */
+BASALT_API void basalt_request_free(basalt_request* request);
+/* BASALT_FINISH_* of the request (NONE while queued or running). Thread-safe. */
+BASALT_API int32_t basalt_request_finish_reason(const basalt_request* request);
+/* Returns the static name of a finish reason ("stop", "length", "context", "cancelled", "error", "" for NONE). */
+BASALT_API const char* basalt_finish_reason_name(int32_t finish_reason);
+/* The message of a request that finished with BASALT_FINISH_ERROR ("" otherwise); borrowed until the handle is
+ * freed. Thread-safe once finished. */
+BASALT_API const char* basalt_request_error(const basalt_request* request);
+/*
+ * Polling: moves up to capacity new tokens into out_tokens (*out_n gets how many) and up to text_capacity new
+ * text bytes into out_text (*out_text_len; never splitting a UTF-8 character; no NUL is written). Either
+ * output may be NULL with capacity 0. What is read is not returned again; the callback, when set, does not
+ * consume it. Thread-safe.
+ */
+BASALT_API basalt_status basalt_request_read(basalt_request* request, int32_t* out_tokens, size_t capacity,
+                                             size_t* out_n, char* out_text, size_t text_capacity, size_t* out_text_len);
+/* Blocks until the request has unread output or is finished, or timeout_ms passes (-1: no limit); returns
+ * BASALT_OK either way. Useful with BASALT_ENGINE_OWN_THREAD. Thread-safe. */
+BASALT_API basalt_status basalt_request_wait(basalt_request* request, int32_t timeout_ms);
+
+/* Per-request figures, filled by basalt_request_stats_get (caller sets struct_size). Times in milliseconds. */
+typedef struct basalt_request_stats {
+    uint32_t struct_size;
+    int32_t finish_reason;
+    uint64_t prompt_tokens;    /* tokens of the prompt */
+    uint64_t cached_tokens;    /* of them, reused from the cache instead of computed */
+    uint64_t generated_tokens; /* tokens emitted */
+    double queue_ms;           /* submit -> admission */
+    double ttft_ms;            /* submit -> first emitted token */
+    double total_ms;           /* submit -> finish (or now) */
+    double itl_mean_ms;        /* inter-token latency between consecutive emitted tokens */
+    double itl_p50_ms;
+    double itl_p99_ms;
+    double itl_max_ms;
+    double tokens_per_s; /* (generated - 1) / (finish - first token), 0 below two tokens */
+} basalt_request_stats;
+
+/* Writes the request's figures into *out. Thread-safe. */
+BASALT_API basalt_status basalt_request_stats_get(const basalt_request* request, basalt_request_stats* out);
+/* Copies up to capacity inter-token latencies (ms, in order) into out; *out_n gets the total count. Thread-safe. */
+BASALT_API basalt_status basalt_request_itl(const basalt_request* request, double* out, size_t capacity, size_t* out_n);
 
 /* ---- tokenization ---------------------------------------------------------------------------------------------- */
 

@@ -1,11 +1,22 @@
 /*
  * Basalt plugin ABI: the decoder (decoding strategy) component kind.
  *
- * A decoder drives one generation request through callbacks the session
- * provides (forward a ragged batch, read logits, fork/drop sequences, run the
- * request's sampler chain, emit tokens): greedy/sampling, beam search,
- * speculative decoding (model 1 = draft), contrastive decoding (model 1 =
- * amateur). It never sees weights or the KV cache directly.
+ * A decoder is a per-request state machine that the engine's scheduler steps.
+ * Each round it states what it needs computed (plan: tokens to append to its
+ * sequences, on model 0 or model 1, and which rows need logits); the engine
+ * packs that work into the ragged batches it shares with every other running
+ * request; when all of it is computed the engine calls consume with the
+ * logits, and the decoder samples, forks, drops or truncates its sequences,
+ * emits tokens, and plans again or finishes. It never sees weights, batches of
+ * other requests or the KV cache directly: greedy/sampling, beam search,
+ * speculative decoding (model 1 = draft) and contrastive decoding (model 1 =
+ * amateur) all fit this shape (docs/abi.md checks each on paper).
+ *
+ * Versioning: ABI 1.0 declared a `run()` entry that drove a whole request and
+ * that nothing implemented or called. ABI 1.1 keeps its slot (now
+ * `reserved_run`, ignored) so the table's first fields keep their offsets, and
+ * appends the step-wise entries. The host refuses a decoder table that ends
+ * before `consume` (a 1.0 table), naming the file and the sizes.
  */
 #ifndef BASALT_PLUGIN_DECODER_H
 #define BASALT_PLUGIN_DECODER_H
@@ -14,51 +25,137 @@
 
 BASALT_BEGIN_DECLS
 
-/* Session callbacks for one request. `model` is 0 for the main model, 1 for the second one (draft/amateur). */
+/* Logits wanted for the tokens of one feed. */
+enum {
+    BASALT_DECODER_LOGITS_NONE = 0, /* compute K/V only */
+    BASALT_DECODER_LOGITS_LAST = 1, /* the feed's last token */
+    BASALT_DECODER_LOGITS_ALL = 2   /* every token of the feed (a multi-row verify) */
+};
+
+/*
+ * One piece of work: append n_tokens tokens to request-local sequence `seq` of model `model` (0 = main, 1 = the
+ * second model), at the positions following what the sequence holds. The engine may split a long feed over
+ * several steps (chunked prefill); consume is called only when every feed of the plan is computed.
+ */
+typedef struct basalt_decoder_feed {
+    int32_t model;
+    int32_t seq;
+    const int32_t* tokens; /* borrowed from the decoder until its consume call returns */
+    size_t n_tokens;
+    int32_t logits; /* BASALT_DECODER_LOGITS_* */
+    int32_t reserved0;
+} basalt_decoder_feed;
+
+/* What plan writes: feeds (capacity entries, owned by the engine). */
+typedef struct basalt_decoder_plan {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    basalt_decoder_feed* feeds; /* engine-owned array of `capacity` entries */
+    size_t capacity;
+    size_t n_feeds; /* set by the decoder; BASALT_ERR_CAPACITY with n_feeds = needed asks for a bigger array */
+} basalt_decoder_plan;
+
+/* The logits consume receives: one entry per feed of the plan, in plan order. */
+typedef struct basalt_decoder_result {
+    const float* logits; /* n_rows x n_vocab floats (row-major), borrowed for the consume call; NULL: none wanted */
+    size_t n_rows;       /* 0, 1 (LOGITS_LAST) or the feed's n_tokens (LOGITS_ALL) */
+} basalt_decoder_result;
+
+/* Finish reasons a decoder (or the engine's stop conditions) can give. */
+enum {
+    BASALT_FINISH_NONE = 0,      /* still running */
+    BASALT_FINISH_STOP = 1,      /* an end-of-generation token or a stop string */
+    BASALT_FINISH_LENGTH = 2,    /* max_tokens reached */
+    BASALT_FINISH_CONTEXT = 3,   /* the sequence reached the context size */
+    BASALT_FINISH_CANCELLED = 4, /* cancelled by the caller */
+    BASALT_FINISH_ERROR = 5      /* failed; the request's error message says why */
+};
+
+/*
+ * The engine's services for one request, valid from begin until the request ends. Every call is made from the
+ * engine's loop thread, during begin/plan/consume of this request. Sequence numbers are request-local,
+ * 0 .. n_seq - 1; `model` is 0 or 1 (when n_models == 2).
+ */
 typedef struct basalt_decoder_host {
     uint32_t struct_size;
     uint32_t n_models; /* 1, or 2 when a draft/amateur model is attached */
     void* ctx;         /* pass back as first argument */
     size_t n_vocab;
+    uint32_t n_ctx; /* positions one sequence may hold */
+    uint32_t n_seq; /* request-local sequences available (what begin's info asked for) */
 
-    /* Runs the model on a ragged batch. */
-    basalt_status (*forward)(void* ctx, int32_t model, const basalt_batch* batch);
-    /* Logits of batch row `row` of the last forward of `model`; *out borrowed until the next forward. */
-    basalt_status (*logits)(void* ctx, int32_t model, size_t row, const float** out);
-    /* Copy-on-write fork and drop of a sequence in `model`'s cache. */
-    basalt_status (*seq_fork)(void* ctx, int32_t model, int32_t src_seq_id, int32_t dst_seq_id);
-    basalt_status (*seq_drop)(void* ctx, int32_t model, int32_t seq_id);
-    /* Runs the request's sampler chain for seq_id on candidates (borrowed) and accepts the chosen token. */
-    basalt_status (*sample)(void* ctx, int32_t seq_id, basalt_candidates* candidates, int32_t* out_token);
-    /* Delivers a finished token of the output sequence; returns BASALT_ERR_CANCELLED to stop. */
-    basalt_status (*emit)(void* ctx, int32_t seq_id, int32_t token);
-    /* Non-zero when token ends generation (EOS/EOT). */
+    /* Runs the request's sampler chain of sequence seq on a logits row (n_vocab floats, borrowed), selects a token
+     * into *out_token and accepts it into that chain. */
+    basalt_status (*sample)(void* ctx, int32_t seq, const float* logits, int32_t* out_token);
+    /* The distribution the chain gives before its selecting sampler (every sampler but the last applied to the
+     * logits, then softmax) written into probs (n_vocab floats, caller-owned); accepts nothing. Speculative
+     * verification compares these for target and draft. */
+    basalt_status (*distribution)(void* ctx, int32_t seq, int32_t model, const float* logits, float* probs);
+    /* Tells sequence seq's chain that token was chosen outside sample (a verified draft token, a beam step). */
+    basalt_status (*accept)(void* ctx, int32_t seq, int32_t token);
+    /* Makes empty sequence dst a copy-on-write copy of src in `model`'s cache, the chain's state cloned too. */
+    basalt_status (*seq_fork)(void* ctx, int32_t model, int32_t src, int32_t dst);
+    /* Forgets sequence seq of `model` (its cache blocks are released). */
+    basalt_status (*seq_drop)(void* ctx, int32_t model, int32_t seq);
+    /* Forgets positions >= n_keep of sequence seq in `model`'s cache (rejected draft tokens). */
+    basalt_status (*seq_truncate)(void* ctx, int32_t model, int32_t seq, uint32_t n_keep);
+    /* Number of positions sequence seq of `model` holds. */
+    uint32_t (*seq_length)(void* ctx, int32_t model, int32_t seq);
+    /* Delivers n tokens of the output (n-best index `hypothesis`, 0 for a single output). The engine applies the
+     * request's stop conditions and streams the text; it returns BASALT_ERR_CANCELLED when the request must stop
+     * (a stop condition matched or the caller cancelled): the decoder then finishes. */
+    basalt_status (*emit)(void* ctx, int32_t hypothesis, const int32_t* tokens, size_t n, float score);
+    /* Non-zero when token ends generation (EOS/EOT or one of the request's stop tokens). */
     int32_t (*is_end_of_generation)(void* ctx, int32_t token);
 } basalt_decoder_host;
 
-/* One request. Borrowed for the run call. */
-typedef struct basalt_decode_request {
+/* The request as the decoder sees it at begin. Borrowed for the begin call (copy the prompt). */
+typedef struct basalt_decoder_request {
     uint32_t struct_size;
-    int32_t seq_id; /* sequence holding the prompt; the decoder may fork others */
-    const int32_t* prompt;
+    uint32_t reserved0;
+    const int32_t* prompt; /* n_prompt tokens */
     size_t n_prompt;
-    int32_t max_tokens; /* upper bound on emitted tokens */
-    int32_t reserved0;
-} basalt_decode_request;
+    int32_t max_tokens; /* upper bound on emitted tokens per hypothesis */
+    int32_t reserved1;
+} basalt_decoder_request;
+
+/* What a decoder instance needs; filled by requirements (caller sets struct_size). */
+typedef struct basalt_decoder_info {
+    uint32_t struct_size;
+    uint32_t n_seq;     /* request-local sequences it will use at most (beams: width x 2 for forks) */
+    uint32_t n_models;  /* 1, or 2 when it needs the second model (speculative, contrastive) */
+    uint32_t n_outputs; /* hypotheses it emits (n-best) */
+} basalt_decoder_info;
 
 typedef struct basalt_decoder_iface {
     uint32_t struct_size;
     uint32_t reserved0;
 
-    /* Creates a strategy instance (e.g. "beams" = "4"); caller owns it. Thread-safe. */
+    /* Creates a strategy instance for one request from its parameters (e.g. "width" = "4"); unknown keys or bad
+     * values fail naming them. *out_decoder is owned by the caller until destroy. Thread-safe. */
     basalt_status (*create)(const basalt_host* host, const basalt_params* params, void** out_decoder);
     /* Destroys an instance; NULL is ignored. */
     void (*destroy)(void* decoder);
-    /* Runs a request to completion through `host` callbacks (borrowed for the call). One thread at a time. */
-    basalt_status (*run)(void* decoder, const basalt_decoder_host* host, const basalt_decode_request* request);
+    /* ABI 1.0's run(); ignored since 1.1 (may be NULL). */
+    void* reserved_run;
+
+    /* since 1.1 */
+    /* Writes what the instance needs (sequences, models, outputs) into *out. */
+    basalt_status (*requirements)(void* decoder, basalt_decoder_info* out);
+    /* Starts the request: host (valid until destroy) and request (borrowed for the call). The prompt is not in
+     * any cache yet: the first plan usually feeds it. One thread at a time per instance. */
+    basalt_status (*begin)(void* decoder, const basalt_decoder_host* host, const basalt_decoder_request* request);
+    /* Writes the next round's feeds into *plan. n_feeds == 0 means finished: *out_finish gets the reason
+     * (BASALT_FINISH_*). */
+    basalt_status (*plan)(void* decoder, basalt_decoder_plan* plan, int32_t* out_finish);
+    /* Receives the logits of the last plan's feeds (n_results entries in plan order, borrowed for the call) and
+     * advances: sample, fork/drop/truncate, emit. A BASALT_ERR_CANCELLED from emit should end it: the next plan
+     * then reports the finish. */
+    basalt_status (*consume)(void* decoder, const basalt_decoder_result* results, size_t n_results);
 } basalt_decoder_iface;
 
-#define BASALT_DECODER_IFACE_MIN_SIZE (offsetof(basalt_decoder_iface, run) + sizeof(void*))
+/* The smallest decoder table the host accepts (through consume, ABI 1.1). */
+#define BASALT_DECODER_IFACE_MIN_SIZE (offsetof(basalt_decoder_iface, consume) + sizeof(void*))
 
 BASALT_END_DECLS
 

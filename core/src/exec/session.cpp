@@ -4,11 +4,11 @@
 #include <cstring>
 
 #include "graph/arch.hpp"
-#include "model/dtype.hpp"
-#include "support/error.hpp"
 #include "host/host-services.hpp"
-#include "support/log.hpp"
+#include "model/dtype.hpp"
 #include "model/model.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 namespace basalt {
 namespace {
@@ -212,6 +212,14 @@ void Session::seq_fork(int32_t src, int32_t dst) {
     const basalt_status st = kv_.seq_fork(kv_instance_, src, dst);
     if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_fork: {}", config_.kv_cache, plugin_error_message());
     seq_len_[static_cast<size_t>(dst)] = len;
+}
+
+void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
+    const uint32_t len = seq_length(seq);
+    if (n_keep > len)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "cannot keep {} positions of sequence {}: it holds {}", n_keep, seq, len);
+    if (n_keep == len) return;
+    fail(BASALT_ERR_UNSUPPORTED, "KV cache manager '{}' cannot truncate a sequence", config_.kv_cache);
 }
 
 void Session::ensure_io(uint64_t bytes) {

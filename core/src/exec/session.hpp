@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "graph/graph-builder.hpp"
-#include "model/model-weights.hpp"
 #include "host/plugin-host.hpp"
+#include "model/model-weights.hpp"
 
 struct basalt_model;
 
@@ -48,6 +48,10 @@ class Session {
 
     void seq_drop(int32_t seq);
     void seq_fork(int32_t src, int32_t dst);
+    // Forgets positions >= n_keep of a sequence (throws when the cache manager cannot truncate).
+    void seq_truncate(int32_t seq, uint32_t n_keep);
+    // Tokens per block of the cache manager's layout (slots are handed out in blocks).
+    uint32_t block_size() const { return layout_.block_size; }
 
   private:
     struct Chunk;

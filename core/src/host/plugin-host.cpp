@@ -14,8 +14,8 @@
 
 #include <boost/dll/shared_library.hpp>
 
-#include "support/error.hpp"
 #include "host/host-services.hpp"
+#include "support/error.hpp"
 #include "support/log.hpp"
 
 namespace fs = std::filesystem;
@@ -80,7 +80,8 @@ const std::vector<KindRules>& kind_rules() {
         {BASALT_COMPONENT_DECODER,
          BASALT_DECODER_IFACE_MIN_SIZE,
          {BASALT_REQ(basalt_decoder_iface, create), BASALT_REQ(basalt_decoder_iface, destroy),
-          BASALT_REQ(basalt_decoder_iface, run)}},
+          BASALT_REQ(basalt_decoder_iface, requirements), BASALT_REQ(basalt_decoder_iface, begin),
+          BASALT_REQ(basalt_decoder_iface, plan), BASALT_REQ(basalt_decoder_iface, consume)}},
         {BASALT_COMPONENT_STEERING,
          BASALT_STEERING_IFACE_MIN_SIZE,
          {BASALT_REQ(basalt_steering_iface, create), BASALT_REQ(basalt_steering_iface, destroy),

@@ -1,0 +1,349 @@
+// C API: the engine (requests, continuous batching, decoders). The engine itself is core/src/engine/.
+#include <basalt/basalt.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "exec/sampler-chain.hpp"
+#include "host/runtime.hpp"
+#include "model/model.hpp"
+#include "support/error.hpp"
+
+using basalt::fail;
+using basalt::guard;
+using basalt::engine::Clock;
+using basalt::engine::Engine;
+using basalt::engine::Request;
+
+struct basalt_engine {
+    std::unique_ptr<Engine> e;
+};
+
+struct basalt_request {
+    std::shared_ptr<Request> r;
+    Engine* engine = nullptr;  // for notify on cancel; valid while the engine lives
+};
+
+namespace {
+
+std::vector<std::pair<std::string, std::string>> to_pairs(const basalt_params* p, const char* what) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (p == nullptr) return out;
+    if (p->struct_size < offsetof(basalt_params, values) + sizeof(p->values)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "{} basalt_params.struct_size {} is too small", what, p->struct_size);
+    }
+    for (size_t i = 0; i < p->count; ++i) {
+        if (p->keys == nullptr || p->values == nullptr || p->keys[i] == nullptr || p->values[i] == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "{} parameter #{} has a NULL key or value", what, i);
+        }
+        out.emplace_back(p->keys[i], p->values[i]);
+    }
+    return out;
+}
+
+Engine& get(basalt_engine* e) {
+    if (e == nullptr || !e->e) fail(BASALT_ERR_INVALID_ARGUMENT, "engine is NULL");
+    return *e->e;
+}
+
+const Request& get(const basalt_request* r) {
+    if (r == nullptr || !r->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
+    return *r->r;
+}
+
+// The chain text with `seed` given to every "dist" entry that has none of its own.
+std::string seeded_chain(const std::string& text, int64_t seed) {
+    if (seed < 0) return text;
+    std::string out;
+    for (const basalt::SamplerSpec& s : basalt::parse_sampler_chain(text)) {
+        auto params = s.params;
+        if (s.name == "dist") {
+            const bool has = std::any_of(params.begin(), params.end(), [](const auto& kv) {
+                return kv.first == "seed" || kv.first == basalt::primary_key("dist");
+            });
+            if (!has) params.emplace_back("seed", std::to_string(seed));
+        }
+        if (!out.empty()) out += ';';
+        out += s.name;
+        for (size_t i = 0; i < params.size(); ++i) {
+            out += (i == 0 ? ':' : ',');
+            out += params[i].first + "=" + params[i].second;
+        }
+    }
+    return out;
+}
+
+std::vector<int32_t> prompt_tokens(const basalt_model& model, const basalt_request_params& p) {
+    if (p.tokens != nullptr) return {p.tokens, p.tokens + p.n_tokens};
+    if (p.prompt == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "the request has neither a prompt nor tokens");
+    const size_t len = p.prompt_len == SIZE_MAX ? std::strlen(p.prompt) : p.prompt_len;
+    uint32_t flags = 0;
+    if ((p.flags & BASALT_REQUEST_NO_SPECIAL) == 0) flags |= BASALT_TOKENIZE_ADD_SPECIAL;
+    if ((p.flags & BASALT_REQUEST_PARSE_SPECIAL) != 0) flags |= BASALT_TOKENIZE_PARSE_SPECIAL;
+    size_t n = 0;
+    std::vector<int32_t> out(len + 8);
+    basalt_status st = basalt_tokenize(&model, p.prompt, len, flags, out.data(), out.size(), &n);
+    if (st == BASALT_ERR_CAPACITY) {
+        out.resize(n);
+        st = basalt_tokenize(&model, p.prompt, len, flags, out.data(), out.size(), &n);
+    }
+    if (st != BASALT_OK) throw basalt::Error(st, basalt::last_error());
+    out.resize(n);
+    return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* model,
+                                   const basalt_engine_params* params, basalt_engine** out) {
+    return guard([&] {
+        if (runtime == nullptr || model == nullptr || out == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_create: runtime, model and out are required");
+        }
+        basalt::engine::EngineConfig cfg;
+        const basalt_model* second = nullptr;
+        if (params != nullptr) {
+            if (!BASALT_HAS_FIELD(params, basalt_engine_params, second_model)) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_params.struct_size {} is too small",
+                     params->struct_size);
+            }
+            cfg.own_thread = (params->flags & BASALT_ENGINE_OWN_THREAD) != 0;
+            cfg.n_ctx = params->n_ctx;
+            if (params->n_parallel != 0) cfg.n_parallel = params->n_parallel;
+            cfg.n_seq_max = params->n_seq_max;
+            cfg.n_kv_slots = params->n_kv_slots;
+            if (params->max_batch_tokens != 0) cfg.max_batch_tokens = params->max_batch_tokens;
+            cfg.prefill_chunk = params->prefill_chunk;
+            cfg.session.n_threads = params->n_threads;
+            if (params->backend != nullptr) cfg.session.backend = params->backend;
+            if (params->kv_cache != nullptr) cfg.session.kv_cache = params->kv_cache;
+            cfg.session.backend_params = to_pairs(params->backend_params, "backend");
+            cfg.session.kv_params = to_pairs(params->kv_params, "KV cache");
+            second = params->second_model;
+        }
+        auto e = std::make_unique<basalt_engine>();
+        e->e = std::make_unique<Engine>(*runtime, *model, second, cfg);
+        *out = e.release();
+    });
+}
+
+void basalt_engine_destroy(basalt_engine* engine) {
+    delete engine;
+}
+
+basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_params* params, basalt_request** out) {
+    return guard([&] {
+        Engine& e = get(engine);
+        if (params == nullptr || out == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_submit: params and out are required");
+        }
+        if (!BASALT_HAS_FIELD(params, basalt_request_params, user_data)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_params.struct_size {} is too small", params->struct_size);
+        }
+        basalt::engine::RequestSpec spec;
+        spec.prompt = prompt_tokens(e.model(), *params);
+        spec.samplers = seeded_chain(params->samplers != nullptr ? params->samplers : "greedy", params->seed);
+        if (params->decoder != nullptr && params->decoder[0] != '\0') {
+            const auto entries = basalt::parse_sampler_chain(params->decoder);
+            if (entries.size() != 1) {
+                fail(BASALT_ERR_FORMAT, "bad decoder spec '{}': give one NAME[:key=value,...]", params->decoder);
+            }
+            spec.decoder = entries[0].name;
+            spec.decoder_params = entries[0].params;
+        }
+        if (params->max_tokens < -1) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "max_tokens {} is out of range (-1: until the context is full)",
+                 params->max_tokens);
+        }
+        spec.max_tokens = params->max_tokens;
+        if (params->n_stop_tokens > 0 && params->stop_tokens == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "stop_tokens is NULL for {} entries", params->n_stop_tokens);
+        }
+        if (params->n_stop_tokens > 0) {
+            spec.stop_tokens.assign(params->stop_tokens, params->stop_tokens + params->n_stop_tokens);
+        }
+        for (size_t i = 0; i < params->n_stop; ++i) {
+            if (params->stop == nullptr || params->stop[i] == nullptr) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "stop string #{} is NULL", i);
+            }
+            spec.stop.emplace_back(params->stop[i]);
+        }
+        spec.ignore_eog = (params->flags & BASALT_REQUEST_IGNORE_EOG) != 0;
+        spec.callback = params->callback;
+        spec.user_data = params->user_data;
+        auto h = std::make_unique<basalt_request>();
+        h->engine = &e;
+        h->r = e.submit(std::move(spec), h.get());  // the handle is known before the loop can call back
+        *out = h.release();
+    });
+}
+
+basalt_status basalt_engine_step(basalt_engine* engine, size_t* out_active) {
+    return guard([&] {
+        Engine& e = get(engine);
+        if (e.own_thread()) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_step: the engine runs its own thread");
+        const size_t n = e.step();
+        if (out_active != nullptr) *out_active = n;
+    });
+}
+
+basalt_status basalt_engine_run(basalt_engine* engine) {
+    return guard([&] { get(engine).run(); });
+}
+
+basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine_stats* out) {
+    return guard([&] {
+        if (engine == nullptr || !engine->e || out == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_stats_get: engine and out are required");
+        }
+        const basalt::engine::EngineStats s = engine->e->stats();
+        basalt_engine_stats v{};
+        v.struct_size = sizeof(v);
+        v.steps = s.steps;
+        v.queued = s.queued;
+        v.running = s.running;
+        v.finished = s.finished;
+        v.prompt_tokens = s.prompt_tokens;
+        v.generated_tokens = s.generated_tokens;
+        v.batch_tokens_max = s.batch_tokens_max;
+        v.kv_slots = s.kv_slots;
+        v.kv_slots_free = s.kv_slots_free;
+        std::memcpy(out, &v, std::min<size_t>(out->struct_size, sizeof(v)));
+        out->struct_size = std::min<uint32_t>(out->struct_size, sizeof(v));
+    });
+}
+
+basalt_status basalt_request_cancel(basalt_request* request) {
+    return guard([&] {
+        if (request == nullptr || !request->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
+        request->r->cancel.store(true);
+        std::lock_guard lock(request->r->mutex);
+        if (request->r->finish == BASALT_FINISH_NONE && request->engine != nullptr) request->engine->notify();
+    });
+}
+
+void basalt_request_free(basalt_request* request) {
+    if (request == nullptr) return;
+    if (request->r) {
+        request->r->cancel.store(true);
+        std::lock_guard lock(request->r->mutex);
+        request->r->handle = nullptr;  // no callback may see a freed handle
+        request->r->spec.callback = nullptr;
+    }
+    delete request;
+}
+
+int32_t basalt_request_finish_reason(const basalt_request* request) {
+    if (request == nullptr || !request->r) return BASALT_FINISH_NONE;
+    std::lock_guard lock(request->r->mutex);
+    return request->r->finish;
+}
+
+const char* basalt_finish_reason_name(int32_t finish_reason) {
+    switch (finish_reason) {
+        case BASALT_FINISH_STOP: return "stop";
+        case BASALT_FINISH_LENGTH: return "length";
+        case BASALT_FINISH_CONTEXT: return "context";
+        case BASALT_FINISH_CANCELLED: return "cancelled";
+        case BASALT_FINISH_ERROR: return "error";
+        default: return "";
+    }
+}
+
+const char* basalt_request_error(const basalt_request* request) {
+    if (request == nullptr || !request->r) return "";
+    std::lock_guard lock(request->r->mutex);
+    return request->r->error.c_str();
+}
+
+basalt_status basalt_request_read(basalt_request* request, int32_t* out_tokens, size_t capacity, size_t* out_n,
+                                  char* out_text, size_t text_capacity, size_t* out_text_len) {
+    return guard([&] {
+        if (request == nullptr || !request->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
+        if ((capacity > 0 && out_tokens == nullptr) || (text_capacity > 0 && out_text == nullptr)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_read: a NULL buffer with a non-zero capacity");
+        }
+        Request& r = *request->r;
+        std::lock_guard lock(r.mutex);
+        const size_t n = std::min(capacity, r.unread_tokens.size());
+        std::copy_n(r.unread_tokens.begin(), n, out_tokens == nullptr ? nullptr : out_tokens);
+        r.unread_tokens.erase(r.unread_tokens.begin(), r.unread_tokens.begin() + static_cast<std::ptrdiff_t>(n));
+        size_t len = std::min(text_capacity, r.unread_text.size());
+        if (len < r.unread_text.size()) {
+            // Never split a character: back off to a lead byte.
+            while (len > 0 && (static_cast<unsigned char>(r.unread_text[len]) & 0xC0) == 0x80) --len;
+        }
+        if (len > 0) std::memcpy(out_text, r.unread_text.data(), len);
+        r.unread_text.erase(0, len);
+        if (out_n != nullptr) *out_n = n;
+        if (out_text_len != nullptr) *out_text_len = len;
+    });
+}
+
+basalt_status basalt_request_wait(basalt_request* request, int32_t timeout_ms) {
+    return guard([&] {
+        if (request == nullptr || !request->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
+        Request& r = *request->r;
+        std::unique_lock lock(r.mutex);
+        auto ready = [&] { return r.finish != BASALT_FINISH_NONE || !r.unread_tokens.empty() || !r.unread_text.empty(); };
+        if (timeout_ms < 0) {
+            r.changed.wait(lock, ready);
+        } else {
+            r.changed.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
+        }
+    });
+}
+
+basalt_status basalt_request_stats_get(const basalt_request* request, basalt_request_stats* out) {
+    return guard([&] {
+        const Request& r = get(request);
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_stats_get: out is NULL");
+        std::lock_guard lock(r.mutex);
+        auto ms = [](Clock::time_point a, Clock::time_point b) {
+            return std::chrono::duration<double, std::milli>(b - a).count();
+        };
+        const Clock::time_point end = r.finish != BASALT_FINISH_NONE ? r.finished_at : Clock::now();
+        basalt_request_stats v{};
+        v.struct_size = sizeof(v);
+        v.finish_reason = r.finish;
+        v.prompt_tokens = r.prompt_tokens;
+        v.cached_tokens = r.cached_tokens;
+        v.generated_tokens = r.generated_tokens;
+        v.queue_ms = r.has_admitted ? ms(r.submitted, r.admitted) : ms(r.submitted, end);
+        v.ttft_ms = r.has_first ? ms(r.submitted, r.first_token) : 0;
+        v.total_ms = ms(r.submitted, end);
+        if (!r.itl_ms.empty()) {
+            std::vector<double> s = r.itl_ms;
+            std::sort(s.begin(), s.end());
+            double sum = 0;
+            for (double x : s) sum += x;
+            v.itl_mean_ms = sum / static_cast<double>(s.size());
+            v.itl_p50_ms = s[(s.size() - 1) / 2];
+            v.itl_p99_ms = s[std::min(s.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(s.size())))];
+            v.itl_max_ms = s.back();
+        }
+        const double gen_ms = r.has_first ? ms(r.first_token, end) : 0;
+        v.tokens_per_s = r.generated_tokens >= 2 && gen_ms > 0 ? 1e3 * static_cast<double>(r.generated_tokens - 1) / gen_ms : 0;
+        std::memcpy(out, &v, std::min<size_t>(out->struct_size, sizeof(v)));
+        out->struct_size = std::min<uint32_t>(out->struct_size, sizeof(v));
+    });
+}
+
+basalt_status basalt_request_itl(const basalt_request* request, double* out, size_t capacity, size_t* out_n) {
+    return guard([&] {
+        const Request& r = get(request);
+        if (capacity > 0 && out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_itl: out is NULL");
+        std::lock_guard lock(r.mutex);
+        std::copy_n(r.itl_ms.begin(), std::min(capacity, r.itl_ms.size()), out);
+        if (out_n != nullptr) *out_n = r.itl_ms.size();
+    });
+}
+
+}  // extern "C"

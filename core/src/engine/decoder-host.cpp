@@ -1,0 +1,141 @@
+#include "engine/decoder-host.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "host/host-services.hpp"
+#include "support/error.hpp"
+
+namespace basalt::engine {
+namespace {
+
+Request& req(void* ctx) {
+    return *static_cast<Request*>(ctx);
+}
+
+// Runs fn; a failure is recorded as the plugin-visible message (the decoder passes the status back up).
+template <typename Fn>
+basalt_status call(Fn&& fn) noexcept {
+    const basalt_status st = guard(fn);
+    if (st != BASALT_OK && st != BASALT_ERR_CANCELLED) set_plugin_error(st, last_error());
+    return st;
+}
+
+void check(basalt_status st) {
+    if (st != BASALT_OK) throw Error(st, last_error());
+}
+
+basalt_status host_sample(void* ctx, int32_t seq, const float* logits, int32_t* out_token) {
+    return call([&] {
+        Request& r = req(ctx);
+        if (logits == nullptr || out_token == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "sample: NULL argument");
+        check(basalt_sampler_chain_sample(r.engine->chain(r, seq), logits, r.engine->n_vocab(), out_token));
+    });
+}
+
+basalt_status host_distribution(void* ctx, int32_t seq, int32_t model, const float* logits, float* probs) {
+    return call([&] {
+        Request& r = req(ctx);
+        r.engine->session(model);  // validates the model index
+        if (logits == nullptr || probs == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "distribution: NULL argument");
+        basalt_sampler_chain* chain = r.engine->chain(r, seq);
+        const size_t nv = r.engine->n_vocab();
+        std::vector<basalt_token_data> d(nv);
+        for (size_t v = 0; v < nv; ++v) d[v] = {static_cast<int32_t>(v), logits[v], 0.f};
+        basalt_candidates c{};
+        c.struct_size = sizeof(c);
+        c.seq_id = seq;
+        c.data = d.data();
+        c.size = d.size();
+        c.selected = -1;
+        const size_t n = basalt_sampler_chain_length(chain);
+        for (size_t i = 0; i + 1 < n; ++i) check(basalt_sampler_apply(basalt_sampler_chain_get(chain, i), &c));
+        std::fill(probs, probs + nv, 0.f);
+        float max_logit = -INFINITY;
+        for (size_t i = 0; i < c.size; ++i) max_logit = std::max(max_logit, c.data[i].logit);
+        double sum = 0;
+        for (size_t i = 0; i < c.size; ++i) {
+            if (std::isfinite(c.data[i].logit)) sum += std::exp(double{c.data[i].logit} - max_logit);
+        }
+        if (!(sum > 0)) fail(BASALT_ERR_INVALID_ARGUMENT, "distribution: no finite candidate is left");
+        for (size_t i = 0; i < c.size; ++i) {
+            const auto id = static_cast<size_t>(c.data[i].id);
+            if (std::isfinite(c.data[i].logit) && id < nv) {
+                probs[id] = static_cast<float>(std::exp(double{c.data[i].logit} - max_logit) / sum);
+            }
+        }
+    });
+}
+
+basalt_status host_accept(void* ctx, int32_t seq, int32_t token) {
+    return call([&] {
+        Request& r = req(ctx);
+        check(basalt_sampler_chain_accept(r.engine->chain(r, seq), token));
+    });
+}
+
+basalt_status host_seq_fork(void* ctx, int32_t model, int32_t src, int32_t dst) {
+    return call([&] { req(ctx).engine->fork(req(ctx), model, src, dst); });
+}
+
+basalt_status host_seq_drop(void* ctx, int32_t model, int32_t seq) {
+    return call([&] {
+        Request& r = req(ctx);
+        r.engine->session(model).seq_drop(r.engine->session_seq(r, model, seq));
+    });
+}
+
+basalt_status host_seq_truncate(void* ctx, int32_t model, int32_t seq, uint32_t n_keep) {
+    return call([&] {
+        Request& r = req(ctx);
+        r.engine->session(model).seq_truncate(r.engine->session_seq(r, model, seq), n_keep);
+    });
+}
+
+uint32_t host_seq_length(void* ctx, int32_t model, int32_t seq) {
+    try {
+        Request& r = req(ctx);
+        return r.engine->session(model).seq_length(r.engine->session_seq(r, model, seq));
+    } catch (...) {
+        return 0;
+    }
+}
+
+basalt_status host_emit(void* ctx, int32_t hypothesis, const int32_t* tokens, size_t n, float /*score*/) {
+    basalt_status result = BASALT_OK;
+    const basalt_status st = call([&] {
+        if (tokens == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "emit: tokens is NULL");
+        result = req(ctx).engine->emit(req(ctx), hypothesis, tokens, n);
+    });
+    return st != BASALT_OK ? st : result;
+}
+
+int32_t host_is_eog(void* ctx, int32_t token) {
+    return req(ctx).engine->is_eog(req(ctx), token) ? 1 : 0;
+}
+
+}  // namespace
+
+void make_decoder_host(Request& r) {
+    basalt_decoder_host& h = r.host;
+    h = basalt_decoder_host{};
+    h.struct_size = sizeof(h);
+    h.n_models = r.info.n_models;
+    h.ctx = &r;
+    h.n_vocab = r.engine->n_vocab();
+    h.n_ctx = r.engine->n_ctx();
+    h.n_seq = r.info.n_seq;
+    h.sample = host_sample;
+    h.distribution = host_distribution;
+    h.accept = host_accept;
+    h.seq_fork = host_seq_fork;
+    h.seq_drop = host_seq_drop;
+    h.seq_truncate = host_seq_truncate;
+    h.seq_length = host_seq_length;
+    h.emit = host_emit;
+    h.is_end_of_generation = host_is_eog;
+}
+
+}  // namespace basalt::engine

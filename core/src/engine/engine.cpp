@@ -1,0 +1,670 @@
+#include "engine/engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/decoder-host.hpp"
+#include "host/host-services.hpp"
+#include "host/runtime.hpp"
+#include "model/model.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
+
+namespace basalt::engine {
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+uint64_t round_up(uint64_t x, uint64_t m) {
+    return (x + m - 1) / m * m;
+}
+
+// Re-throws the failure of a C API call made from inside the engine, keeping its status and message.
+void check(basalt_status st) {
+    if (st != BASALT_OK) throw Error(st, last_error());
+}
+
+}  // namespace
+
+Request::~Request() {
+    for (basalt_sampler_chain* c : chains) basalt_sampler_chain_destroy(c);
+    if (dec_instance != nullptr && dec.destroy != nullptr) dec.destroy(dec_instance);
+}
+
+Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_model* second,
+               const EngineConfig& config)
+    : runtime_(runtime), model_(model), second_(second), config_(config) {
+    const ModelHparams& hp = model.hparams;
+    if (second != nullptr && second->hparams.n_vocab != hp.n_vocab) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "the second model's vocabulary has {} tokens, the main model's {}: a draft or amateur must share the "
+             "vocabulary",
+             second->hparams.n_vocab, hp.n_vocab);
+    }
+    if (config.n_parallel == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_parallel must be at least 1");
+    if (config.max_batch_tokens == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "max_batch_tokens must be at least 1");
+    n_ctx_ = config.n_ctx != 0 ? config.n_ctx
+                               : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
+    n_seq_max_ = config.n_seq_max != 0 ? config.n_seq_max : config.n_parallel;
+    const uint64_t slots = config.n_kv_slots != 0 ? config.n_kv_slots : uint64_t{n_ctx_} * config.n_parallel;
+    if (slots > INT32_MAX) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "KV slots {} (n_ctx {} x n_parallel {}) exceed the slot range", slots,
+             n_ctx_, config.n_parallel);
+    }
+    n_kv_slots_ = static_cast<uint32_t>(slots);
+    SessionConfig sc = config.session;
+    sc.n_ctx = n_kv_slots_;
+    sc.n_batch = config.max_batch_tokens;
+    sc.n_seq_max = n_seq_max_;
+    sessions_[0] = std::make_unique<Session>(runtime.plugins, model, sc);
+    if (second != nullptr) sessions_[1] = std::make_unique<Session>(runtime.plugins, *second, sc);
+    block_size_ = std::max<uint32_t>(1, sessions_[0]->block_size());
+    for (int m = 0; m < 2; ++m) {
+        if (!sessions_[m]) continue;
+        for (uint32_t s = n_seq_max_; s-- > 0;) free_seqs_[m].push_back(static_cast<int32_t>(s));
+    }
+    stats_.kv_slots = n_kv_slots_;
+    if (config.own_thread) thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    // Whatever is left is cancelled: handles outlive the engine and must read as finished.
+    std::vector<std::shared_ptr<Request>> left(queue_.begin(), queue_.end());
+    left.insert(left.end(), running_.begin(), running_.end());
+    for (auto& r : left) finish(*r, BASALT_FINISH_CANCELLED);
+    for (auto& r : running_) release(*r);
+    deliver(left);
+    for (auto& r : left) {
+        // The decoder and chains belong to plugins that may be unloaded with the runtime: free them now.
+        for (basalt_sampler_chain* c : r->chains) basalt_sampler_chain_destroy(c);
+        r->chains.clear();
+        if (r->dec_instance != nullptr) r->dec.destroy(r->dec_instance);
+        r->dec_instance = nullptr;
+    }
+}
+
+void Engine::notify() {
+    wake_.notify_all();
+}
+
+Session& Engine::session(int32_t model) {
+    if (model < 0 || model > 1 || !sessions_[model]) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "model {} is not attached (the engine has {} model{})", model,
+             sessions_[1] ? 2 : 1, sessions_[1] ? "s" : "");
+    }
+    return *sessions_[model];
+}
+
+int32_t Engine::session_seq(Request& r, int32_t model, int32_t seq) const {
+    if (model < 0 || model > 1 || !sessions_[model]) fail(BASALT_ERR_INVALID_ARGUMENT, "model {} is not attached", model);
+    const auto& ids = r.seq_ids[model];
+    if (seq < 0 || static_cast<size_t>(seq) >= ids.size()) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "sequence {} is out of the request's range 0..{}", seq,
+             static_cast<int64_t>(ids.size()) - 1);
+    }
+    return ids[static_cast<size_t>(seq)];
+}
+
+basalt_sampler_chain* Engine::chain(Request& r, int32_t seq) const {
+    if (seq < 0 || static_cast<size_t>(seq) >= r.chains.size() || r.chains[static_cast<size_t>(seq)] == nullptr) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "sequence {} of the request has no sampler chain (fork into it first)", seq);
+    }
+    return r.chains[static_cast<size_t>(seq)];
+}
+
+void Engine::fork(Request& r, int32_t model, int32_t src, int32_t dst) {
+    session(model).seq_fork(session_seq(r, model, src), session_seq(r, model, dst));
+    if (model != 0) return;
+    basalt_sampler_chain* copy = nullptr;
+    check(basalt_sampler_chain_clone(chain(r, src), &copy));
+    auto& slot = r.chains[static_cast<size_t>(dst)];
+    basalt_sampler_chain_destroy(slot);
+    slot = copy;
+}
+
+bool Engine::is_eog(const Request& r, int32_t token) const {
+    if (!r.spec.ignore_eog && basalt_token_is_eog(&model_, token) != 0) return true;
+    return std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), token) != r.spec.stop_tokens.end();
+}
+
+basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n) {
+    if (hypothesis != 0) return BASALT_OK;  // n-best alternatives: kept by the decoder, not streamed
+    if (r.finish_pending != BASALT_FINISH_NONE) return BASALT_ERR_CANCELLED;
+    if (r.cancel.load()) {
+        r.finish_pending = BASALT_FINISH_CANCELLED;
+        return BASALT_ERR_CANCELLED;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t token = tokens[i];
+        if (token < 0 || static_cast<size_t>(token) >= n_vocab()) {
+            fail(BASALT_ERR_PLUGIN, "decoder '{}' emitted token {}, outside the vocabulary (0..{})", r.spec.decoder,
+                 token, n_vocab() - 1);
+        }
+        if (is_eog(r, token)) {
+            r.finish_pending = BASALT_FINISH_STOP;
+            return BASALT_ERR_CANCELLED;
+        }
+        char small[64];
+        size_t len = 0;
+        std::string piece;
+        basalt_status st = basalt_token_to_piece(&model_, token, 0, small, sizeof small, &len);
+        if (st == BASALT_ERR_CAPACITY) {
+            piece.resize(len + 1);
+            st = basalt_token_to_piece(&model_, token, 0, piece.data(), piece.size(), &len);
+            piece.resize(len);
+        } else if (st == BASALT_OK) {
+            piece.assign(small, len);
+        }
+        check(st);
+        const std::string released = r.text.push(piece);
+        const auto now = Clock::now();
+        {
+            std::lock_guard lock(r.mutex);
+            r.unread_tokens.push_back(token);
+            r.new_tokens.push_back(token);
+            r.unread_text += released;
+            r.new_text += released;
+            if (!r.has_first) {
+                r.has_first = true;
+                r.first_token = now;
+            } else {
+                r.itl_ms.push_back(ms_between(r.last_token, now));
+            }
+            r.generated_tokens += 1;
+        }
+        r.last_token = now;
+        r.generated += 1;
+        {
+            std::lock_guard lock(mutex_);
+            stats_.generated_tokens += 1;
+        }
+        if (r.text.stopped()) {
+            r.finish_pending = BASALT_FINISH_STOP;
+            return BASALT_ERR_CANCELLED;
+        }
+        if (r.spec.max_tokens >= 0 && r.generated >= r.spec.max_tokens) {
+            r.finish_pending = BASALT_FINISH_LENGTH;
+            return BASALT_ERR_CANCELLED;
+        }
+    }
+    return BASALT_OK;
+}
+
+uint64_t Engine::worst_case_slots(const Request& r) const {
+    uint64_t len = r.spec.max_tokens < 0 ? n_ctx_
+                                          : std::min<uint64_t>(n_ctx_, r.spec.prompt.size() + r.spec.max_tokens);
+    return uint64_t{r.info.n_seq} * std::min<uint64_t>(round_up(len, block_size_), n_kv_slots_);
+}
+
+std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle) {
+    if (spec.prompt.empty()) fail(BASALT_ERR_INVALID_ARGUMENT, "the prompt is empty");
+    if (spec.prompt.size() > n_ctx_) {
+        fail(BASALT_ERR_CAPACITY, "the prompt has {} tokens, more than the context of {} (n_ctx)", spec.prompt.size(),
+             n_ctx_);
+    }
+    for (size_t i = 0; i < spec.prompt.size(); ++i) {
+        const int32_t t = spec.prompt[i];
+        if (t < 0 || static_cast<size_t>(t) >= n_vocab()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "prompt token {} = {} is not in the vocabulary (0..{})", i, t,
+                 n_vocab() - 1);
+        }
+    }
+    auto r = std::make_shared<Request>();
+    r->spec = std::move(spec);
+    r->engine = this;
+    r->handle = handle;
+    r->text = TextStream(r->spec.stop);
+
+    // The chain of sequence 0 (others are forked from it), created now so a bad chain fails the submit.
+    basalt_sampler_chain* chain0 = nullptr;
+    check(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));
+    r->chains.push_back(chain0);
+
+    const Component* c = runtime_.plugins.find(BASALT_COMPONENT_DECODER, r->spec.decoder);
+    if (c == nullptr) {
+        std::string names;
+        for (const auto& comp : runtime_.plugins.components()) {
+            if (comp.kind == BASALT_COMPONENT_DECODER) names += (names.empty() ? "" : ", ") + comp.name;
+        }
+        fail(BASALT_ERR_NOT_FOUND, "no decoder named '{}' is loaded (available: {})", r->spec.decoder,
+             names.empty() ? "none" : names);
+    }
+    r->dec = read_table<basalt_decoder_iface>(*c);
+    {
+        std::vector<const char*> keys, values;
+        for (const auto& [k, v] : r->spec.decoder_params) {
+            keys.push_back(k.c_str());
+            values.push_back(v.c_str());
+        }
+        basalt_params p{};
+        p.struct_size = sizeof(p);
+        p.count = keys.size();
+        p.keys = keys.data();
+        p.values = values.data();
+        clear_plugin_error();
+        const basalt_status st = r->dec.create(host_services(), &p, &r->dec_instance);
+        if (st != BASALT_OK || r->dec_instance == nullptr) {
+            r->dec_instance = nullptr;
+            fail(st != BASALT_OK ? st : BASALT_ERR_PLUGIN, "decoder '{}': {}", r->spec.decoder,
+                 plugin_error_message().empty() ? "create failed" : plugin_error_message());
+        }
+    }
+    r->info.struct_size = sizeof(r->info);
+    clear_plugin_error();
+    if (const basalt_status st = r->dec.requirements(r->dec_instance, &r->info); st != BASALT_OK) {
+        fail(st, "decoder '{}': requirements: {}", r->spec.decoder, plugin_error_message());
+    }
+    r->info.n_seq = std::max<uint32_t>(1, r->info.n_seq);
+    r->info.n_models = std::max<uint32_t>(1, r->info.n_models);
+    if (r->info.n_models > 1 && !sessions_[1]) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "decoder '{}' needs a second model (a draft or amateur) and the engine has none",
+             r->spec.decoder);
+    }
+    if (r->info.n_seq > n_seq_max_) {
+        fail(BASALT_ERR_CAPACITY, "decoder '{}' needs {} sequences, the engine has {} (n_seq_max)", r->spec.decoder,
+             r->info.n_seq, n_seq_max_);
+    }
+    if (worst_case_slots(*r) > n_kv_slots_) {
+        fail(BASALT_ERR_CAPACITY,
+             "the request may need {} KV slots ({} sequences of up to {} positions), more than the cache's {}",
+             worst_case_slots(*r), r->info.n_seq, worst_case_slots(*r) / r->info.n_seq, n_kv_slots_);
+    }
+    r->chains.resize(r->info.n_seq, nullptr);
+    {
+        std::lock_guard lock(r->mutex);
+        r->submitted = Clock::now();
+        r->prompt_tokens = r->spec.prompt.size();
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) fail(BASALT_ERR_INVALID_ARGUMENT, "the engine is shutting down");
+        r->id = next_id_++;
+        queue_.push_back(r);
+        stats_.queued = queue_.size();
+    }
+    wake_.notify_all();
+    return r;
+}
+
+bool Engine::admissible(const Request& r) const {
+    if (running_.size() >= config_.n_parallel) return false;
+    for (int m = 0; m < 2; ++m) {
+        const uint32_t need = m == 0 ? r.info.n_seq : (r.info.n_models > 1 ? r.info.n_seq : 0);
+        if (free_seqs_[m].size() < need) return false;
+    }
+    return kv_reserved_ + worst_case_slots(r) <= n_kv_slots_;
+}
+
+void Engine::admit(const std::shared_ptr<Request>& r) {
+    for (int m = 0; m < 2; ++m) {
+        const uint32_t need = m == 0 ? r->info.n_seq : (r->info.n_models > 1 ? r->info.n_seq : 0);
+        for (uint32_t i = 0; i < need; ++i) {
+            r->seq_ids[m].push_back(free_seqs_[m].back());
+            free_seqs_[m].pop_back();
+        }
+    }
+    r->kv_reserved = worst_case_slots(*r);
+    kv_reserved_ += r->kv_reserved;
+    running_.push_back(r);
+    std::lock_guard lock(r->mutex);
+    r->admitted = Clock::now();
+    r->has_admitted = true;
+}
+
+void Engine::release(Request& r) {
+    for (int m = 0; m < 2; ++m) {
+        for (int32_t s : r.seq_ids[m]) {
+            try {
+                if (sessions_[m]->seq_length(s) > 0) sessions_[m]->seq_drop(s);
+            } catch (const Error& e) {
+                log::warn("engine: dropping sequence {} of request {}: {}", s, r.id, e.what());
+            }
+            free_seqs_[m].push_back(s);
+        }
+        r.seq_ids[m].clear();
+    }
+    kv_reserved_ -= r.kv_reserved;
+    r.kv_reserved = 0;
+    // The decoder and chains are plugin objects: freed now, not when the caller frees the handle.
+    for (basalt_sampler_chain* c : r.chains) basalt_sampler_chain_destroy(c);
+    r.chains.clear();
+    if (r.dec_instance != nullptr) r.dec.destroy(r.dec_instance);
+    r.dec_instance = nullptr;
+}
+
+void Engine::finish(Request& r, int32_t reason, const std::string& error) {
+    std::string tail = r.text.flush();
+    std::lock_guard lock(r.mutex);
+    if (r.finish != BASALT_FINISH_NONE) return;
+    r.unread_text += tail;
+    r.new_text += tail;
+    r.finish = reason;
+    r.error = error;
+    r.finished_at = Clock::now();
+}
+
+bool Engine::start(Request& r) {
+    make_decoder_host(r);
+    basalt_decoder_request dr{};
+    dr.struct_size = sizeof(dr);
+    dr.prompt = r.spec.prompt.data();
+    dr.n_prompt = r.spec.prompt.size();
+    dr.max_tokens = r.spec.max_tokens < 0 ? static_cast<int32_t>(n_ctx_) : r.spec.max_tokens;
+    if (r.spec.max_tokens == 0) {
+        finish(r, BASALT_FINISH_LENGTH);
+        return false;
+    }
+    clear_plugin_error();
+    if (const basalt_status st = r.dec.begin(r.dec_instance, &r.host, &dr); st != BASALT_OK) {
+        finish(r, BASALT_FINISH_ERROR, fmt::format("decoder '{}': begin: {}", r.spec.decoder, plugin_error_message()));
+        return false;
+    }
+    return replan(r);
+}
+
+bool Engine::replan(Request& r) {
+    if (r.finish_pending == BASALT_FINISH_NONE && r.cancel.load()) r.finish_pending = BASALT_FINISH_CANCELLED;
+    if (r.finish_pending != BASALT_FINISH_NONE) {
+        finish(r, r.finish_pending);
+        return false;
+    }
+    r.feeds.assign(std::max<size_t>(r.feeds.capacity(), 4), basalt_decoder_feed{});
+    basalt_decoder_plan plan{};
+    plan.struct_size = sizeof(plan);
+    plan.feeds = r.feeds.data();
+    plan.capacity = r.feeds.size();
+    int32_t why = BASALT_FINISH_NONE;
+    clear_plugin_error();
+    basalt_status st = r.dec.plan(r.dec_instance, &plan, &why);
+    if (st == BASALT_ERR_CAPACITY && plan.n_feeds > plan.capacity) {
+        r.feeds.assign(plan.n_feeds, basalt_decoder_feed{});
+        plan.feeds = r.feeds.data();
+        plan.capacity = r.feeds.size();
+        plan.n_feeds = 0;
+        clear_plugin_error();
+        st = r.dec.plan(r.dec_instance, &plan, &why);
+    }
+    if (st != BASALT_OK) {
+        finish(r, BASALT_FINISH_ERROR, fmt::format("decoder '{}': plan: {}", r.spec.decoder, plugin_error_message()));
+        return false;
+    }
+    if (r.finish_pending != BASALT_FINISH_NONE) why = r.finish_pending;  // a stop condition the decoder saw
+    if (plan.n_feeds == 0) {
+        finish(r, why == BASALT_FINISH_NONE ? BASALT_FINISH_STOP : why);
+        return false;
+    }
+    r.feeds.resize(plan.n_feeds);
+    r.fed.assign(plan.n_feeds, 0);
+    r.logits.resize(plan.n_feeds);
+    for (auto& l : r.logits) l.clear();
+    // Check every feed now, so a bad one fails this request and never a shared batch.
+    for (const auto& f : r.feeds) {
+        try {
+            const int32_t sid = session_seq(r, f.model, f.seq);
+            if (f.n_tokens == 0 || f.tokens == nullptr) fail(BASALT_ERR_PLUGIN, "a feed without tokens");
+            for (size_t i = 0; i < f.n_tokens; ++i) {
+                if (f.tokens[i] < 0 || static_cast<size_t>(f.tokens[i]) >= n_vocab()) {
+                    fail(BASALT_ERR_PLUGIN, "feed token {} is outside the vocabulary", f.tokens[i]);
+                }
+            }
+            if (sessions_[f.model]->seq_length(sid) + f.n_tokens > n_ctx_) {
+                finish(r, BASALT_FINISH_CONTEXT);
+                return false;
+            }
+        } catch (const Error& e) {
+            finish(r, BASALT_FINISH_ERROR, fmt::format("decoder '{}': plan: {}", r.spec.decoder, e.what()));
+            return false;
+        }
+    }
+    r.planned = true;
+    return true;
+}
+
+size_t Engine::step() {
+    std::vector<std::shared_ptr<Request>> touched;
+    std::vector<std::shared_ptr<Request>> started;
+    {
+        std::lock_guard lock(mutex_);
+        // Cancelled requests leave the queue at once; then FIFO admission while the head fits.
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if ((*it)->cancel.load()) {
+                finish(**it, BASALT_FINISH_CANCELLED);
+                touched.push_back(*it);
+                it = queue_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        while (!queue_.empty() && admissible(*queue_.front())) {
+            admit(queue_.front());
+            started.push_back(queue_.front());
+            queue_.pop_front();
+        }
+        stats_.queued = queue_.size();
+    }
+    for (auto& r : started) {
+        if (!start(*r)) touched.push_back(r);
+    }
+    for (auto& r : running_) {
+        if (r->cancel.load() && r->finish == BASALT_FINISH_NONE) {
+            finish(*r, BASALT_FINISH_CANCELLED);
+            touched.push_back(r);
+        }
+    }
+
+    // Pack the step: decode feeds (one token) first, then prefill pieces, in admission order, under the budget.
+    struct Row {
+        Request* r;
+        size_t feed;
+        size_t first;  // index in the feed of the first token taken
+        size_t count;
+    };
+    std::vector<Row> rows[2];
+    uint64_t budget = config_.max_batch_tokens;
+    auto live = [](const Request& r) { return r.planned && r.finish == BASALT_FINISH_NONE; };
+    std::vector<std::vector<size_t>> taken(running_.size());
+    for (size_t ri = 0; ri < running_.size() && budget > 0; ++ri) {
+        Request& r = *running_[ri];
+        if (!live(r)) continue;
+        for (size_t f = 0; f < r.feeds.size() && budget > 0; ++f) {
+            if (r.feeds[f].n_tokens != 1 || r.fed[f] != 0) continue;
+            rows[r.feeds[f].model].push_back({&r, f, 0, 1});
+            taken[ri].push_back(f);
+            budget -= 1;
+        }
+    }
+    bool prefill_taken = false;
+    for (size_t ri = 0; ri < running_.size(); ++ri) {
+        Request& r = *running_[ri];
+        if (!live(r)) continue;
+        for (size_t f = 0; f < r.feeds.size(); ++f) {
+            const size_t left = r.feeds[f].n_tokens - r.fed[f];
+            if (left == 0 || std::find(taken[ri].begin(), taken[ri].end(), f) != taken[ri].end()) continue;
+            size_t n = 0;
+            if (config_.prefill_chunk == 0) {
+                if (left <= budget || !prefill_taken) n = left;  // whole prompts, never split
+            } else {
+                n = std::min<uint64_t>({left, config_.prefill_chunk, budget});
+            }
+            if (n == 0) continue;
+            rows[r.feeds[f].model].push_back({&r, f, r.fed[f], n});
+            budget -= std::min<uint64_t>(budget, n);
+            prefill_taken = true;
+        }
+    }
+
+    // One forward per model.
+    uint64_t step_tokens = 0, prefill_tokens = 0;
+    basalt_status forward_status = BASALT_OK;
+    for (int m = 0; m < 2; ++m) {
+        if (rows[m].empty()) continue;
+        std::vector<int32_t> tokens, positions, seqs;
+        std::vector<int8_t> want;
+        for (const Row& row : rows[m]) {
+            const basalt_decoder_feed& f = row.r->feeds[row.feed];
+            const int32_t sid = row.r->seq_ids[m][static_cast<size_t>(f.seq)];
+            const uint32_t base = sessions_[m]->seq_length(sid);
+            for (size_t i = 0; i < row.count; ++i) {
+                const size_t k = row.first + i;
+                tokens.push_back(f.tokens[k]);
+                positions.push_back(static_cast<int32_t>(base + i));
+                seqs.push_back(sid);
+                const bool last = k + 1 == f.n_tokens;
+                want.push_back(f.logits == BASALT_DECODER_LOGITS_ALL || (f.logits == BASALT_DECODER_LOGITS_LAST && last)
+                                   ? 1
+                                   : 0);
+            }
+        }
+        basalt_batch b{};
+        b.struct_size = sizeof(b);
+        b.n_tokens = tokens.size();
+        b.tokens = tokens.data();
+        b.positions = positions.data();
+        b.seq_ids = seqs.data();
+        b.want_logits = want.data();
+        step_tokens += tokens.size();
+        try {
+            sessions_[m]->decode(b);
+        } catch (const Error& e) {
+            forward_status = e.status();
+            for (const Row& row : rows[m]) {
+                finish(*row.r, BASALT_FINISH_ERROR, fmt::format("forward of model {} failed: {}", m, e.what()));
+            }
+            continue;
+        }
+        size_t out = 0;
+        const size_t nv = n_vocab();
+        for (const Row& row : rows[m]) {
+            Request& r = *row.r;
+            const basalt_decoder_feed& f = r.feeds[row.feed];
+            for (size_t i = 0; i < row.count; ++i) {
+                const size_t k = row.first + i;
+                const bool last = k + 1 == f.n_tokens;
+                if (f.logits == BASALT_DECODER_LOGITS_ALL || (f.logits == BASALT_DECODER_LOGITS_LAST && last)) {
+                    const float* l = sessions_[m]->logits(out++);
+                    r.logits[row.feed].insert(r.logits[row.feed].end(), l, l + nv);
+                }
+            }
+            r.fed[row.feed] += row.count;
+            if (f.n_tokens > 1) prefill_tokens += row.count;
+        }
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (step_tokens > 0) stats_.steps += 1;
+        stats_.prompt_tokens += prefill_tokens;
+        stats_.batch_tokens_max = std::max(stats_.batch_tokens_max, step_tokens);
+    }
+
+    // Requests whose plan is complete consume their logits and plan again.
+    for (auto& rp : running_) {
+        Request& r = *rp;
+        if (!live(r)) continue;
+        bool done = true;
+        for (size_t f = 0; f < r.feeds.size(); ++f) done = done && r.fed[f] == r.feeds[f].n_tokens;
+        if (!done) continue;
+        touched.push_back(rp);
+        r.planned = false;
+        std::vector<basalt_decoder_result> results(r.feeds.size());
+        for (size_t f = 0; f < r.feeds.size(); ++f) {
+            results[f].logits = r.logits[f].empty() ? nullptr : r.logits[f].data();
+            results[f].n_rows = r.logits[f].size() / n_vocab();
+        }
+        clear_plugin_error();
+        const basalt_status st = r.dec.consume(r.dec_instance, results.data(), results.size());
+        if (st != BASALT_OK && st != BASALT_ERR_CANCELLED) {
+            const std::string msg = plugin_error_message().empty() ? last_error() : plugin_error_message();
+            finish(r, BASALT_FINISH_ERROR, fmt::format("decoder '{}': consume: {}", r.spec.decoder, msg));
+            continue;
+        }
+        replan(r);
+    }
+
+    // Finished requests give their sequences and KV room back.
+    size_t active = 0;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = running_.begin(); it != running_.end();) {
+            if ((*it)->finish != BASALT_FINISH_NONE) {
+                release(**it);
+                touched.push_back(*it);
+                stats_.finished += 1;
+                it = running_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        stats_.running = running_.size();
+        stats_.queued = queue_.size();
+        active = queue_.size() + running_.size();
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    deliver(touched);
+    if (active == 0) idle_.notify_all();
+    if (forward_status != BASALT_OK) fail(forward_status, "a forward pass failed; its requests were finished");
+    return active;
+}
+
+void Engine::deliver(const std::vector<std::shared_ptr<Request>>& touched) {
+    for (const auto& r : touched) {
+        std::vector<int32_t> toks;
+        std::string text;
+        int32_t finish = BASALT_FINISH_NONE;
+        {
+            std::lock_guard lock(r->mutex);
+            toks.swap(r->new_tokens);
+            text.swap(r->new_text);
+            finish = r->finish;
+        }
+        r->changed.notify_all();
+        if (r->spec.callback != nullptr && (!toks.empty() || !text.empty() || finish != BASALT_FINISH_NONE)) {
+            r->spec.callback(r->handle, toks.data(), toks.size(), text.data(), text.size(), finish,
+                             r->spec.user_data);
+        }
+    }
+}
+
+void Engine::run() {
+    if (config_.own_thread) {
+        std::unique_lock lock(mutex_);
+        idle_.wait(lock, [&] { return stopping_ || (queue_.empty() && running_.empty()); });
+        return;
+    }
+    while (step() > 0) {
+    }
+}
+
+void Engine::loop() {
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
+            if (stopping_) return;
+        }
+        try {
+            step();
+        } catch (const Error& e) {
+            log::warn("engine: {}", e.what());
+        } catch (const std::exception& e) {
+            log::warn("engine: step failed: {}", e.what());
+        }
+    }
+}
+
+EngineStats Engine::stats() const {
+    std::lock_guard lock(mutex_);
+    EngineStats s = stats_;
+    s.kv_slots_free = n_kv_slots_ - std::min<uint64_t>(n_kv_slots_, kv_reserved_);
+    return s;
+}
+
+}  // namespace basalt::engine

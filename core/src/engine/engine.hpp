@@ -1,0 +1,105 @@
+// The engine: the one generation loop. A FIFO queue of requests, admission by free sequences and worst-case KV
+// room, and steps that pack the work of every running request (decode tokens first, then prefill chunks) into
+// one ragged batch per model, run it, and hand each request's decoder its logits. docs/engine.md.
+#pragma once
+
+#include <basalt/basalt.h>
+#include <basalt/plugin_decoder.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/request.hpp"
+#include "exec/session.hpp"
+#include "model/model.hpp"
+
+struct basalt_runtime;
+
+namespace basalt::engine {
+
+struct EngineConfig {
+    uint32_t n_ctx = 0;  // per sequence; 0: the model's, at most 4096
+    uint32_t n_parallel = 1;
+    uint32_t n_seq_max = 0;   // 0: n_parallel
+    uint32_t n_kv_slots = 0;  // 0: n_ctx x n_parallel
+    uint32_t max_batch_tokens = 512;
+    uint32_t prefill_chunk = 0;  // 0: whole prompts
+    bool own_thread = false;
+    SessionConfig session;  // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)
+};
+
+struct EngineStats {
+    uint64_t steps = 0, queued = 0, running = 0, finished = 0, prompt_tokens = 0, generated_tokens = 0;
+    uint64_t batch_tokens_max = 0, kv_slots = 0, kv_slots_free = 0;
+};
+
+class Engine {
+  public:
+    Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_model* second, const EngineConfig& config);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Checks a request and queues it; throws Error naming what is wrong. Thread-safe.
+    std::shared_ptr<Request> submit(RequestSpec spec, basalt_request* handle = nullptr);
+    // One scheduler step; returns queued + running requests left. Loop thread only.
+    size_t step();
+    // Steps until idle (or, with its own thread, waits for that).
+    void run();
+    EngineStats stats() const;
+    // Wakes the loop thread (a cancel or a new request).
+    void notify();
+
+    const basalt_model& model() const { return model_; }
+    uint32_t n_ctx() const { return n_ctx_; }
+    size_t n_vocab() const { return model_.hparams.n_vocab; }
+    bool own_thread() const { return config_.own_thread; }
+
+    // Decoder host services (request-local sequences); throw Error.
+    Session& session(int32_t model);
+    int32_t session_seq(Request& r, int32_t model, int32_t seq) const;
+    basalt_sampler_chain* chain(Request& r, int32_t seq) const;
+    void fork(Request& r, int32_t model, int32_t src, int32_t dst);
+    basalt_status emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n);
+    bool is_eog(const Request& r, int32_t token) const;
+
+  private:
+    bool admissible(const Request& r) const;
+    void admit(const std::shared_ptr<Request>& r);
+    bool start(Request& r);     // create the decoder, begin, first plan; false if it finished at once
+    bool replan(Request& r);    // plan after consume; false when finished
+    void finish(Request& r, int32_t reason, const std::string& error = {});
+    void release(Request& r);   // sequences and KV room back
+    void deliver(const std::vector<std::shared_ptr<Request>>& touched);
+    uint64_t worst_case_slots(const Request& r) const;
+    void loop();
+
+    basalt_runtime& runtime_;
+    const basalt_model& model_;
+    const basalt_model* second_ = nullptr;
+    EngineConfig config_;
+    uint32_t n_ctx_ = 0;
+    uint32_t n_kv_slots_ = 0;
+    uint32_t n_seq_max_ = 0;
+    std::unique_ptr<Session> sessions_[2];
+    uint32_t block_size_ = 1;
+
+    mutable std::mutex mutex_;  // queue_, counters, stopping_
+    std::condition_variable wake_;
+    std::condition_variable idle_;
+    std::deque<std::shared_ptr<Request>> queue_;
+    std::vector<std::shared_ptr<Request>> running_;  // loop thread; its size is read under mutex_
+    std::vector<int32_t> free_seqs_[2];
+    uint64_t kv_reserved_ = 0;
+    uint64_t next_id_ = 1;
+    EngineStats stats_;
+    bool stopping_ = false;
+    bool in_step_ = false;
+    std::thread thread_;
+};
+
+}  // namespace basalt::engine

@@ -1,0 +1,77 @@
+// One generation request of the engine: what was asked (prompt, chain, decoder, stop conditions), the decoder
+// instance and its plan while it runs, and its output and figures, which other threads read under `mutex`.
+#pragma once
+
+#include <basalt/basalt.h>
+#include <basalt/plugin_decoder.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/text-stream.hpp"
+
+namespace basalt::engine {
+
+class Engine;
+using Clock = std::chrono::steady_clock;
+
+// What a request asks for, checked and normalised by Engine::submit.
+struct RequestSpec {
+    std::vector<int32_t> prompt;
+    std::string samplers = "greedy";  // chain text, seed already applied
+    std::string decoder = "sample";   // component name
+    std::vector<std::pair<std::string, std::string>> decoder_params;
+    int32_t max_tokens = -1;
+    std::vector<int32_t> stop_tokens;
+    std::vector<std::string> stop;
+    bool ignore_eog = false;
+    basalt_request_callback callback = nullptr;
+    void* user_data = nullptr;
+};
+
+struct Request {
+    RequestSpec spec;
+    uint64_t id = 0;
+    basalt_request* handle = nullptr;  // the C handle given to callbacks (owned by the caller)
+
+    // ---- loop-thread state (only the thread running steps touches these) ----
+    basalt_decoder_iface dec{};
+    void* dec_instance = nullptr;
+    basalt_decoder_info info{};
+    basalt_decoder_host host{};
+    Engine* engine = nullptr;
+    std::vector<basalt_sampler_chain*> chains;  // per request-local sequence (nullptr until forked into)
+    std::vector<int32_t> seq_ids[2];            // request-local sequence -> session sequence id, per model
+    uint64_t kv_reserved = 0;                   // slots counted against the cache at admission
+    std::vector<basalt_decoder_feed> feeds;     // the current plan
+    std::vector<size_t> fed;                    // tokens of each feed computed so far
+    std::vector<std::vector<float>> logits;     // rows of each feed, filled as they are computed
+    bool planned = false;                       // feeds hold a plan not yet consumed
+    int32_t finish_pending = BASALT_FINISH_NONE;  // set by stop conditions during consume
+    TextStream text{};
+    int64_t generated = 0;
+    Clock::time_point last_token{};
+
+    // ---- shared state, under mutex ----
+    mutable std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<int32_t> unread_tokens;
+    std::string unread_text;
+    std::vector<int32_t> new_tokens;  // since the last callback
+    std::string new_text;
+    int32_t finish = BASALT_FINISH_NONE;
+    std::string error;
+    Clock::time_point submitted{}, admitted{}, first_token{}, finished_at{};
+    bool has_admitted = false, has_first = false;
+    uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+    std::vector<double> itl_ms;
+    std::atomic<bool> cancel{false};
+
+    ~Request();
+};
+
+}  // namespace basalt::engine
