@@ -23,7 +23,7 @@ packages=(
     libspdlog-dev libfmt-dev catch2 libpcre2-dev
     libvulkan-dev mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
     glslang-tools glslang-dev spirv-tools
-    clang-format python3 python3-numpy
+    clang-format python3 python3-numpy nlohmann-json3-dev
 )
 missing=()
 for p in "${packages[@]}"; do

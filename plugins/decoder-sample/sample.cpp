@@ -16,7 +16,7 @@ constexpr const char* kLabel = "decoder 'sample'";
 struct SampleDecoder {
     const basalt_decoder_host* host = nullptr;
     std::vector<int32_t> prompt;
-    int32_t next = -1;         // the token to feed next round (-1: the prompt)
+    int32_t next = -1;  // the token to feed next round (-1: the prompt)
     bool done = false;
     int32_t finish = BASALT_FINISH_NONE;
 };
@@ -29,7 +29,8 @@ SampleDecoder& self(void* d) {
 basalt_status sample_create(const basalt_host* /*host*/, const basalt_params* params, void** out) {
     return basalt::sdk::guard([&] {
         basalt::sdk::params(params, kLabel).expect_only({});
-        if (out == nullptr) throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": out is NULL");
+        if (out == nullptr)
+            throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": out is NULL");
         *out = new SampleDecoder();
     });
 }
@@ -41,7 +42,8 @@ void sample_destroy(void* d) {
 basalt_status sample_requirements(void* d, basalt_decoder_info* out) {
     return basalt::sdk::guard([&] {
         self(d);
-        if (out == nullptr) throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": out is NULL");
+        if (out == nullptr)
+            throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": out is NULL");
         if (BASALT_HAS_FIELD(out, basalt_decoder_info, n_seq)) out->n_seq = 1;
         if (BASALT_HAS_FIELD(out, basalt_decoder_info, n_models)) out->n_models = 1;
         if (BASALT_HAS_FIELD(out, basalt_decoder_info, n_outputs)) out->n_outputs = 1;
@@ -52,7 +54,8 @@ basalt_status sample_begin(void* d, const basalt_decoder_host* host, const basal
     return basalt::sdk::guard([&] {
         SampleDecoder& s = self(d);
         if (host == nullptr || request == nullptr || request->prompt == nullptr || request->n_prompt == 0) {
-            throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": begin needs a host and a prompt");
+            throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT,
+                                     std::string(kLabel) + ": begin needs a host and a prompt");
         }
         s.host = host;
         s.prompt.assign(request->prompt, request->prompt + request->n_prompt);
@@ -93,7 +96,8 @@ basalt_status sample_consume(void* d, const basalt_decoder_result* results, size
     basalt_status st = basalt::sdk::guard([&] {
         sp = &self(d);
         if (results == nullptr || n_results != 1 || results[0].logits == nullptr || results[0].n_rows != 1) {
-            throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": consume expects one logits row");
+            throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT,
+                                     std::string(kLabel) + ": consume expects one logits row");
         }
     });
     if (st != BASALT_OK) return st;
@@ -138,8 +142,14 @@ const basalt_component_desc kComponent = {
 const basalt_component_desc* const kComponents[] = {&kComponent};
 
 const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc), BASALT_ABI_VERSION_MAJOR, BASALT_ABI_VERSION_MINOR, 0, "decoder-sample", 1,
-    kComponents, nullptr,
+    sizeof(basalt_plugin_desc),
+    BASALT_ABI_VERSION_MAJOR,
+    BASALT_ABI_VERSION_MINOR,
+    0,
+    "decoder-sample",
+    1,
+    kComponents,
+    nullptr,
 };
 
 }  // namespace

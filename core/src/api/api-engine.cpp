@@ -248,12 +248,18 @@ int32_t basalt_request_finish_reason(const basalt_request* request) {
 
 const char* basalt_finish_reason_name(int32_t finish_reason) {
     switch (finish_reason) {
-        case BASALT_FINISH_STOP: return "stop";
-        case BASALT_FINISH_LENGTH: return "length";
-        case BASALT_FINISH_CONTEXT: return "context";
-        case BASALT_FINISH_CANCELLED: return "cancelled";
-        case BASALT_FINISH_ERROR: return "error";
-        default: return "";
+        case BASALT_FINISH_STOP:
+            return "stop";
+        case BASALT_FINISH_LENGTH:
+            return "length";
+        case BASALT_FINISH_CONTEXT:
+            return "context";
+        case BASALT_FINISH_CANCELLED:
+            return "cancelled";
+        case BASALT_FINISH_ERROR:
+            return "error";
+        default:
+            return "";
     }
 }
 
@@ -292,7 +298,9 @@ basalt_status basalt_request_wait(basalt_request* request, int32_t timeout_ms) {
         if (request == nullptr || !request->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
         Request& r = *request->r;
         std::unique_lock lock(r.mutex);
-        auto ready = [&] { return r.finish != BASALT_FINISH_NONE || !r.unread_tokens.empty() || !r.unread_text.empty(); };
+        auto ready = [&] {
+            return r.finish != BASALT_FINISH_NONE || !r.unread_tokens.empty() || !r.unread_text.empty();
+        };
         if (timeout_ms < 0) {
             r.changed.wait(lock, ready);
         } else {
@@ -330,7 +338,8 @@ basalt_status basalt_request_stats_get(const basalt_request* request, basalt_req
             v.itl_max_ms = s.back();
         }
         const double gen_ms = r.has_first ? ms(r.first_token, end) : 0;
-        v.tokens_per_s = r.generated_tokens >= 2 && gen_ms > 0 ? 1e3 * static_cast<double>(r.generated_tokens - 1) / gen_ms : 0;
+        v.tokens_per_s =
+            r.generated_tokens >= 2 && gen_ms > 0 ? 1e3 * static_cast<double>(r.generated_tokens - 1) / gen_ms : 0;
         std::memcpy(out, &v, std::min<size_t>(out->struct_size, sizeof(v)));
         out->struct_size = std::min<uint32_t>(out->struct_size, sizeof(v));
     });

@@ -45,13 +45,12 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     }
     if (config.n_parallel == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_parallel must be at least 1");
     if (config.max_batch_tokens == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "max_batch_tokens must be at least 1");
-    n_ctx_ = config.n_ctx != 0 ? config.n_ctx
-                               : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
+    n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
     n_seq_max_ = config.n_seq_max != 0 ? config.n_seq_max : config.n_parallel;
     const uint64_t slots = config.n_kv_slots != 0 ? config.n_kv_slots : uint64_t{n_ctx_} * config.n_parallel;
     if (slots > INT32_MAX) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "KV slots {} (n_ctx {} x n_parallel {}) exceed the slot range", slots,
-             n_ctx_, config.n_parallel);
+        fail(BASALT_ERR_INVALID_ARGUMENT, "KV slots {} (n_ctx {} x n_parallel {}) exceed the slot range", slots, n_ctx_,
+             config.n_parallel);
     }
     n_kv_slots_ = static_cast<uint32_t>(slots);
     SessionConfig sc = config.session;
@@ -75,6 +74,7 @@ Engine::~Engine() {
         stopping_ = true;
     }
     wake_.notify_all();
+    idle_.notify_all();
     if (thread_.joinable()) thread_.join();
     // Whatever is left is cancelled: handles outlive the engine and must read as finished.
     std::vector<std::shared_ptr<Request>> left(queue_.begin(), queue_.end());
@@ -104,7 +104,8 @@ Session& Engine::session(int32_t model) {
 }
 
 int32_t Engine::session_seq(Request& r, int32_t model, int32_t seq) const {
-    if (model < 0 || model > 1 || !sessions_[model]) fail(BASALT_ERR_INVALID_ARGUMENT, "model {} is not attached", model);
+    if (model < 0 || model > 1 || !sessions_[model])
+        fail(BASALT_ERR_INVALID_ARGUMENT, "model {} is not attached", model);
     const auto& ids = r.seq_ids[model];
     if (seq < 0 || static_cast<size_t>(seq) >= ids.size()) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "sequence {} is out of the request's range 0..{}", seq,
@@ -199,9 +200,9 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
 }
 
 uint64_t Engine::worst_case_slots(const Request& r) const {
-    uint64_t len = r.spec.max_tokens < 0 ? n_ctx_
-                                          : std::min<uint64_t>(n_ctx_, r.spec.prompt.size() + r.spec.max_tokens);
-    return uint64_t{r.info.n_seq} * std::min<uint64_t>(round_up(len, block_size_), n_kv_slots_);
+    uint64_t len =
+        r.spec.max_tokens < 0 ? n_ctx_ : std::min<uint64_t>(n_ctx_, r.spec.prompt.size() + r.spec.max_tokens);
+    return uint64_t{r.info.n_seq} * round_up(len, block_size_);
 }
 
 std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle) {
@@ -265,8 +266,8 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     r->info.n_seq = std::max<uint32_t>(1, r->info.n_seq);
     r->info.n_models = std::max<uint32_t>(1, r->info.n_models);
     if (r->info.n_models > 1 && !sessions_[1]) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "decoder '{}' needs a second model (a draft or amateur) and the engine has none",
-             r->spec.decoder);
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "decoder '{}' needs a second model (a draft or amateur) and the engine has none", r->spec.decoder);
     }
     if (r->info.n_seq > n_seq_max_) {
         fail(BASALT_ERR_CAPACITY, "decoder '{}' needs {} sequences, the engine has {} (n_seq_max)", r->spec.decoder,
@@ -289,6 +290,7 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
         r->id = next_id_++;
         queue_.push_back(r);
         stats_.queued = queue_.size();
+        idle_now_ = false;
     }
     wake_.notify_all();
     return r;
@@ -341,12 +343,12 @@ void Engine::release(Request& r) {
 }
 
 void Engine::finish(Request& r, int32_t reason, const std::string& error) {
+    if (r.done != BASALT_FINISH_NONE) return;
+    r.done = reason;
     std::string tail = r.text.flush();
     std::lock_guard lock(r.mutex);
-    if (r.finish != BASALT_FINISH_NONE) return;
     r.unread_text += tail;
     r.new_text += tail;
-    r.finish = reason;
     r.error = error;
     r.finished_at = Clock::now();
 }
@@ -454,7 +456,7 @@ size_t Engine::step() {
         if (!start(*r)) touched.push_back(r);
     }
     for (auto& r : running_) {
-        if (r->cancel.load() && r->finish == BASALT_FINISH_NONE) {
+        if (r->cancel.load() && r->done == BASALT_FINISH_NONE) {
             finish(*r, BASALT_FINISH_CANCELLED);
             touched.push_back(r);
         }
@@ -469,7 +471,7 @@ size_t Engine::step() {
     };
     std::vector<Row> rows[2];
     uint64_t budget = config_.max_batch_tokens;
-    auto live = [](const Request& r) { return r.planned && r.finish == BASALT_FINISH_NONE; };
+    auto live = [](const Request& r) { return r.planned && r.done == BASALT_FINISH_NONE; };
     std::vector<std::vector<size_t>> taken(running_.size());
     for (size_t ri = 0; ri < running_.size() && budget > 0; ++ri) {
         Request& r = *running_[ri];
@@ -518,9 +520,8 @@ size_t Engine::step() {
                 positions.push_back(static_cast<int32_t>(base + i));
                 seqs.push_back(sid);
                 const bool last = k + 1 == f.n_tokens;
-                want.push_back(f.logits == BASALT_DECODER_LOGITS_ALL || (f.logits == BASALT_DECODER_LOGITS_LAST && last)
-                                   ? 1
-                                   : 0);
+                want.push_back(
+                    f.logits == BASALT_DECODER_LOGITS_ALL || (f.logits == BASALT_DECODER_LOGITS_LAST && last) ? 1 : 0);
             }
         }
         basalt_batch b{};
@@ -593,7 +594,7 @@ size_t Engine::step() {
     {
         std::lock_guard lock(mutex_);
         for (auto it = running_.begin(); it != running_.end();) {
-            if ((*it)->finish != BASALT_FINISH_NONE) {
+            if ((*it)->done != BASALT_FINISH_NONE) {
                 release(**it);
                 touched.push_back(*it);
                 stats_.finished += 1;
@@ -604,11 +605,15 @@ size_t Engine::step() {
         }
         stats_.running = running_.size();
         stats_.queued = queue_.size();
-        active = queue_.size() + running_.size();
     }
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     deliver(touched);
+    {
+        std::lock_guard lock(mutex_);
+        active = queue_.size() + running_.size();
+        idle_now_ = active == 0;
+    }
     if (active == 0) idle_.notify_all();
     if (forward_status != BASALT_OK) fail(forward_status, "a forward pass failed; its requests were finished");
     return active;
@@ -618,25 +623,31 @@ void Engine::deliver(const std::vector<std::shared_ptr<Request>>& touched) {
     for (const auto& r : touched) {
         std::vector<int32_t> toks;
         std::string text;
-        int32_t finish = BASALT_FINISH_NONE;
+        const int32_t finish = r->done;
+        basalt_request_callback callback = nullptr;
+        basalt_request* handle = nullptr;
         {
             std::lock_guard lock(r->mutex);
             toks.swap(r->new_tokens);
             text.swap(r->new_text);
-            finish = r->finish;
+            callback = r->spec.callback;  // cleared when the caller frees the handle
+            handle = r->handle;
+        }
+        if (callback != nullptr && (!toks.empty() || !text.empty() || finish != BASALT_FINISH_NONE)) {
+            callback(handle, toks.data(), toks.size(), text.data(), text.size(), finish, r->spec.user_data);
+        }
+        {
+            std::lock_guard lock(r->mutex);
+            r->finish = finish;  // published after the last callback: whoever sees it has seen all the output
         }
         r->changed.notify_all();
-        if (r->spec.callback != nullptr && (!toks.empty() || !text.empty() || finish != BASALT_FINISH_NONE)) {
-            r->spec.callback(r->handle, toks.data(), toks.size(), text.data(), text.size(), finish,
-                             r->spec.user_data);
-        }
     }
 }
 
 void Engine::run() {
     if (config_.own_thread) {
         std::unique_lock lock(mutex_);
-        idle_.wait(lock, [&] { return stopping_ || (queue_.empty() && running_.empty()); });
+        idle_.wait(lock, [&] { return stopping_ || idle_now_; });
         return;
     }
     while (step() > 0) {

@@ -70,10 +70,10 @@ class Engine {
   private:
     bool admissible(const Request& r) const;
     void admit(const std::shared_ptr<Request>& r);
-    bool start(Request& r);     // create the decoder, begin, first plan; false if it finished at once
-    bool replan(Request& r);    // plan after consume; false when finished
+    bool start(Request& r);   // create the decoder, begin, first plan; false if it finished at once
+    bool replan(Request& r);  // plan after consume; false when finished
     void finish(Request& r, int32_t reason, const std::string& error = {});
-    void release(Request& r);   // sequences and KV room back
+    void release(Request& r);  // sequences and KV room back
     void deliver(const std::vector<std::shared_ptr<Request>>& touched);
     uint64_t worst_case_slots(const Request& r) const;
     void loop();
@@ -98,6 +98,7 @@ class Engine {
     uint64_t next_id_ = 1;
     EngineStats stats_;
     bool stopping_ = false;
+    bool idle_now_ = true;  // no request queued or running, and the last step's output delivered
     bool in_step_ = false;
     std::thread thread_;
 };

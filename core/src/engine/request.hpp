@@ -44,14 +44,15 @@ struct Request {
     basalt_decoder_info info{};
     basalt_decoder_host host{};
     Engine* engine = nullptr;
-    std::vector<basalt_sampler_chain*> chains;  // per request-local sequence (nullptr until forked into)
-    std::vector<int32_t> seq_ids[2];            // request-local sequence -> session sequence id, per model
-    uint64_t kv_reserved = 0;                   // slots counted against the cache at admission
-    std::vector<basalt_decoder_feed> feeds;     // the current plan
-    std::vector<size_t> fed;                    // tokens of each feed computed so far
-    std::vector<std::vector<float>> logits;     // rows of each feed, filled as they are computed
-    bool planned = false;                       // feeds hold a plan not yet consumed
+    std::vector<basalt_sampler_chain*> chains;    // per request-local sequence (nullptr until forked into)
+    std::vector<int32_t> seq_ids[2];              // request-local sequence -> session sequence id, per model
+    uint64_t kv_reserved = 0;                     // slots counted against the cache at admission
+    std::vector<basalt_decoder_feed> feeds;       // the current plan
+    std::vector<size_t> fed;                      // tokens of each feed computed so far
+    std::vector<std::vector<float>> logits;       // rows of each feed, filled as they are computed
+    bool planned = false;                         // feeds hold a plan not yet consumed
     int32_t finish_pending = BASALT_FINISH_NONE;  // set by stop conditions during consume
+    int32_t done = BASALT_FINISH_NONE;            // finished (published as `finish` once its output is delivered)
     TextStream text{};
     int64_t generated = 0;
     Clock::time_point last_token{};
@@ -63,7 +64,7 @@ struct Request {
     std::string unread_text;
     std::vector<int32_t> new_tokens;  // since the last callback
     std::string new_text;
-    int32_t finish = BASALT_FINISH_NONE;
+    int32_t finish = BASALT_FINISH_NONE;  // what callers see: set after the last callback
     std::string error;
     Clock::time_point submitted{}, admitted{}, first_token{}, finished_at{};
     bool has_admitted = false, has_first = false;

@@ -11,9 +11,12 @@ size_t utf8_complete_prefix(std::string_view text) {
         const auto c = static_cast<unsigned char>(text[n - back]);
         if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for its lead
         size_t len = 1;
-        if ((c & 0xE0) == 0xC0) len = 2;
-        else if ((c & 0xF0) == 0xE0) len = 3;
-        else if ((c & 0xF8) == 0xF0) len = 4;
+        if ((c & 0xE0) == 0xC0)
+            len = 2;
+        else if ((c & 0xF0) == 0xE0)
+            len = 3;
+        else if ((c & 0xF8) == 0xF0)
+            len = 4;
         return len > back ? n - back : n;  // the sequence starting there is incomplete: stop before it
     }
     return n;  // only continuation bytes (invalid): let them through

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""`basalt batch` gives every request exactly the output of that request run alone with `basalt run`.
+
+36 mixed requests (prompt lengths from 1 to ~200 tokens, 1 to 80 new tokens, greedy and seeded chains with
+penalties/top-k/top-p/min-p/typical, stop strings, one that fills the context) are run one by one with
+`basalt run`, then all together with `basalt batch` at prefill chunk 0, 16 and 256 and parallel 1 and 8: text
+and finish reason must match for every request. Usage: batch-vs-run.py BASALT MODEL WORKDIR
+"""
+import json
+import os
+import subprocess
+import sys
+
+exe, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(work, exist_ok=True)
+
+words = ("the stranger opened the wooden box and found a letter from an old friend who had left the city "
+         "many years ago without a word ").split()
+chains = [
+    "greedy",
+    "top_k:40;top_p:0.9;temp:0.8;dist:seed=11",
+    "penalties:repeat=1.1,last_n=64;top_k:40;temp:0.7;dist",  # seed from the request
+    "min_p:0.05;temp:1.0;dist",
+    "typical:0.9;temp:0.9;dist:seed=5",
+    "penalties:repeat=1.3,last_n=16,freq=0.1,present=0.1;greedy",
+]
+stops = [[], ["\n"], ["%"], [" the", "."], []]
+requests = []
+for i in range(36):
+    n_words = [1, 3, 8, 20, 45, 90][i % 6] + i % 4
+    prompt = " ".join(words[(i + k) % len(words)] for k in range(n_words)).capitalize()
+    req = {"id": "r%02d" % i, "prompt": prompt, "max_tokens": [1, 7, 24, 40, 80][i % 5],
+           "samplers": chains[i % len(chains)]}
+    if req["samplers"].endswith("dist"):
+        req["seed"] = 100 + i
+    if stops[i % len(stops)]:
+        req["stop"] = stops[i % len(stops)]
+    requests.append(req)
+# One request runs into the context (the default model has 256 positions).
+requests.append({"id": "ctx", "prompt": " ".join(words * 2), "max_tokens": 400, "samplers": "greedy"})
+
+reasons = {"end of text": "stop", "length": "length", "context full": "context"}
+expected = {}
+for req in requests:
+    chain = req["samplers"]
+    if "seed" in req:
+        chain += ":seed=%d" % req["seed"]
+    cmd = [exe, "run", "-m", model, "-p", req["prompt"], "-n", str(req["max_tokens"]), "--samplers", chain]
+    for s in req.get("stop", []):
+        cmd += ["--stop", s]
+    p = subprocess.run(cmd, capture_output=True)
+    if p.returncode != 0:
+        sys.exit("basalt run failed for %s: %s" % (req["id"], p.stderr.decode(errors="replace")))
+    out = p.stdout.decode("utf-8", "replace")
+    assert out.endswith("\n"), out
+    why = p.stderr.decode().rsplit("stop: ", 1)[1].strip()
+    expected[req["id"]] = (out[:-1], reasons[why])
+
+lines = os.path.join(work, "batch-requests.jsonl")
+with open(lines, "w") as f:
+    for req in requests:
+        f.write(json.dumps(req) + "\n")
+
+failures = 0
+for chunk in (0, 16, 256):
+    for parallel in (1, 8):
+        cmd = [exe, "batch", "-m", model, "--requests", lines, "--chunk", str(chunk), "--parallel", str(parallel)]
+        p = subprocess.run(cmd, capture_output=True)
+        if p.returncode != 0:
+            sys.exit("basalt batch failed (chunk %d, parallel %d): %s" % (chunk, parallel, p.stderr.decode()))
+        got = {}
+        for line in p.stdout.decode("utf-8").splitlines():
+            r = json.loads(line)
+            got[r["id"]] = (r["text"], r["finish_reason"])
+        for rid, want in expected.items():
+            if got.get(rid) != want:
+                failures += 1
+                print("MISMATCH chunk %d parallel %d %s:\n  run:   %r\n  batch: %r" % (chunk, parallel, rid, want,
+                                                                                        got.get(rid)))
+        print("chunk %3d parallel %d: %d requests, %s" % (chunk, parallel, len(got), p.stderr.decode().strip()))
+finish = sorted(set(v[1] for v in expected.values()))
+print("finish reasons covered:", finish)
+if failures or finish != ["context", "length", "stop"]:
+    sys.exit("%d mismatches" % failures)
+print("all %d requests identical to basalt run in all 6 configurations" % len(expected))

@@ -1,0 +1,318 @@
+// The engine through the C API: requests alone and together, stop conditions, cancel, admission under a full
+// cache, its own thread, statistics, and the errors a bad request or engine gets.
+#include <basalt/basalt.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test-support.hpp"
+
+using Catch::Matchers::Contains;
+using test::last_error;
+
+namespace {
+
+std::string golden(const std::string& name) {
+    return std::string(BASALT_TEST_DATA_DIR) + "/golden/models/" + name;
+}
+
+struct Model {
+    basalt_model* m = nullptr;
+    explicit Model(const std::string& path) { REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK); }
+    ~Model() { basalt_model_free(m); }
+};
+
+struct Engine {
+    basalt_engine* e = nullptr;
+    Engine(basalt_runtime* rt, const basalt_model* m, basalt_engine_params p) {
+        p.struct_size = sizeof(p);
+        REQUIRE(basalt_engine_create(rt, m, &p, &e) == BASALT_OK);
+    }
+    ~Engine() { basalt_engine_destroy(e); }
+};
+
+struct Request {
+    basalt_request* r = nullptr;
+    ~Request() { basalt_request_free(r); }
+};
+
+basalt_engine_params params(uint32_t parallel = 1, uint32_t ctx = 128) {
+    basalt_engine_params p{};
+    p.struct_size = sizeof(p);
+    p.n_parallel = parallel;
+    p.n_ctx = ctx;
+    return p;
+}
+
+basalt_request_params request(const char* prompt, int32_t max_tokens, const char* samplers = "greedy") {
+    basalt_request_params p{};
+    p.struct_size = sizeof(p);
+    p.prompt = prompt;
+    p.prompt_len = SIZE_MAX;
+    p.samplers = samplers;
+    p.max_tokens = max_tokens;
+    p.seed = -1;
+    return p;
+}
+
+basalt_status submit(basalt_engine* e, const basalt_request_params& p, basalt_request** out) {
+    return basalt_engine_submit(e, &p, out);
+}
+
+// Everything unread: tokens and text.
+std::pair<std::vector<int32_t>, std::string> drain(basalt_request* r) {
+    std::vector<int32_t> toks;
+    std::string text;
+    for (;;) {
+        int32_t t[64];
+        char c[256];
+        size_t nt = 0, nc = 0;
+        REQUIRE(basalt_request_read(r, t, 64, &nt, c, sizeof c, &nc) == BASALT_OK);
+        toks.insert(toks.end(), t, t + nt);
+        text.append(c, nc);
+        if (nt == 0 && nc == 0) return {toks, text};
+    }
+}
+
+// One request alone in its own engine.
+std::pair<std::vector<int32_t>, std::string> solo(basalt_runtime* rt, const basalt_model* m,
+                                                  const basalt_request_params& p) {
+    Engine e(rt, m, params());
+    Request r;
+    REQUIRE(basalt_engine_submit(e.e, &p, &r.r) == BASALT_OK);
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+    REQUIRE(basalt_request_finish_reason(r.r) != BASALT_FINISH_NONE);
+    return drain(r.r);
+}
+
+}  // namespace
+
+TEST_CASE("requests sharing the engine's batches get what each gets alone", "[engine]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    const char* prompts[] = {"Once upon a time", "The stranger opened the wooden box and", "A", "Hello there, friend"};
+    const char* chains[] = {"greedy", "top_k:40;temp:0.8;dist:seed=3", "penalties:repeat=1.2;greedy",
+                            "min_p:0.1;dist:seed=9"};
+    std::vector<std::pair<std::vector<int32_t>, std::string>> want;
+    for (int i = 0; i < 4; ++i) want.push_back(solo(rt.rt, model.m, request(prompts[i], 12 + 5 * i, chains[i])));
+
+    for (uint32_t chunk : {0u, 3u}) {
+        basalt_engine_params p = params(4);
+        p.prefill_chunk = chunk;
+        p.max_batch_tokens = 8;
+        Engine e(rt.rt, model.m, p);
+        Request r[4];
+        for (int i = 0; i < 4; ++i) {
+            REQUIRE(submit(e.e, request(prompts[i], 12 + 5 * i, chains[i]), &r[i].r) == BASALT_OK);
+        }
+        size_t active = 1, steps = 0;
+        while (active > 0) {
+            REQUIRE(basalt_engine_step(e.e, &active) == BASALT_OK);
+            ++steps;
+        }
+        for (int i = 0; i < 4; ++i) {
+            CAPTURE(chunk, i);
+            CHECK(basalt_request_finish_reason(r[i].r) == BASALT_FINISH_LENGTH);
+            CHECK(drain(r[i].r) == want[i]);
+        }
+        basalt_engine_stats s{};
+        s.struct_size = sizeof(s);
+        REQUIRE(basalt_engine_stats_get(e.e, &s) == BASALT_OK);
+        CHECK(s.finished == 4);
+        CHECK(s.running == 0);
+        CHECK(s.batch_tokens_max <= 8 + (chunk == 0 ? 8 : 0));  // chunk 0 lets one whole prompt past the budget
+        CHECK(s.generated_tokens == 12 + 17 + 22 + 27);
+    }
+}
+
+TEST_CASE("stop strings end the text before them; end tokens, max_tokens and the context end requests", "[engine]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    const auto full = solo(rt.rt, model.m, request("Once upon a time", 40));
+    REQUIRE(full.second.size() > 10);
+    // A stop string taken from the middle of the solo text: the text ends right before it.
+    const std::string stop = full.second.substr(6, 3);
+    const char* stops[] = {stop.c_str()};
+    basalt_request_params p = request("Once upon a time", 40);
+    p.stop = stops;
+    p.n_stop = 1;
+    Engine e(rt.rt, model.m, params());
+    Request r;
+    REQUIRE(basalt_engine_submit(e.e, &p, &r.r) == BASALT_OK);
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+    CHECK(basalt_request_finish_reason(r.r) == BASALT_FINISH_STOP);
+    CHECK(std::string(basalt_finish_reason_name(BASALT_FINISH_STOP)) == "stop");
+    const auto got = drain(r.r);
+    CHECK(got.second == full.second.substr(0, full.second.find(stop)));
+    CHECK(got.first.size() < full.first.size());
+
+    // A stop token: the first generated token of the solo run ends the request at once, emitting nothing.
+    basalt_request_params t = request("Once upon a time", 40);
+    t.stop_tokens = &full.first[0];
+    t.n_stop_tokens = 1;
+    Request rt2;
+    REQUIRE(basalt_engine_submit(e.e, &t, &rt2.r) == BASALT_OK);
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+    CHECK(basalt_request_finish_reason(rt2.r) == BASALT_FINISH_STOP);
+    CHECK(drain(rt2.r).first.empty());
+
+    // max_tokens 0: nothing; -1: until the context (16 positions) is full.
+    Request r0;
+    REQUIRE(submit(e.e, request("Once upon a time", 0), &r0.r) == BASALT_OK);
+    Engine small(rt.rt, model.m, params(1, 16));
+    Request rc;
+    basalt_request_params pc = request("Once upon a time", -1);
+    pc.flags = BASALT_REQUEST_IGNORE_EOG;
+    REQUIRE(basalt_engine_submit(small.e, &pc, &rc.r) == BASALT_OK);
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+    REQUIRE(basalt_engine_run(small.e) == BASALT_OK);
+    CHECK(basalt_request_finish_reason(r0.r) == BASALT_FINISH_LENGTH);
+    CHECK(drain(r0.r).first.empty());
+    CHECK(basalt_request_finish_reason(rc.r) == BASALT_FINISH_CONTEXT);
+    basalt_request_stats st{};
+    st.struct_size = sizeof(st);
+    REQUIRE(basalt_request_stats_get(rc.r, &st) == BASALT_OK);
+    CHECK(st.prompt_tokens + st.generated_tokens == 16 + 1);  // the last token is emitted, not fed
+}
+
+TEST_CASE("a full cache queues new requests; cancel ends one and spares the others", "[engine]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    const auto want = solo(rt.rt, model.m, request("Once upon a time", 20));
+    basalt_engine_params p = params(4, 64);
+    p.n_kv_slots = 64;  // room for one request's worst case at a time
+    Engine e(rt.rt, model.m, p);
+    Request a, b, c;
+    REQUIRE(submit(e.e, request("Once upon a time", 20), &a.r) == BASALT_OK);
+    REQUIRE(submit(e.e, request("Once upon a time", 20), &b.r) == BASALT_OK);
+    REQUIRE(submit(e.e, request("Once upon a time", 40), &c.r) == BASALT_OK);
+    size_t active = 0;
+    REQUIRE(basalt_engine_step(e.e, &active) == BASALT_OK);
+    basalt_engine_stats s{};
+    s.struct_size = sizeof(s);
+    REQUIRE(basalt_engine_stats_get(e.e, &s) == BASALT_OK);
+    CHECK(s.running == 1);
+    CHECK(s.queued == 2);
+    REQUIRE(basalt_request_cancel(c.r) == BASALT_OK);
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+    CHECK(basalt_request_finish_reason(a.r) == BASALT_FINISH_LENGTH);
+    CHECK(basalt_request_finish_reason(b.r) == BASALT_FINISH_LENGTH);
+    CHECK(basalt_request_finish_reason(c.r) == BASALT_FINISH_CANCELLED);
+    CHECK(drain(a.r) == want);
+    CHECK(drain(b.r) == want);
+    basalt_request_stats st{};
+    st.struct_size = sizeof(st);
+    REQUIRE(basalt_request_stats_get(b.r, &st) == BASALT_OK);
+    CHECK(st.queue_ms > 0);
+    CHECK(st.generated_tokens == 20);
+    CHECK(st.ttft_ms >= st.queue_ms);
+    size_t n_itl = 0;
+    REQUIRE(basalt_request_itl(b.r, nullptr, 0, &n_itl) == BASALT_OK);
+    CHECK(n_itl == 19);
+    CHECK(st.itl_p99_ms >= st.itl_p50_ms);
+    CHECK(st.tokens_per_s > 0);
+}
+
+TEST_CASE("an engine on its own thread takes requests from several threads", "[engine]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    const auto want = solo(rt.rt, model.m, request("Once upon a time", 16, "top_k:20;dist:seed=4"));
+    basalt_engine_params p = params(3);
+    p.flags = BASALT_ENGINE_OWN_THREAD;
+    Engine e(rt.rt, model.m, p);
+    struct Seen {
+        std::mutex m;
+        std::string text;
+        std::atomic<int> finished{0};
+    } seen[6];
+    std::vector<std::thread> threads;
+    Request r[6];
+    for (int i = 0; i < 6; ++i) {
+        threads.emplace_back([&, i] {
+            basalt_request_params q = request("Once upon a time", 16, "top_k:20;dist:seed=4");
+            q.callback = [](basalt_request*, const int32_t*, size_t, const char* text, size_t len, int32_t finish,
+                            void* user) {
+                auto* s = static_cast<Seen*>(user);
+                std::lock_guard lock(s->m);
+                s->text.append(text, len);
+                if (finish != BASALT_FINISH_NONE) s->finished += 1;
+            };
+            q.user_data = &seen[i];
+            REQUIRE(basalt_engine_submit(e.e, &q, &r[i].r) == BASALT_OK);
+        });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(basalt_engine_step(e.e, nullptr) == BASALT_ERR_INVALID_ARGUMENT);
+    for (int i = 0; i < 6; ++i) {
+        while (basalt_request_finish_reason(r[i].r) == BASALT_FINISH_NONE) {
+            REQUIRE(basalt_request_wait(r[i].r, 1000) == BASALT_OK);
+            drain(r[i].r);
+        }
+    }
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);  // waits for idle
+    for (int i = 0; i < 6; ++i) {
+        CHECK(seen[i].finished == 1);
+        CHECK(seen[i].text == want.second);
+    }
+}
+
+TEST_CASE("bad requests and engines are refused naming the problem", "[engine]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    Engine e(rt.rt, model.m, params(1, 32));
+    Request r;
+    basalt_request_params empty = request("", 4);
+    empty.flags = BASALT_REQUEST_NO_SPECIAL;
+    CHECK(basalt_engine_submit(e.e, &empty, &r.r) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("the prompt is empty"));
+    basalt_request_params p = request("hi", 4);
+    p.decoder = "beamish:width=2";
+    CHECK(basalt_engine_submit(e.e, &p, &r.r) == BASALT_ERR_NOT_FOUND);
+    CHECK_THAT(last_error(), Contains("no decoder named 'beamish'") && Contains("sample"));
+    p.decoder = "sample:width=2";
+    CHECK(basalt_engine_submit(e.e, &p, &r.r) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("decoder 'sample'") && Contains("width"));
+    CHECK(submit(e.e, request("hi", 4, "top_k:4"), &r.r) == BASALT_ERR_FORMAT);
+    CHECK_THAT(last_error(), Contains("does not select a token"));
+    const std::string long_prompt(400, 'x');
+    CHECK(submit(e.e, request(long_prompt.c_str(), 4), &r.r) == BASALT_ERR_CAPACITY);
+    CHECK_THAT(last_error(), Contains("more than the context of 32"));
+    int32_t bad = 100000;
+    basalt_request_params t = request(nullptr, 4);
+    t.tokens = &bad;
+    t.n_tokens = 1;
+    CHECK(basalt_engine_submit(e.e, &t, &r.r) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("not in the vocabulary"));
+    CHECK(r.r == nullptr);
+
+    basalt_engine_params small = params(1, 64);
+    small.n_kv_slots = 16;
+    Engine tiny(rt.rt, model.m, small);
+    CHECK(submit(tiny.e, request("hi", 60), &r.r) == BASALT_ERR_CAPACITY);
+    CHECK_THAT(last_error(), Contains("KV slots") && Contains("more than the cache's 16"));
+
+    Model other(golden("tiny-qwen2-f32.gguf"));
+    basalt_engine_params two = params();
+    two.second_model = other.m;
+    basalt_engine* none = nullptr;
+    CHECK(basalt_engine_create(rt.rt, model.m, &two, &none) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("515 tokens") && Contains("vocabulary"));
+    CHECK(none == nullptr);
+}
+
+TEST_CASE("destroying an engine finishes its requests as cancelled", "[engine]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    Request a, b;
+    {
+        Engine e(rt.rt, model.m, params(1));
+        REQUIRE(submit(e.e, request("Once upon a time", 30), &a.r) == BASALT_OK);
+        REQUIRE(submit(e.e, request("Once upon a time", 30), &b.r) == BASALT_OK);
+        REQUIRE(basalt_engine_step(e.e, nullptr) == BASALT_OK);
+    }
+    CHECK(basalt_request_finish_reason(a.r) == BASALT_FINISH_CANCELLED);
+    CHECK(basalt_request_finish_reason(b.r) == BASALT_FINISH_CANCELLED);
+    CHECK(basalt_request_cancel(a.r) == BASALT_OK);  // idempotent, and the handle still works
+}

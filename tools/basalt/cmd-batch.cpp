@@ -1,0 +1,252 @@
+// `basalt batch`: offline batch inference through the engine. One JSON request per line in, one JSON line per
+// finished request out (stdout, in the order they finish), a summary on stderr. A malformed line is reported
+// with its line number and does not stop the others.
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "handles.hpp"
+
+namespace basalt::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// One request line, parsed and checked.
+struct Job {
+    size_t line = 0;
+    json id;
+    std::string prompt;
+    std::vector<int32_t> tokens;
+    bool has_tokens = false;
+    int32_t max_tokens = 64;
+    std::string samplers = "greedy";
+    std::string decoder;
+    std::vector<std::string> stop;
+    std::vector<const char*> stop_ptrs;
+    int64_t seed = -1;
+    RequestHandle request;
+};
+
+// Parses one line into job; returns "" or the reason it is malformed.
+std::string parse_job(const std::string& text, Job& job) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        return std::string("not valid JSON: ") + e.what();
+    }
+    if (!j.is_object()) return "a request must be a JSON object";
+    static const char* const kKeys[] = {"id", "prompt", "tokens", "max_tokens", "samplers", "decoder", "stop", "seed"};
+    for (const auto& [key, value] : j.items()) {
+        if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+            return "unknown field '" + key + "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed)";
+        }
+    }
+    job.id = j.contains("id") ? j["id"] : json(job.line);
+    if (j.contains("tokens")) {
+        if (!j["tokens"].is_array()) return "'tokens' must be an array of token ids";
+        for (const auto& t : j["tokens"]) {
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+                return "'tokens' must hold non-negative integer ids, not " + t.dump();
+            }
+            job.tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+        }
+        job.has_tokens = true;
+    } else if (j.contains("prompt")) {
+        if (!j["prompt"].is_string()) return "'prompt' must be a string";
+        job.prompt = j["prompt"].get<std::string>();
+    } else {
+        return "a request needs 'prompt' (text) or 'tokens' (ids)";
+    }
+    if (j.contains("max_tokens")) {
+        const auto& m = j["max_tokens"];
+        if (!m.is_number_integer() || m.get<int64_t>() < -1 || m.get<int64_t>() > INT32_MAX) {
+            return "'max_tokens' must be an integer from -1 (until the context is full) to 2^31-1, not " + m.dump();
+        }
+        job.max_tokens = static_cast<int32_t>(m.get<int64_t>());
+    }
+    if (j.contains("samplers")) {
+        if (!j["samplers"].is_string()) return "'samplers' must be a chain string such as \"top_k:40;temp:0.7;dist\"";
+        job.samplers = j["samplers"].get<std::string>();
+    }
+    if (j.contains("decoder")) {
+        if (!j["decoder"].is_string()) return "'decoder' must be a string such as \"sample\"";
+        job.decoder = j["decoder"].get<std::string>();
+    }
+    if (j.contains("stop")) {
+        const auto& s = j["stop"];
+        if (s.is_string()) {
+            job.stop.push_back(s.get<std::string>());
+        } else if (s.is_array()) {
+            for (const auto& e : s) {
+                if (!e.is_string()) return "'stop' must be a string or an array of strings";
+                job.stop.push_back(e.get<std::string>());
+            }
+        } else {
+            return "'stop' must be a string or an array of strings";
+        }
+    }
+    if (j.contains("seed")) {
+        if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < -1) {
+            return "'seed' must be an integer >= -1, not " + j["seed"].dump();
+        }
+        job.seed = j["seed"].get<int64_t>();
+    }
+    return {};
+}
+
+void print_line(const json& j) {
+    std::cout << j.dump(-1, ' ', false, json::error_handler_t::replace) << '\n' << std::flush;
+}
+
+int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
+    const std::string path = vm["requests"].as<std::string>();
+    std::ifstream file;
+    std::istream* in = &std::cin;
+    if (path != "-") {
+        file.open(path);
+        if (!file) {
+            print_error("cannot open '" + path + "'");
+            return kExitError;
+        }
+        in = &file;
+    }
+    Runtime rt(g);
+    if (!rt.ok()) return kExitError;
+    Model model(vm["model"].as<std::string>());
+    if (!model.ok()) return kExitError;
+    SessionStrings keep;
+    basalt_engine_params ep = engine_params(vm, keep);
+    ep.n_parallel = static_cast<uint32_t>(vm["parallel"].as<long long>());
+    ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
+    if (vm.count("max-batch-tokens") != 0) ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
+    Engine engine(rt.get(), model.get(), ep);
+    if (!engine.ok()) return kExitError;
+
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::unique_ptr<Job>> jobs;
+    size_t failed = 0, rejected = 0, line_no = 0;
+    std::string line;
+    while (std::getline(*in, line)) {
+        ++line_no;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
+        auto job = std::make_unique<Job>();
+        job->line = line_no;
+        std::string why = parse_job(line, *job);
+        if (why.empty()) {
+            basalt_request_params rp{};
+            rp.struct_size = sizeof(rp);
+            if (job->has_tokens) {
+                rp.tokens = job->tokens.data();
+                rp.n_tokens = job->tokens.size();
+            } else {
+                rp.prompt = job->prompt.data();
+                rp.prompt_len = job->prompt.size();
+            }
+            rp.samplers = job->samplers.c_str();
+            rp.decoder = job->decoder.empty() ? nullptr : job->decoder.c_str();
+            rp.max_tokens = job->max_tokens;
+            rp.seed = job->seed;
+            for (const auto& s : job->stop) job->stop_ptrs.push_back(s.c_str());
+            rp.stop = job->stop_ptrs.data();
+            rp.n_stop = job->stop_ptrs.size();
+            if (basalt_engine_submit(engine.get(), &rp, &job->request.r) != BASALT_OK) why = basalt_last_error();
+        }
+        if (!why.empty()) {
+            std::cerr << "basalt batch: line " << line_no << ": " << why << '\n';
+            print_line(json{{"id", job->id.is_null() ? json(line_no) : job->id}, {"line", line_no}, {"error", why}});
+            ++failed;
+            ++rejected;
+            continue;
+        }
+        jobs.push_back(std::move(job));
+    }
+
+    // Step until every request has finished, printing each as it does.
+    std::vector<bool> printed(jobs.size(), false);
+    size_t done = 0, generated = 0, prompt_tokens = 0;
+    basalt_status step_status = BASALT_OK;
+    for (;;) {
+        size_t active = 0;
+        if (const basalt_status st = basalt_engine_step(engine.get(), &active); st != BASALT_OK) {
+            step_status = st;
+            std::cerr << "basalt batch: " << basalt_last_error() << '\n';
+        }
+        for (size_t i = 0; i < jobs.size(); ++i) {
+            if (printed[i]) continue;
+            basalt_request* r = jobs[i]->request.r;
+            const int32_t reason = basalt_request_finish_reason(r);
+            if (reason == BASALT_FINISH_NONE) continue;
+            printed[i] = true;
+            ++done;
+            std::vector<int32_t> toks;
+            std::string text;
+            for (;;) {
+                int32_t tb[256];
+                char cb[4096];
+                size_t nt = 0, nc = 0;
+                basalt_request_read(r, tb, 256, &nt, cb, sizeof cb, &nc);
+                toks.insert(toks.end(), tb, tb + nt);
+                text.append(cb, nc);
+                if (nt == 0 && nc == 0) break;
+            }
+            basalt_request_stats st{};
+            st.struct_size = sizeof(st);
+            basalt_request_stats_get(r, &st);
+            generated += st.generated_tokens;
+            prompt_tokens += st.prompt_tokens;
+            json out = {{"id", jobs[i]->id},
+                        {"text", text},
+                        {"tokens", toks},
+                        {"finish_reason", basalt_finish_reason_name(reason)},
+                        {"prompt_tokens", st.prompt_tokens},
+                        {"cached_tokens", st.cached_tokens},
+                        {"ttft_ms", st.ttft_ms},
+                        {"tokens_per_s", st.tokens_per_s}};
+            if (reason == BASALT_FINISH_ERROR) {
+                out["error"] = basalt_request_error(r);
+                std::cerr << "basalt batch: line " << jobs[i]->line << ": " << basalt_request_error(r) << '\n';
+                ++failed;
+            }
+            print_line(out);
+        }
+        if (active == 0) break;
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    basalt_engine_stats es{};
+    es.struct_size = sizeof(es);
+    basalt_engine_stats_get(engine.get(), &es);
+    std::cerr << "batch: " << jobs.size() + rejected << " requests (" << failed << " failed), prompt "
+              << prompt_tokens << " tokens, generated " << generated << " tokens in " << wall << " s ("
+              << (wall > 0 ? static_cast<double>(generated) / wall : 0.0) << " t/s), " << es.steps
+              << " steps, largest step " << es.batch_tokens_max << " tokens\n";
+    return failed > 0 || step_status != BASALT_OK ? kExitError : kExitOk;
+}
+
+const Registrar kBatch{Command{
+    "batch", "offline batch inference: JSON requests in, JSON results out",
+    "basalt batch -m MODEL --requests FILE.jsonl [--max-batch-tokens N] [--chunk N] [--parallel N]",
+    [](po::options_description& d, po::positional_options_description&) {
+        d.add_options()("model,m", po::value<std::string>()->default_value("target"),
+                        "GGUF model file, or a shipped model's name (target, draft)")(
+            "requests,r", po::value<std::string>()->required(),
+            "JSON lines: {\"id\", \"prompt\" | \"tokens\", \"max_tokens\" (64), \"samplers\", \"decoder\", \"stop\", "
+            "\"seed\"}; - reads stdin")("max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
+                                         "token budget of one step (default: --batch, 512)")(
+            "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),
+            "longest prefill piece per request and step (0: whole prompts)")(
+            "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests running at once");
+        add_session_options(d);
+    },
+    run_batch}};
+
+}  // namespace
+}  // namespace basalt::cli
