@@ -16,6 +16,7 @@ libbasalt is found through $BASALT_LIBRARY, else relative to this package (see _
 import copy
 import ctypes
 import itertools
+import threading
 from ctypes import POINTER, byref, c_char_p, c_float, c_int8, c_int32, c_size_t, c_uint32, c_void_p
 
 from . import _capi
@@ -59,38 +60,141 @@ def _str(s):
 # ---- runtime -------------------------------------------------------------------------------------------------------
 
 
-class _Owned:
-    """A C object this wrapper owns: close() frees it once through the C function named by _free (also on
-    `with` exit and garbage collection). Runtime.close() unloads the plugins: every model, session and chain
-    made from the runtime must be closed first."""
+class _Node:
+    """One C object: its handle, the function freeing it, the nodes it depends on (parents: a chain's runtime, a
+    session's runtime and model, ...) and the nodes depending on it (children).
 
-    _free = None
-    _handle = None
+    The C free runs once the owner let go (close() or garbage collection) *and* no child is left, so C objects
+    are freed children first whatever order Python finalises their wrappers in: the cyclic garbage collector
+    and interpreter shutdown call finalisers in no particular order, even when a child refers to its parent.
+    close() closes the children first (a cascade). Nothing here may need a module global: a finaliser can run
+    when the module's globals are already gone, so the free function, the lock and all state live on the node.
+    """
+    __slots__ = ("kind", "handle", "free", "parents", "children", "released", "closed", "closed_by", "keep",
+                 "check", "__weakref__")
+    _lock = threading.Lock()  # guards the bookkeeping only; C frees run outside it
+
+    def __init__(self, kind, handle, free, parents=(), keep=None, check=None):
+        self.kind = kind
+        self.handle = handle
+        self.free = free
+        self.parents = [p for p in parents if p is not None]
+        self.children = {}  # node -> None (an ordered set)
+        self.released = False  # the owner let go: free as soon as no child is left
+        self.closed = False  # closed explicitly (or by a parent's close): the wrapper refuses every call
+        self.closed_by = None  # the kind of the parent whose close() closed this one
+        self.keep = keep  # what the C object calls back into (ctypes callbacks): kept until it is freed
+        self.check = check  # raises when the object cannot be closed now (an engine inside its own step)
+        with self._lock:
+            for p in self.parents:
+                p.children[self] = None
+
+    def _claim(self):
+        # Under _lock: takes the handle when it may be freed now (owner gone, no child left).
+        if self.handle is None or not self.released or self.children:
+            return None
+        h = self.handle
+        self.handle = None
+        return h
+
+    def _free(self, h):
+        # Frees h, then each parent whose owner let go and which has no child left.
+        self.free(h)
+        self.keep = None
+        ready = []
+        with self._lock:
+            for p in self.parents:
+                p.children.pop(self, None)
+                ph = p._claim()
+                if ph is not None:
+                    ready.append((p, ph))
+            self.parents = []
+        for p, ph in ready:
+            p._free(ph)
+
+    def release(self):
+        """The owner let go (finaliser): free now, or when the last child is freed."""
+        with self._lock:
+            self.released = True
+            h = self._claim()
+        if h is not None:
+            self._free(h)
+
+    def _check_tree(self):
+        if self.check is not None and not self.closed:
+            self.check()
+        for c in [c for c in self.children]:
+            c._check_tree()
+
+    def close(self, closed_by=None):
+        """Closes the children (depth first), then frees this object."""
+        if not self.closed:
+            self._check_tree()
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self.closed_by = closed_by
+            self.released = True
+            kids = [c for c in self.children]
+        for c in kids:
+            c.close(self.kind)
+        with self._lock:
+            h = self._claim()
+        if h is not None:
+            self._free(h)
+
+
+class _Owned:
+    """A wrapper owning one C object through a _Node. close() (also on `with` exit and garbage collection)
+    frees it; closing a parent (Runtime, Model, Engine's models) first closes every object made from it that is
+    still open, so C objects are always freed children first. Any call on a closed object raises ValueError."""
+
+    _node = None
+
+    def _own(self, handle, free, parents=(), keep=None, check=None):
+        self._node = _Node(type(self).__name__, handle, free, [p._node for p in parents if p is not None], keep,
+                           check)
+
+    @property
+    def _h(self):
+        """The live C handle; ValueError once closed (never a freed handle)."""
+        n = self._node
+        if n is None or n.closed or n.handle is None:
+            why = f" (closed with its {n.closed_by})" if n is not None and n.closed_by else ""
+            raise ValueError(f"{type(self).__name__} is closed{why}")
+        return n.handle
+
+    @property
+    def closed(self):
+        n = self._node
+        return n is None or n.closed or n.handle is None
 
     def close(self):
-        if self._handle:
-            getattr(self._lib, self._free)(self._handle)
-            self._handle = None
+        if self._node is not None:
+            self._node.close()
 
     def __enter__(self):
+        self._h  # noqa: B018 -- a closed object cannot be entered
         return self
 
     def __exit__(self, *exc):
         self.close()
 
     def __del__(self):
-        self.close()
+        try:
+            self._node.release()
+        except:  # noqa: E722 -- at interpreter shutdown even the builtins may be gone; nothing may leave a finaliser
+            pass
 
 
 class Runtime(_Owned):
     """The loaded plugins (discovered beside libbasalt and in $BASALT_PLUGIN_PATH unless disabled) plus the
-    samplers registered from Python. Everything created from a runtime keeps it alive."""
-
-    _free = "basalt_runtime_destroy"
+    samplers registered from Python. Everything created from a runtime (models, sessions, chains, engines)
+    keeps it alive. close() first closes everything made from it that is still open (their calls then raise
+    ValueError), then unloads the plugins."""
 
     def __init__(self, plugins=(), default_plugins=True, env_plugins=True):
         self._lib = _capi.lib()
-        self._handle = None
         self._registrations = []  # keeps the ctypes callbacks of registered samplers alive
         params = _capi.RuntimeParams(ctypes.sizeof(_capi.RuntimeParams), 0)
         if not default_plugins:
@@ -99,22 +203,23 @@ class Runtime(_Owned):
             params.flags |= _capi.RUNTIME_NO_ENV_PLUGINS
         handle = c_void_p()
         _check(self._lib.basalt_runtime_create(byref(params), byref(handle)))
-        self._handle = handle
+        # the registrations' callbacks stay alive as long as the C runtime (and the chains that call them)
+        self._own(handle, self._lib.basalt_runtime_destroy, keep=self._registrations)
         for path in plugins:
             self.load_plugin(path)
 
     def load_plugin(self, path):
         """Loads one plugin library (its components become available); raises BasaltError naming the file."""
-        _check(self._lib.basalt_runtime_load_plugin(self._handle, str(path).encode()))
+        _check(self._lib.basalt_runtime_load_plugin(self._h, str(path).encode()))
 
     def components(self):
         """Every loaded component as a dict: kind, name, description, version, plugin, file."""
         out = []
         kinds = {1: "backend", 2: "kv_cache", 3: "sampler", 4: "decoder", 5: "steering"}
-        for i in range(self._lib.basalt_runtime_component_count(self._handle)):
+        for i in range(self._lib.basalt_runtime_component_count(self._h)):
             info = _capi.ComponentInfo()
             info.struct_size = ctypes.sizeof(info)
-            _check(self._lib.basalt_runtime_component_info(self._handle, i, byref(info)))
+            _check(self._lib.basalt_runtime_component_info(self._h, i, byref(info)))
             out.append({
                 "kind": kinds.get(info.kind, str(info.kind)),
                 "name": _str(info.name),
@@ -133,7 +238,7 @@ class Runtime(_Owned):
         """Registers a sampler written in Python under `name` (see Sampler). flags defaults to
         sampler_class.flags. Raises BasaltError (status ERR_DUPLICATE) when a sampler of that name exists."""
         reg = _SamplerRegistration(name, sampler_class, sampler_class.flags if flags is None else flags)
-        _check(self._lib.basalt_runtime_register_sampler(self._handle, name.encode(), byref(reg.iface)))
+        _check(self._lib.basalt_runtime_register_sampler(self._h, name.encode(), byref(reg.iface)))
         self._registrations.append(reg)
 
 
@@ -142,21 +247,20 @@ class Runtime(_Owned):
 
 
 class Model(_Owned):
-    """A GGUF model file: hyper-parameters and tokenizer."""
-
-    _free = "basalt_model_free"
+    """A GGUF model file (or a shipped model's name, "target" / "draft"): hyper-parameters and tokenizer.
+    It keeps its runtime alive; close() first closes the sessions and engines made from it that are still
+    open."""
 
     def __init__(self, path, runtime=None):
         self._lib = _capi.lib()
-        self._handle = None
         self._runtime = runtime
         handle = c_void_p()
-        _check(self._lib.basalt_model_load(runtime._handle if runtime else None, str(path).encode(), None,
+        _check(self._lib.basalt_model_load(runtime._h if runtime else None, str(path).encode(), None,
                                            byref(handle)))
-        self._handle = handle
+        self._own(handle, self._lib.basalt_model_free, [runtime])
         info = _capi.ModelInfo()
         info.struct_size = ctypes.sizeof(info)
-        _check(self._lib.basalt_model_describe(self._handle, byref(info)))
+        _check(self._lib.basalt_model_describe(self._h, byref(info)))
         self.arch = _str(info.arch)
         self.name = _str(info.name)
         self.n_vocab = info.n_vocab
@@ -170,13 +274,13 @@ class Model(_Owned):
         flags = (_capi.TOKENIZE_ADD_SPECIAL if add_special else 0) | (_capi.TOKENIZE_PARSE_SPECIAL
                                                                        if parse_special else 0)
         count = c_size_t()
-        st = self._lib.basalt_tokenize(self._handle, data, len(data), flags, None, 0, byref(count))
+        st = self._lib.basalt_tokenize(self._h, data, len(data), flags, None, 0, byref(count))
         if st not in (_capi.OK, _capi.ERR_CAPACITY):
             _check(st)
         if count.value == 0:
             return []
         buf = (c_int32 * count.value)()
-        _check(self._lib.basalt_tokenize(self._handle, data, len(data), flags, buf, count.value, byref(count)))
+        _check(self._lib.basalt_tokenize(self._h, data, len(data), flags, buf, count.value, byref(count)))
         return list(buf[:count.value])
 
     def _text(self, call):
@@ -195,7 +299,7 @@ class Model(_Owned):
         ids = (c_int32 * len(tokens))(*tokens)
         flags = (_capi.DETOKENIZE_REMOVE_SPECIAL if remove_special else 0) | (_capi.DETOKENIZE_UNPARSE_SPECIAL
                                                                                if unparse_special else 0)
-        return self._text(lambda b, cap, n: self._lib.basalt_detokenize(self._handle, ids, len(tokens), flags, b,
+        return self._text(lambda b, cap, n: self._lib.basalt_detokenize(self._h, ids, len(tokens), flags, b,
                                                                           cap, n))
 
     def detokenize(self, tokens, remove_special=False, unparse_special=False):
@@ -204,7 +308,7 @@ class Model(_Owned):
 
     def token_to_piece_bytes(self, token, special=False):
         """The UTF-8 bytes of one token."""
-        return self._text(lambda b, cap, n: self._lib.basalt_token_to_piece(self._handle, token, int(special), b,
+        return self._text(lambda b, cap, n: self._lib.basalt_token_to_piece(self._h, token, int(special), b,
                                                                               cap, n))
 
     def token_to_piece(self, token, special=False):
@@ -213,13 +317,13 @@ class Model(_Owned):
 
     def is_eog(self, token):
         """True when `token` ends generation (EOS, EOT, ...)."""
-        return self._lib.basalt_token_is_eog(self._handle, token) != 0
+        return self._lib.basalt_token_is_eog(self._h, token) != 0
 
     def special_tokens(self):
         """The vocabulary's special tokens as a dict (-1 when absent)."""
         s = _capi.SpecialTokens()
         s.struct_size = ctypes.sizeof(s)
-        _check(self._lib.basalt_model_special_tokens(self._handle, byref(s)))
+        _check(self._lib.basalt_model_special_tokens(self._h, byref(s)))
         return {name: getattr(s, name) for name, _ in _capi.SpecialTokens._fields_[1:]}
 
 
@@ -242,16 +346,14 @@ def _params(d, keep):
 
 
 class Session(_Owned):
-    """A model on a backend with a KV cache, decoding batches of sequences."""
-
-    _free = "basalt_session_free"
+    """A model on a backend with a KV cache, decoding batches of sequences (keeps its runtime and model
+    alive). For generation use an Engine: it batches requests and runs the samplers and decoders."""
 
     def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None,
                  device=None, backend_params=None, kv_params=None):
         """device: the backend's device index (None: its default); backend_params / kv_params: dicts of str
         parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"})."""
         self._lib = _capi.lib()
-        self._handle = None
         self._runtime = runtime
         self._model = model
         p = _capi.SessionParams()
@@ -268,15 +370,15 @@ class Session(_Owned):
         if kv_params:
             p.kv_params = ctypes.pointer(_params(kv_params, keep))
         handle = c_void_p()
-        _check(self._lib.basalt_session_create(runtime._handle, model._handle, byref(p), byref(handle)))
-        self._handle = handle
-        self.n_vocab = self._lib.basalt_session_n_vocab(self._handle)
-        self.n_ctx = self._lib.basalt_session_n_ctx(self._handle)
+        _check(self._lib.basalt_session_create(runtime._h, model._h, byref(p), byref(handle)))
+        self._own(handle, self._lib.basalt_session_free, [runtime, model])
+        self.n_vocab = self._lib.basalt_session_n_vocab(self._h)
+        self.n_ctx = self._lib.basalt_session_n_ctx(self._h)
 
     def seq_length(self, seq_id=0):
         """Tokens cached for sequence seq_id."""
         n = c_uint32()
-        _check(self._lib.basalt_session_seq_length(self._handle, seq_id, byref(n)))
+        _check(self._lib.basalt_session_seq_length(self._h, seq_id, byref(n)))
         return n.value
 
     def decode(self, tokens, seq_id=0, positions=None, seq_ids=None, logits="last"):
@@ -305,16 +407,16 @@ class Session(_Owned):
             want = (c_int8 * n)(*[1 if x else 0 for x in logits])
         batch = _capi.Batch(ctypes.sizeof(_capi.Batch), 0, n, tok, pos, seq,
                             ctypes.cast(want, POINTER(c_int8)) if want is not None else None)
-        _check(self._lib.basalt_session_decode(self._handle, byref(batch)))
-        return self._lib.basalt_session_n_outputs(self._handle)
+        _check(self._lib.basalt_session_decode(self._h, byref(batch)))
+        return self._lib.basalt_session_n_outputs(self._h)
 
     def n_outputs(self):
         """Logits rows produced by the last decode."""
-        return self._lib.basalt_session_n_outputs(self._handle)
+        return self._lib.basalt_session_n_outputs(self._h)
 
     def _logits_ptr(self, row):
         ptr = POINTER(c_float)()
-        _check(self._lib.basalt_session_logits(self._handle, row, byref(ptr)))
+        _check(self._lib.basalt_session_logits(self._h, row, byref(ptr)))
         return ptr
 
     def logits_view(self, row=0):
@@ -332,10 +434,10 @@ class Session(_Owned):
         return chain._sample_ptr(self._logits_ptr(row), self.n_vocab)
 
     def seq_drop(self, seq_id):
-        _check(self._lib.basalt_session_seq_drop(self._handle, seq_id))
+        _check(self._lib.basalt_session_seq_drop(self._h, seq_id))
 
     def seq_fork(self, src_seq_id, dst_seq_id):
-        _check(self._lib.basalt_session_seq_fork(self._handle, src_seq_id, dst_seq_id))
+        _check(self._lib.basalt_session_seq_fork(self._h, src_seq_id, dst_seq_id))
 
 
 
@@ -343,31 +445,29 @@ class Session(_Owned):
 
 
 class SamplerChain(_Owned):
-    """Samplers applied in order, the last selecting: SamplerChain(runtime, "top_k:40;top_p:0.9;temp:0.7;dist")."""
-
-    _free = "basalt_sampler_chain_destroy"
+    """Samplers applied in order, the last selecting: SamplerChain(runtime, "top_k:40;top_p:0.9;temp:0.7;dist").
+    It keeps its runtime alive."""
 
     def __init__(self, runtime, spec="greedy", _handle=None):
         self._lib = _capi.lib()
         self._runtime = runtime
-        self._handle = None
         if _handle is None:
             _handle = c_void_p()
-            _check(self._lib.basalt_sampler_chain_create(runtime._handle, spec.encode(), byref(_handle)))
-        self._handle = _handle
+            _check(self._lib.basalt_sampler_chain_create(runtime._h, spec.encode(), byref(_handle)))
+        self._own(_handle, self._lib.basalt_sampler_chain_destroy, [runtime])
         self.spec = spec
 
     def __len__(self):
-        return self._lib.basalt_sampler_chain_length(self._handle)
+        return self._lib.basalt_sampler_chain_length(self._h)
 
     @property
     def names(self):
         """The sampler names, in order."""
-        return [self._lib.basalt_sampler_chain_name(self._handle, i).decode() for i in range(len(self))]
+        return [self._lib.basalt_sampler_chain_name(self._h, i).decode() for i in range(len(self))]
 
     def _sample_ptr(self, ptr, n):
         token = c_int32()
-        _check(self._lib.basalt_sampler_chain_sample(self._handle, ptr, n, byref(token)))
+        _check(self._lib.basalt_sampler_chain_sample(self._h, ptr, n, byref(token)))
         return token.value
 
     def sample(self, logits):
@@ -381,16 +481,16 @@ class SamplerChain(_Owned):
 
     def accept(self, token):
         """Tells every sampler that `token` was chosen (e.g. prompt tokens for penalties)."""
-        _check(self._lib.basalt_sampler_chain_accept(self._handle, token))
+        _check(self._lib.basalt_sampler_chain_accept(self._h, token))
 
     def reset(self):
         """Forgets every sampler's per-sequence state."""
-        _check(self._lib.basalt_sampler_chain_reset(self._handle))
+        _check(self._lib.basalt_sampler_chain_reset(self._h))
 
     def clone(self):
         """A deep copy, state included."""
         handle = c_void_p()
-        _check(self._lib.basalt_sampler_chain_clone(self._handle, byref(handle)))
+        _check(self._lib.basalt_sampler_chain_clone(self._h, byref(handle)))
         return SamplerChain(self._runtime, self.spec, _handle=handle)
 
 
