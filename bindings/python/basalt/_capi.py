@@ -6,10 +6,10 @@ bindings/python/tests checks these against the same numbers.
 import ctypes
 import ctypes.util
 import os
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_float, c_int8, c_int32, c_int64, c_size_t,
-                    c_uint32, c_uint64, c_void_p)
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_float, c_int8, c_int32, c_int64,
+                    c_size_t, c_uint32, c_uint64, c_void_p)
 
-# ---- status codes, flags (common.h, basalt.h, plugin_sampler.h) ----------------------------------------------------
+# ---- status codes, flags (common.h, basalt.h, plugin_sampler.h, plugin_decoder.h) ------------------------------------
 
 OK = 0
 ERR_INVALID_ARGUMENT = 1
@@ -43,6 +43,18 @@ TOKENIZE_ADD_SPECIAL = 1 << 0
 TOKENIZE_PARSE_SPECIAL = 1 << 1
 DETOKENIZE_REMOVE_SPECIAL = 1 << 0
 DETOKENIZE_UNPARSE_SPECIAL = 1 << 1
+
+ENGINE_OWN_THREAD = 1 << 0
+REQUEST_NO_SPECIAL = 1 << 0
+REQUEST_PARSE_SPECIAL = 1 << 1
+REQUEST_IGNORE_EOG = 1 << 2
+
+FINISH_NONE = 0  # plugin_decoder.h: BASALT_FINISH_*
+FINISH_STOP = 1
+FINISH_LENGTH = 2
+FINISH_CONTEXT = 3
+FINISH_CANCELLED = 4
+FINISH_ERROR = 5
 
 
 # ---- structs -------------------------------------------------------------------------------------------------------
@@ -96,6 +108,40 @@ class ModelInfo(Structure):
                 ("n_vocab", c_uint32), ("n_expert", c_uint32), ("n_expert_used", c_uint32),
                 ("sliding_window", c_uint32), ("n_params", c_uint64), ("weight_bytes", c_uint64),
                 ("file_bytes", c_uint64), ("n_tensors", c_uint32), ("supported", c_int32)]
+
+
+class EngineParams(Structure):
+    _fields_ = [("struct_size", c_uint32), ("flags", c_uint32), ("n_ctx", c_uint32), ("n_parallel", c_uint32),
+                ("n_seq_max", c_uint32), ("n_kv_slots", c_uint32), ("max_batch_tokens", c_uint32),
+                ("prefill_chunk", c_uint32), ("n_threads", c_uint32), ("reserved0", c_uint32), ("backend", c_char_p),
+                ("kv_cache", c_char_p), ("backend_params", POINTER(Params)), ("kv_params", POINTER(Params)),
+                ("second_model", c_void_p)]
+
+
+# request, tokens, n_tokens, text (not NUL-terminated), text_len, finish_reason, user_data
+RequestCallbackFn = CFUNCTYPE(None, c_void_p, POINTER(c_int32), c_size_t, c_void_p, c_size_t, c_int32, c_void_p)
+
+
+class RequestParams(Structure):
+    _fields_ = [("struct_size", c_uint32), ("flags", c_uint32), ("prompt", c_char_p), ("prompt_len", c_size_t),
+                ("tokens", POINTER(c_int32)), ("n_tokens", c_size_t), ("samplers", c_char_p), ("decoder", c_char_p),
+                ("max_tokens", c_int32), ("reserved0", c_int32), ("seed", c_int64),
+                ("stop_tokens", POINTER(c_int32)), ("n_stop_tokens", c_size_t), ("stop", POINTER(c_char_p)),
+                ("n_stop", c_size_t), ("callback", RequestCallbackFn), ("user_data", c_void_p)]
+
+
+class RequestStats(Structure):
+    _fields_ = [("struct_size", c_uint32), ("finish_reason", c_int32), ("prompt_tokens", c_uint64),
+                ("cached_tokens", c_uint64), ("generated_tokens", c_uint64), ("queue_ms", c_double),
+                ("ttft_ms", c_double), ("total_ms", c_double), ("itl_mean_ms", c_double), ("itl_p50_ms", c_double),
+                ("itl_p99_ms", c_double), ("itl_max_ms", c_double), ("tokens_per_s", c_double)]
+
+
+class EngineStats(Structure):
+    _fields_ = [("struct_size", c_uint32), ("reserved0", c_uint32), ("steps", c_uint64), ("queued", c_uint64),
+                ("running", c_uint64), ("finished", c_uint64), ("prompt_tokens", c_uint64),
+                ("generated_tokens", c_uint64), ("batch_tokens_max", c_uint64), ("kv_slots", c_uint64),
+                ("kv_slots_free", c_uint64)]
 
 
 HostLogFn = CFUNCTYPE(None, c_void_p, c_int32, c_char_p, c_char_p)
@@ -192,6 +238,21 @@ def _declare(lib):
     fn("basalt_session_seq_length", st, c_void_p, c_int32, P(c_uint32))
     fn("basalt_session_seq_drop", st, c_void_p, c_int32)
     fn("basalt_session_seq_fork", st, c_void_p, c_int32, c_int32)
+    fn("basalt_engine_create", st, c_void_p, c_void_p, P(EngineParams), P(c_void_p))
+    fn("basalt_engine_destroy", None, c_void_p)
+    fn("basalt_engine_submit", st, c_void_p, P(RequestParams), P(c_void_p))
+    fn("basalt_engine_step", st, c_void_p, P(c_size_t))
+    fn("basalt_engine_run", st, c_void_p)
+    fn("basalt_engine_stats_get", st, c_void_p, P(EngineStats))
+    fn("basalt_request_cancel", st, c_void_p)
+    fn("basalt_request_free", None, c_void_p)
+    fn("basalt_request_finish_reason", c_int32, c_void_p)
+    fn("basalt_finish_reason_name", c_char_p, c_int32)
+    fn("basalt_request_error", c_char_p, c_void_p)
+    fn("basalt_request_read", st, c_void_p, P(c_int32), c_size_t, P(c_size_t), c_void_p, c_size_t, P(c_size_t))
+    fn("basalt_request_wait", st, c_void_p, c_int32)
+    fn("basalt_request_stats_get", st, c_void_p, P(RequestStats))
+    fn("basalt_request_itl", st, c_void_p, P(c_double), c_size_t, P(c_size_t))
 
 
 def lib():
