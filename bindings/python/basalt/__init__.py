@@ -4,26 +4,50 @@
     print(basalt.generate("model.gguf", "Once upon a time", 32, samplers="top_k:40;temp:0.7;dist:seed=1"))
 
     rt = basalt.Runtime()
-    model = basalt.Model("model.gguf", rt)
-    session = basalt.Session(rt, model)
-    session.decode(model.tokenize("Hello"))
-    row = session.logits()                    # a list of n_vocab floats (logits_view(): a memoryview, no copy)
+    model = basalt.Model("model.gguf", rt)           # or a shipped model's name: "target", "draft"
+    engine = basalt.Engine(rt, model, parallel=4)    # the generation loop: queue, continuous batching, decoders
+    a = engine.submit("Once upon a time", max_tokens=32, samplers="top_k:40;temp:0.7;dist:seed=1")
+    b = engine.submit("The cat", max_tokens=32, stop=["."], callback=lambda req, tokens, text, reason: ...)
+    for piece in a:                                  # streams a's text (stepping the engine advances b too)
+        print(piece, end="", flush=True)
+    print(b.text(), b.finish_reason, b.stats()["ttft_ms"])
 
-Samplers written in Python subclass basalt.Sampler and are registered on a runtime
-(Runtime.register_sampler); they are then used in chains exactly like the plugins' samplers.
+    session = basalt.Session(rt, model)              # below the engine: decode batches, read logits
+    session.decode(model.tokenize("Hello"))
+    row = session.logits()                           # a list of n_vocab floats (logits_view(): a memoryview, no copy)
+
+generate() and generate_tokens() submit one request to an Engine (the loop `basalt run` uses: same output).
+Engine(own_thread=True) steps on a thread of its own; callers submit, iterate and read from any thread.
+
+Samplers written in Python subclass basalt.Sampler and are registered on a runtime (Runtime.register_sampler);
+they are then used in chains, sessions and engines exactly like the plugins' samplers.
+
+Lifetimes: every object keeps the objects it was made from alive (a chain its runtime, a session its runtime
+and model, an engine its runtime and models, a request its engine), and the C objects are freed children first
+whatever order the interpreter finalises them in. close() (also `with` exit) on a Runtime or Model first
+closes everything made from it that is still open; closing an Engine cancels its unfinished requests, which
+stay readable. A call on a closed object raises ValueError ("SamplerChain is closed (closed with its
+Runtime)"). Engines still open at interpreter exit are closed by an atexit handler, while the interpreter is
+whole. Errors of the library raise BasaltError with its status and message.
+
 libbasalt is found through $BASALT_LIBRARY, else relative to this package (see _capi.find_library).
 """
+import atexit
+import codecs
 import copy
 import ctypes
 import itertools
 import threading
+import time
+import weakref
 from ctypes import POINTER, byref, c_char_p, c_float, c_int8, c_int32, c_size_t, c_uint32, c_void_p
 
 from . import _capi
 from ._capi import (SAMPLER_ARGMAX_INVARIANT, SAMPLER_DRAFT_SAFE, SAMPLER_SELECTS, TokenData)
 
 __all__ = [
-    "BasaltError", "Runtime", "Model", "Session", "SamplerChain", "Sampler", "SamplerError", "Candidates",
+    "BasaltError", "RequestError", "Runtime", "Model", "Session", "SamplerChain", "Engine", "Request", "Sampler",
+    "SamplerError", "Candidates",
     "generate", "generate_tokens", "version", "library_path", "SAMPLER_ARGMAX_INVARIANT", "SAMPLER_DRAFT_SAFE",
     "SAMPLER_SELECTS", "TokenData"
 ]
@@ -694,58 +718,545 @@ class _SamplerRegistration:
             return self._fail(e)
 
 
+# ---- engine: requests, continuous batching, decoders --------------------------------------------------------------
+
+
+class RequestError(BasaltError):
+    """A request that finished with reason "error" (its decoder, a sampler of its chain or the forward pass
+    failed), raised by the request's iteration, text() and tokens(). str() is the request's message; .request is
+    the Request. The C API keeps no status for a failed request: .status is BASALT_ERR_INTERNAL."""
+
+    def __init__(self, message, request):
+        super().__init__(_capi.ERR_INTERNAL, message)
+        self.request = request
+
+
+def _u32(name, value):
+    v = int(value)
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise ValueError(f"{name} = {value} is out of range (0..4294967295)")
+    return v
+
+
+def _i32(name, value, low=-0x80000000):
+    v = int(value)
+    if not low <= v <= 0x7FFFFFFF:
+        raise ValueError(f"{name} = {value} is out of range ({low}..2147483647)")
+    return v
+
+
+class _Callback:
+    """The Python side of one request's callback: the function, an incremental UTF-8 decoder of its text, and
+    the exception the function raised (kept until re-raised once, see Engine.submit)."""
+
+    def __init__(self, fn, lib, dispatch):
+        self.fn = fn
+        self.lib = lib
+        self.dispatch = dispatch
+        self.request = None  # weakref to the Request: the C engine never keeps a Request wrapper alive
+        self.ready = threading.Event()  # set once Engine.submit has made the Request: calls wait for it
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.failed = False
+        self.error = None
+
+    def deliver(self, handle, tokens, data, finish):
+        self.ready.wait()
+        if self.failed:
+            return
+        req = self.request() if self.request is not None else None
+        if req is None:
+            return
+        text = self.decoder.decode(data, final=finish != _capi.FINISH_NONE)
+        reason = self.lib.basalt_finish_reason_name(finish).decode() if finish != _capi.FINISH_NONE else None
+        try:
+            self.fn(req, tokens, text, reason)
+        except BaseException as e:  # noqa: B902 -- stored, re-raised by the next Python call; never into C
+            self.failed = True
+            self.error = e
+            self.dispatch.failed.append(self)
+            if finish == _capi.FINISH_NONE and handle:
+                self.lib.basalt_request_cancel(handle)  # the handle is valid for the call
+
+
+class _Dispatch:
+    """An engine's one basalt_request_callback. Each request's user_data is a number naming its _Callback; a
+    call for a number no longer registered (its Request was freed) does nothing. It lives on the engine's node
+    until basalt_engine_destroy has returned, so C never calls a freed ctypes callback."""
+
+    def __init__(self):
+        self.callbacks = {}
+        self.numbers = itertools.count(1)
+        self.failed = []  # _Callbacks whose function raised, for the engine's next step()/run() to re-raise
+        self.inside = set()  # threads running this engine's step or one of its callbacks
+        self.fn = _capi.RequestCallbackFn(self._call)
+
+    def _call(self, handle, tokens, n_tokens, text, text_len, finish, user_data, string_at=ctypes.string_at,
+              get_ident=threading.get_ident):
+        try:
+            cb = self.callbacks.get(user_data)
+            if cb is None:
+                return
+            if finish != 0:
+                self.callbacks.pop(user_data, None)  # the last call of this request
+            me = get_ident()
+            nested = me in self.inside
+            self.inside.add(me)
+            try:
+                cb.deliver(handle, tokens[:n_tokens] if n_tokens else [],
+                           string_at(text, text_len) if text_len else b"", finish)
+            finally:
+                if not nested:
+                    self.inside.discard(me)
+        except:  # noqa: E722 -- nothing may propagate into C
+            pass
+
+    def raise_failed(self):
+        while self.failed:
+            cb = self.failed.pop(0)
+            if cb.error is not None:
+                e, cb.error = cb.error, None
+                raise e
+
+
+_live_engines = weakref.WeakSet()
+
+
+@atexit.register
+def _close_engines():
+    # At exit, before module teardown: an engine's own thread may call Python (callbacks, Python samplers) and
+    # must be stopped while the interpreter is whole. Requests finish as cancelled.
+    for e in list(_live_engines):
+        try:
+            e.close()
+        except Exception:  # noqa: BLE001 -- best effort at exit
+            pass
+
+
+class Engine(_Owned):
+    """The generation loop (basalt_engine_*): a FIFO queue of requests and continuous batching. Each step packs
+    the work of every running request (decode tokens first, then prefill chunks) into one ragged batch per
+    model under a token budget; a request is admitted when a sequence and its worst-case KV room are free.
+
+        engine = basalt.Engine(rt, model, parallel=4)
+        a = engine.submit("Once upon a time", max_tokens=32, samplers="top_k:40;temp:0.7;dist:seed=1")
+        b = engine.submit("The cat", max_tokens=32, stop=["."])
+        for piece in a:                    # streams a's text; stepping the engine also advances b
+            print(piece, end="", flush=True)
+        print(b.text(), b.finish_reason, b.stats()["tokens_per_s"])
+
+    ctx: positions one request may hold (0: the model's training context, at most 4096); parallel: requests
+    running at once; seq_max: cache sequences (0: parallel; beams need more); kv_slots: KV slots shared by all
+    sequences (0: ctx x parallel); max_batch_tokens: token budget of a step (0: 512); prefill_chunk: longest
+    prefill piece per step (0: whole prompts); threads: backend threads (0: its default); backend, kv_cache:
+    component names (None: "cpu", "paged"); device, backend_params, kv_params: as for Session; second_model: a
+    draft or amateur Model with the same vocabulary, for decoders that need one.
+
+    own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
+    own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
+    Callbacks and Python samplers then run on that thread.
+
+    The engine keeps its runtime and models alive; closing one of them closes the engine first. close() (also
+    on `with` exit, at garbage collection and at interpreter exit) cancels the unfinished requests, which stay
+    readable (finish_reason "cancelled"), and stops the engine's thread. step(), run() and close() are not
+    concurrent with each other (a lock orders them); submit() may be called from any thread."""
+
+    def __init__(self, runtime, model, *, second_model=None, ctx=0, parallel=1, seq_max=0, kv_slots=0,
+                 max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
+                 device=None, backend_params=None, kv_params=None):
+        self._lib = _capi.lib()
+        self._runtime = runtime
+        self._model = model
+        self._second_model = second_model
+        self.own_thread = bool(own_thread)
+        p = _capi.EngineParams()
+        p.struct_size = ctypes.sizeof(p)
+        p.flags = _capi.ENGINE_OWN_THREAD if own_thread else 0
+        p.n_ctx = _u32("ctx", ctx)
+        p.n_parallel = _u32("parallel", parallel)
+        p.n_seq_max = _u32("seq_max", seq_max)
+        p.n_kv_slots = _u32("kv_slots", kv_slots)
+        p.max_batch_tokens = _u32("max_batch_tokens", max_batch_tokens)
+        p.prefill_chunk = _u32("prefill_chunk", prefill_chunk)
+        p.n_threads = _u32("threads", threads)
+        p.backend = backend.encode() if backend else None
+        p.kv_cache = kv_cache.encode() if kv_cache else None
+        bp = dict(backend_params or {})
+        if device is not None:
+            bp["device"] = str(int(device))
+        keep = []  # the ctypes arrays must live until basalt_engine_create returns
+        if bp:
+            p.backend_params = ctypes.pointer(_params(bp, keep))
+        if kv_params:
+            p.kv_params = ctypes.pointer(_params(kv_params, keep))
+        p.second_model = second_model._h if second_model is not None else None
+        handle = c_void_p()
+        _check(self._lib.basalt_engine_create(runtime._h, model._h, byref(p), byref(handle)))
+        self._dispatch = _Dispatch()
+        self._lock = threading.Lock()  # step/run/close: the C API allows one at a time
+        lock, destroy, inside = self._lock, self._lib.basalt_engine_destroy, self._dispatch.inside
+
+        def free(h):
+            with lock:
+                destroy(h)
+
+        def check(get_ident=threading.get_ident):
+            if get_ident() in inside:
+                raise RuntimeError("an Engine cannot be closed from inside its own step (a request callback)")
+
+        self._own(handle, free, [runtime, model, second_model], keep=self._dispatch, check=check)
+        _live_engines.add(self)
+
+    def submit(self, prompt=None, tokens=None, samplers="greedy", decoder=None, max_tokens=-1, seed=-1, stop=(),
+               stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False):
+        """Queues a request and returns its Request; it starts when admission allows (FIFO).
+
+        prompt: text (str or UTF-8 bytes; tokenized with BOS as the vocabulary asks unless add_special=False;
+        parse_special: control-token text becomes the token) or tokens: the prompt as token ids. samplers: a
+        chain text ("top_k:40;temp:0.7;dist:seed=1") or a SamplerChain (its text is used). decoder:
+        "NAME[:key=value,...]" (None: "sample"). max_tokens: -1 until the context is full. seed: given to every
+        "dist" without a seed of its own (-1: none). stop: stop strings (the text ends before the first match);
+        stop_tokens: extra end-of-generation ids; ignore_eog: do not stop at the vocabulary's end tokens.
+
+        callback(request, tokens, text, finish_reason) is called after each step that produced output for the
+        request (tokens: list of ids, text: str, finish_reason: None while running, the reason's name on the
+        last call), on the thread running the step; it may call the request's methods and submit(), not step(),
+        run() or close(). An exception it raises cancels the request and is re-raised once, by the next step()
+        or run() of the engine or the next read(), iteration, text(), tokens() or wait() of the request,
+        whichever comes first. Everything is checked here: a bad prompt, chain or decoder raises BasaltError
+        with the library's message."""
+        h = self._h
+        p = _capi.RequestParams()
+        p.struct_size = ctypes.sizeof(p)
+        p.flags = ((0 if add_special else _capi.REQUEST_NO_SPECIAL) |
+                   (_capi.REQUEST_PARSE_SPECIAL if parse_special else 0) |
+                   (_capi.REQUEST_IGNORE_EOG if ignore_eog else 0))
+        keep = []  # borrowed by basalt_engine_submit for the call
+        if tokens is not None:
+            ids = (c_int32 * len(tokens))(*tokens)
+            keep.append(ids)
+            p.tokens = ids
+            p.n_tokens = len(tokens)
+        elif prompt is not None:
+            data = prompt.encode("utf-8") if isinstance(prompt, str) else bytes(prompt)
+            keep.append(data)
+            p.prompt = data
+            p.prompt_len = len(data)
+        if isinstance(samplers, SamplerChain):
+            samplers = samplers.spec
+        p.samplers = samplers.encode() if samplers is not None else None
+        p.decoder = decoder.encode() if decoder else None
+        p.max_tokens = _i32("max_tokens", max_tokens)
+        seed = int(seed)
+        if not -0x8000000000000000 <= seed <= 0x7FFFFFFFFFFFFFFF:
+            raise ValueError(f"seed = {seed} is out of the int64 range")
+        p.seed = seed
+        if isinstance(stop, (str, bytes)):
+            stop = [stop]
+        stops = [s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in stop]
+        if stops:
+            arr = (c_char_p * len(stops))(*stops)
+            keep.extend([stops, arr])
+            p.stop = ctypes.cast(arr, POINTER(c_char_p))
+            p.n_stop = len(stops)
+        stop_tokens = list(stop_tokens)
+        if stop_tokens:
+            arr = (c_int32 * len(stop_tokens))(*stop_tokens)
+            keep.append(arr)
+            p.stop_tokens = arr
+            p.n_stop_tokens = len(stop_tokens)
+        cb = key = None
+        if callback is not None:
+            cb = _Callback(callback, self._lib, self._dispatch)
+            key = next(self._dispatch.numbers)
+            self._dispatch.callbacks[key] = cb
+            p.callback = self._dispatch.fn
+            p.user_data = key
+        try:
+            out = c_void_p()
+            st = self._lib.basalt_engine_submit(h, byref(p), byref(out))
+            if st != _capi.OK:
+                self._dispatch.callbacks.pop(key, None)
+                _check(st)
+            return Request(self, out, cb, key)
+        finally:
+            if cb is not None:
+                cb.ready.set()
+
+    def _enter(self):
+        me = threading.get_ident()
+        if me in self._dispatch.inside:
+            raise RuntimeError("step() and run() cannot be called from inside the engine's step (a request callback)")
+        return me
+
+    def step(self):
+        """Runs one scheduler step (admission, one batched forward per model, the decoders); returns the number
+        of requests still queued or running. Only without own_thread. A failing decoder or sampler fails its
+        request only; a failing forward fails the requests of its batch and raises BasaltError."""
+        me = self._enter()
+        n = c_size_t()
+        with self._lock:
+            h = self._h
+            self._dispatch.inside.add(me)
+            try:
+                st = self._lib.basalt_engine_step(h, byref(n))
+            finally:
+                self._dispatch.inside.discard(me)
+        self._dispatch.raise_failed()
+        _check(st)
+        return n.value
+
+    def run(self):
+        """Steps until no request is queued or running (with own_thread: waits for that)."""
+        if not self.own_thread:
+            while self.step() > 0:
+                pass
+            return
+        self._enter()
+        with self._lock:
+            st = self._lib.basalt_engine_run(self._h)
+        self._dispatch.raise_failed()
+        _check(st)
+
+    def stats(self):
+        """Engine-wide counters: steps, queued, running, finished, prompt_tokens, generated_tokens,
+        batch_tokens_max, kv_slots, kv_slots_free."""
+        s = _capi.EngineStats()
+        s.struct_size = ctypes.sizeof(s)
+        _check(self._lib.basalt_engine_stats_get(self._h, byref(s)))
+        return {name: getattr(s, name) for name, _ in _capi.EngineStats._fields_[2:]}
+
+
+_REQUEST_STATS = ("prompt_tokens", "cached_tokens", "generated_tokens", "queue_ms", "ttft_ms", "total_ms",
+                  "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "tokens_per_s")
+
+
+class Request(_Owned):
+    """One request of an Engine (made by Engine.submit). It keeps its engine alive; its handle stays readable
+    after the engine is closed (the request then reads as finished, "cancelled").
+
+    Output: `for piece in request:` yields the text as it streams, ending when the request finishes (it steps
+    the engine when the caller drives the loop, else waits for the engine's thread); read() returns what is new
+    as (tokens, text); text() and tokens() wait for the end and return everything, including what read() and
+    the iteration already returned. Text pieces never split a UTF-8 character and never end in a held-back
+    prefix of a stop string. A request that finished with "error" raises RequestError from the iteration, text()
+    and tokens(). close() frees the handle (an unfinished request is cancelled); it is not concurrent with other
+    calls on the same request."""
+
+    _TOKENS = 256
+    _TEXT = 4096
+
+    def __init__(self, engine, handle, callback=None, key=None):
+        self._lib = engine._lib
+        self._engine = engine
+        self._cb = callback
+        self._all_tokens = []
+        self._all_bytes = bytearray()
+        self._new_tokens = []
+        self._new_bytes = bytearray()
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._tbuf = (c_int32 * self._TOKENS)()
+        self._cbuf = ctypes.create_string_buffer(self._TEXT)
+        callbacks, free_request = engine._dispatch.callbacks, self._lib.basalt_request_free
+
+        def free(h):
+            callbacks.pop(key, None)  # a late call of the engine's callback finds nothing
+            free_request(h)
+
+        self._own(handle, free)
+        if callback is not None:
+            callback.request = weakref.ref(self)
+
+    # ---- state ----
+
+    def _reason(self, h):
+        return self._lib.basalt_request_finish_reason(h)
+
+    @property
+    def finish_reason(self):
+        """None while queued or running, else "stop", "length", "context", "cancelled" or "error"."""
+        r = self._reason(self._h)
+        return self._lib.basalt_finish_reason_name(r).decode() if r != _capi.FINISH_NONE else None
+
+    @property
+    def error(self):
+        """The message of a request that finished with "error", else None."""
+        h = self._h
+        if self._reason(h) != _capi.FINISH_ERROR:
+            return None
+        return self._lib.basalt_request_error(h).decode("utf-8", "replace")
+
+    def cancel(self):
+        """Cancels the request (queued or running); it finishes as "cancelled" at the next step. Idempotent."""
+        _check(self._lib.basalt_request_cancel(self._h))
+
+    def stats(self):
+        """Figures as a dict: prompt_tokens, cached_tokens, generated_tokens, queue_ms, ttft_ms, total_ms,
+        itl_mean_ms, itl_p50_ms, itl_p99_ms, itl_max_ms, tokens_per_s (times in milliseconds, up to now while
+        running)."""
+        s = _capi.RequestStats()
+        s.struct_size = ctypes.sizeof(s)
+        _check(self._lib.basalt_request_stats_get(self._h, byref(s)))
+        return {name: getattr(s, name) for name in _REQUEST_STATS}
+
+    def itl(self):
+        """The inter-token latencies (ms, in order) as a list."""
+        h = self._h
+        n = c_size_t()
+        _check(self._lib.basalt_request_itl(h, None, 0, byref(n)))
+        if n.value == 0:
+            return []
+        buf = (ctypes.c_double * n.value)()
+        _check(self._lib.basalt_request_itl(h, buf, n.value, byref(n)))
+        return list(buf[:n.value])
+
+    # ---- output ----
+
+    def _raise_callback_error(self):
+        cb = self._cb
+        if cb is not None and cb.error is not None:
+            e, cb.error = cb.error, None
+            raise e
+
+    def _pull(self, h):
+        # Moves everything unread from C into the pending and the collected output.
+        n, m = c_size_t(), c_size_t()
+        while True:
+            _check(self._lib.basalt_request_read(h, self._tbuf, self._TOKENS, byref(n), self._cbuf, self._TEXT,
+                                                 byref(m)))
+            if n.value:
+                toks = self._tbuf[:n.value]
+                self._all_tokens.extend(toks)
+                self._new_tokens.extend(toks)
+            if m.value:
+                data = self._cbuf.raw[:m.value]
+                self._all_bytes += data
+                self._new_bytes += data
+            # read backs off at most 3 bytes to keep a character whole: a shorter read took everything
+            if n.value < self._TOKENS and m.value < self._TEXT - 3:
+                return
+
+    def _take(self, h):
+        # (finished, tokens, text) of what is new; finished is read first, so a finished request is drained.
+        finished = self._reason(h) != _capi.FINISH_NONE
+        self._pull(h)
+        toks, data = self._new_tokens, bytes(self._new_bytes)
+        self._new_tokens = []
+        self._new_bytes.clear()
+        return finished, toks, self._decoder.decode(data, final=finished)
+
+    def read(self):
+        """What is new since the last read() or iteration step: (list of token ids, str)."""
+        self._raise_callback_error()
+        _, toks, text = self._take(self._h)
+        return toks, text
+
+    def _advance(self, h, timeout_ms=100):
+        # Makes progress: steps a caller-driven engine, else waits for output of the engine's thread.
+        if self._engine.own_thread:
+            _check(self._lib.basalt_request_wait(h, timeout_ms))
+        else:
+            self._engine.step()
+
+    def _raise_if_failed(self, h):
+        if self._reason(h) == _capi.FINISH_ERROR:
+            raise RequestError(self._lib.basalt_request_error(h).decode("utf-8", "replace"), self)
+
+    def __iter__(self):
+        while True:
+            self._raise_callback_error()
+            h = self._h
+            finished, toks, text = self._take(h)
+            if text:
+                yield text
+            if finished:
+                break
+            if not toks and not text:
+                self._advance(h)
+        self._raise_callback_error()
+        self._raise_if_failed(self._h)
+
+    def wait(self, timeout=None):
+        """Drives (or waits for) the request until it finishes or timeout seconds pass (None: no limit); returns
+        finish_reason. Output that arrives meanwhile is kept for read(), the iteration and text()."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._raise_callback_error()
+            h = self._h
+            if self._reason(h) != _capi.FINISH_NONE:
+                break
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            self._pull(h)  # so the C wait blocks until there is more
+            self._advance(h, 100 if left is None else max(1, min(100, int(left * 1000))))
+        self._raise_callback_error()
+        return self.finish_reason
+
+    def _drain(self):
+        for _ in self:
+            pass
+
+    def text(self):
+        """All the generated text, once the request finished (drives or waits for it)."""
+        self._drain()
+        return self._all_bytes.decode("utf-8", "replace")
+
+    def tokens(self):
+        """All the generated token ids, once the request finished (drives or waits for it)."""
+        self._drain()
+        return list(self._all_tokens)
+
+
 # ---- generation ----------------------------------------------------------------------------------------------------
 
+_SESSION_ARGS = {"n_ctx": "ctx", "n_batch": "max_batch_tokens", "n_seq_max": "seq_max", "n_threads": "threads"}
 
-def generate_tokens(model, prompt, n_predict, samplers="greedy", runtime=None, session=None, **session_args):
-    """Tokenizes prompt, decodes it and samples up to n_predict tokens (stopping at an end-of-generation token
-    or a full context); returns the generated token ids. model: a Model or a path; samplers: a chain text or a
-    SamplerChain."""
+
+def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args):
+    """(tokens, text) of one request through an engine (the given one, or one made for the call)."""
+    if isinstance(engine, Session):
+        raise TypeError("generate no longer takes a Session: pass engine=basalt.Engine(runtime, model) or nothing")
     own = []
     try:
-        if runtime is None:
-            runtime = model._runtime if isinstance(model, Model) and model._runtime else Runtime()
-        if not isinstance(model, Model):
-            model = Model(model, runtime)
-            own.append(model)
-        if session is None:
-            session = Session(runtime, model, **session_args)
-            own.append(session)
-        chain = samplers
-        if not isinstance(chain, SamplerChain):
-            chain = SamplerChain(runtime, samplers)
-            own.append(chain)
+        if engine is not None:
+            if engine_args:
+                raise TypeError(f"engine parameters ({', '.join(engine_args)}) given with an engine")
+            if model is not None and model is not engine._model:
+                raise ValueError("with engine=, give the engine's Model (or None) as model")
+            model = engine._model
+        else:
+            if runtime is None:
+                runtime = model._runtime if isinstance(model, Model) and model._runtime else None
+            if runtime is None:
+                runtime = Runtime()
+                own.append(runtime)
+            if not isinstance(model, Model):
+                model = Model(model, runtime)
+                own.append(model)
+            args = {_SESSION_ARGS.get(k, k): v for k, v in engine_args.items()}
+            engine = Engine(runtime, model, **args)
+            own.append(engine)
         tokens = model.tokenize(prompt)
         if not tokens:
             raise ValueError("the prompt tokenizes to nothing")
-        if len(tokens) > session.n_ctx:
-            raise ValueError(f"the prompt has {len(tokens)} tokens, more than the context of {session.n_ctx}")
-        session.decode(tokens)
-        out = []
-        pos = len(tokens)
-        while len(out) < n_predict:
-            token = session.sample(chain)
-            if model.is_eog(token):
-                break
-            out.append(token)
-            if len(out) >= n_predict or pos >= session.n_ctx:
-                break
-            session.decode([token])
-            pos += 1
-        return out
+        request = engine.submit(tokens=tokens, samplers=samplers, max_tokens=max(0, n_predict))
+        own.append(request)
+        return request.tokens(), request.text()
     finally:
         for obj in reversed(own):
             obj.close()
 
 
-def generate(model, prompt, n_predict=32, samplers="greedy", runtime=None, **session_args):
-    """Generates up to n_predict tokens after prompt and returns their text (the prompt not included).
-    model: a path or a Model; samplers: a chain text, e.g. "top_k:40;top_p:0.9;temp:0.7;dist:seed=42"."""
-    if isinstance(model, Model):
-        tokens = generate_tokens(model, prompt, n_predict, samplers, runtime, **session_args)
-        return b"".join(model.token_to_piece_bytes(t) for t in tokens).decode("utf-8", "replace")
-    rt = runtime or Runtime()
-    with Model(model, rt) as m:
-        tokens = generate_tokens(m, prompt, n_predict, samplers, rt, **session_args)
-        return b"".join(m.token_to_piece_bytes(t) for t in tokens).decode("utf-8", "replace")
+def generate_tokens(model, prompt, n_predict, samplers="greedy", runtime=None, engine=None, **engine_args):
+    """Generates up to n_predict tokens after prompt (stopping at an end-of-generation token or a full context)
+    through an Engine and returns their ids. model: a Model or a path (or a shipped model's name); samplers: a
+    chain text or a SamplerChain (its text; the chain object's state is not used). engine: an Engine to submit
+    to (else one is made for the call, with engine_args: Engine's keywords, or Session's n_ctx, n_batch,
+    n_seq_max, n_threads). A prompt longer than the context raises BasaltError."""
+    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args)[0]
 
+
+def generate(model, prompt, n_predict=32, samplers="greedy", runtime=None, engine=None, **engine_args):
+    """Generates up to n_predict tokens after prompt and returns their text (the prompt not included), through an
+    Engine as generate_tokens. samplers: a chain text, e.g. "top_k:40;top_p:0.9;temp:0.7;dist:seed=42"."""
+    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args)[1]

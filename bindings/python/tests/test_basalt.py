@@ -127,12 +127,22 @@ class TestBasalt(unittest.TestCase):
     def test_struct_layouts_match_the_pinned_c_layouts(self):
         sizes = {_capi.Params: 32, _capi.TokenData: 12, _capi.Candidates: 40, _capi.Host: 56,
                  _capi.SamplerIface: 56, _capi.Batch: 48, _capi.RuntimeParams: 8, _capi.ComponentInfo: 64,
-                 _capi.ModelInfo: 104, _capi.SessionParams: 56, _capi.SpecialTokens: 40}
+                 _capi.ModelInfo: 104, _capi.SessionParams: 56, _capi.SpecialTokens: 40, _capi.EngineParams: 80,
+                 _capi.RequestParams: 120, _capi.RequestStats: 96, _capi.EngineStats: 80}
         for struct, size in sizes.items():
             self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
         self.assertEqual(_capi.Candidates.selected.offset, 24)
         self.assertEqual(_capi.SamplerIface.clone.offset, 48)
         self.assertEqual(_capi.Host.set_error.offset, 32)
+        # tests/test-abi-layout.cpp pins the same offsets
+        pins = {_capi.EngineParams: {"n_ctx": 8, "prefill_chunk": 28, "backend": 40, "second_model": 72},
+                _capi.RequestParams: {"prompt": 8, "tokens": 24, "samplers": 40, "max_tokens": 56, "seed": 64,
+                                      "stop": 88, "callback": 104, "user_data": 112},
+                _capi.RequestStats: {"prompt_tokens": 8, "queue_ms": 32, "tokens_per_s": 88},
+                _capi.EngineStats: {"steps": 8, "kv_slots_free": 72}}
+        for struct, fields in pins.items():
+            for field, offset in fields.items():
+                self.assertEqual(getattr(struct, field).offset, offset, f"{struct.__name__}.{field}")
 
     def test_library_and_plugins_are_found(self):
         self.assertRegex(basalt.version(), r"^\d+\.\d+\.\d+$")
@@ -182,7 +192,8 @@ class TestBasalt(unittest.TestCase):
             self.assertEqual(s.seq_length(0), len(prompt))
 
     def test_generate_matches_the_command_line(self):
-        for chain in ("greedy", "top_k:20;top_p:0.9;temp:0.8;dist:seed=5"):
+        # both go through the engine: byte-identical text
+        for chain in ("greedy", "top_k:20;top_p:0.9;temp:0.8;dist:seed=5", "top_k:40;temp:0.7;dist:seed=1"):
             text = basalt.generate(LLAMA, PROMPT, 16, samplers=chain)
             self.assertTrue(text)
             self.assertEqual(text + "\n", cli_run(chain, 16), chain)
@@ -197,6 +208,15 @@ class TestBasalt(unittest.TestCase):
                 manual.append(max(range(len(row)), key=lambda i: (row[i], -i)))
                 s.decode([manual[-1]])
         self.assertEqual(manual, greedy)
+        # the old keywords of generate (Session's) still apply, now to its engine
+        self.assertEqual(basalt.generate(self.model, PROMPT, 16, runtime=self.rt, n_ctx=64, n_batch=4, n_threads=1),
+                         basalt.generate(LLAMA, PROMPT, 16))
+        with basalt.Engine(self.rt, self.model) as engine:
+            self.assertEqual(basalt.generate_tokens(self.model, PROMPT, 16, engine=engine), greedy)
+            with basalt.Session(self.rt, self.model) as s:
+                with self.assertRaisesRegex(TypeError, "no longer takes a Session"):
+                    basalt.generate_tokens(self.model, PROMPT, 16, "greedy", self.rt, s)
+        self.assertEqual(self.tokens("greedy", 0), [])
 
     def test_python_samplers_give_the_same_tokens_as_the_c_samplers(self):
         pairs = [("py_greedy", "greedy"),

@@ -24,8 +24,9 @@ INTERPRETERS = ["/usr/bin/python3", "/root/.pyenv/versions/3.10.13/bin/python3",
 # garbage cycle, so shutdown's collector finalises rt and c in no particular order).
 SCRIPT_CHAIN = 'import basalt; rt=basalt.Runtime(); c=basalt.SamplerChain(rt,"greedy")\ndef f(): pass\n'
 
-# Everything left open at exit: a Python sampler in a chain, a model, a session, and a garbage cycle holding a
-# runtime and its chain.
+# Everything left open at exit: a Python sampler in a chain, a model, a session, a caller-driven engine with a
+# request half done and one queued, an engine on its own thread running a request with a Python callback and
+# one with a Python sampler, and a garbage cycle holding a runtime and its chain.
 SCRIPT_ALL = textwrap.dedent('''\
     import basalt, sys
 
@@ -41,6 +42,17 @@ SCRIPT_ALL = textwrap.dedent('''\
     model = basalt.Model(sys.argv[1], rt)
     session = basalt.Session(rt, model)
     session.decode(model.tokenize("Once upon a time"))
+    engine = basalt.Engine(rt, model, parallel=1)
+    half = engine.submit("Once upon a time", samplers="top_k:3;last", max_tokens=50)
+    queued = engine.submit("The cat", max_tokens=50)
+    engine.step()
+    engine.step()
+    seen = []
+    threaded = basalt.Engine(rt, model, own_thread=True, parallel=2)
+    running = threaded.submit("Once upon a time", max_tokens=-1, ignore_eog=True,
+                              callback=lambda r, t, s, f: seen.append(s))
+    sampling = threaded.submit("The cat", samplers="top_k:3;last", max_tokens=-1, ignore_eog=True)
+    next(iter(running))
     other = basalt.Runtime(env_plugins=False)
     loop = basalt.SamplerChain(other, "greedy")
     loop.me = loop
