@@ -1,5 +1,5 @@
 #!/bin/sh
-# CTest check of examples/python-generate: the Python sampler runs inside the decode loop. With the chain
+# CTest check of examples/python-generate: the Python sampler runs inside the engine's loop. With the chain
 # "no_digits;greedy" the continuation of a prompt that invites numbers has no digit and is not empty, while
 # plain greedy (same model, C samplers only) does produce digits there: the Python sampler changed the output.
 # Usage: check.sh PYTHON BASALT_CLI EXAMPLE_DIR

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Generates text with Basalt from Python, with a sampler written in Python inside the decode loop.
+"""Generates text with Basalt from Python, streaming it, with a sampler written in Python inside the engine's loop.
 
     PYTHONPATH=build/lib/python3/dist-packages examples/python-generate/generate.py [-m MODEL] [-p PROMPT] [-n N]
 
 `no_digits` (below) is an ordinary Python class: it bans every token whose text contains a digit. It is
 registered on the runtime and then used in a chain like any plugin sampler ("no_digits;top_k:40;temp:0.8;dist").
-The model defaults to Basalt's shipped `target`.
+The request goes to a basalt.Engine (the generation loop `basalt run` uses too); iterating the request steps
+the engine and yields the text as it is generated. The model defaults to Basalt's shipped `target`.
 """
 import argparse
 import sys
@@ -32,13 +33,20 @@ def main() -> int:
     ap.add_argument("-n", "--n-predict", type=int, default=48)
     ap.add_argument("--samplers", default="no_digits;top_k:40;temp:0.8;dist:seed=7")
     args = ap.parse_args()
-    rt = basalt.Runtime()
-    rt.register_sampler("no_digits", NoDigits)
-    with basalt.Model(args.model, rt) as model:
+    with basalt.Runtime() as rt:
+        rt.register_sampler("no_digits", NoDigits)
+        model = basalt.Model(args.model, rt)
         NoDigits.model = model
-        text = basalt.generate(model, args.prompt, args.n_predict, samplers=args.samplers, runtime=rt)
-    print(args.prompt + text)
-    return 0
+        engine = basalt.Engine(rt, model)
+        request = engine.submit(args.prompt, samplers=args.samplers, max_tokens=args.n_predict)
+        print(args.prompt, end="", flush=True)
+        for piece in request:
+            print(piece, end="", flush=True)
+        print()
+        stats = request.stats()
+        print(f"{stats['generated_tokens']} tokens, {stats['tokens_per_s']:.0f} t/s, stop: {request.finish_reason}",
+              file=sys.stderr)
+    return 0  # closing the runtime closed the engine and the model first
 
 
 if __name__ == "__main__":
