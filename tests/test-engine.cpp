@@ -20,7 +20,9 @@ std::string golden(const std::string& name) {
 
 struct Model {
     basalt_model* m = nullptr;
-    explicit Model(const std::string& path) { REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK); }
+    explicit Model(const std::string& path) {
+        REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK);
+    }
     ~Model() { basalt_model_free(m); }
 };
 

@@ -272,11 +272,15 @@ void Session::decode(const basalt_batch& batch) {
              n_ctx_);
     }
 
+    // The rows land in the last decode's spare buffer: a step allocates (and page-faults) nothing new.
     std::vector<float> out;
+    out.swap(logits_spare_);
+    out.clear();
     size_t n_out = 0;
     for (size_t begin = 0; begin < n; begin += n_batch_) {
         decode_chunk(batch, begin, std::min(n, begin + n_batch_), out, n_out);
     }
+    logits_spare_ = std::move(logits_);
     logits_ = std::move(out);
     n_out_ = n_out;
 }
