@@ -104,14 +104,15 @@ int bench_ragged(const po::variables_map& vm, const basalt_model* model, Runtime
     const double rag = median(t_ragged), pad = median(t_padded);
     if (vm["json"].as<bool>()) {
         std::cout << "{\"mode\":\"ragged\",\"real_tokens\":" << n_real << ",\"padded_tokens\":" << longest * 4
-                  << ",\"ragged_s\":" << rag << ",\"padded_s\":" << pad << ",\"ragged_ms_per_real_token\":"
-                  << 1e3 * rag / n_real << ",\"padded_ms_per_real_token\":" << 1e3 * pad / n_real << "}\n";
+                  << ",\"ragged_s\":" << rag << ",\"padded_s\":" << pad
+                  << ",\"ragged_ms_per_real_token\":" << 1e3 * rag / n_real
+                  << ",\"padded_ms_per_real_token\":" << 1e3 * pad / n_real << "}\n";
     } else {
         std::cout << std::fixed << std::setprecision(3) << "prompts {16, 64, 256, 1024}: " << n_real
                   << " real tokens; padded to 1024: " << longest * 4 << " rows (median of " << reps << ")\n"
                   << "  ragged  " << rag * 1e3 << " ms  " << 1e3 * rag / n_real << " ms per real token\n"
-                  << "  padded  " << pad * 1e3 << " ms  " << 1e3 * pad / n_real << " ms per real token  ("
-                  << pad / rag << "x)\n";
+                  << "  padded  " << pad * 1e3 << " ms  " << 1e3 * pad / n_real << " ms per real token  (" << pad / rag
+                  << "x)\n";
     }
     return kExitOk;
 }
