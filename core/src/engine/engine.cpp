@@ -46,6 +46,9 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     if (config.n_parallel == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_parallel must be at least 1");
     if (config.max_batch_tokens == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "max_batch_tokens must be at least 1");
     n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
+    if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds gpt2's {} learned positions", n_ctx_, hp.n_ctx_train);
+    }
     n_seq_max_ = config.n_seq_max != 0 ? config.n_seq_max : config.n_parallel;
     const uint64_t slots = config.n_kv_slots != 0 ? config.n_kv_slots : uint64_t{n_ctx_} * config.n_parallel;
     if (slots > INT32_MAX) {
