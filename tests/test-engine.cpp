@@ -336,7 +336,7 @@ TEST_CASE("greedy requests through the engine give llama.cpp's golden continuati
         // tolerances: test-golden checks them step by step).
         if (run["config"] != "ref" || run["variant"] != "f32" || !run.contains("greedy_tokens")) continue;
         const std::string file = run["model"].get<std::string>() + "-" + run["variant"].get<std::string>() + ".gguf";
-        if (run["model"] == "tiny-t5") continue;  // encoder-decoder: not runnable yet
+        if (run["model"] == "tiny-t5") continue;                         // encoder-decoder: not runnable yet
         if (!std::filesystem::exists(dir + "models/" + file)) continue;  // golden logits of a variant not shipped
         CAPTURE(file);
         const auto prompt = run["prompt_tokens"].get<std::vector<int32_t>>();
