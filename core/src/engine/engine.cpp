@@ -657,12 +657,17 @@ void Engine::deliver(const std::vector<std::shared_ptr<Request>>& touched) {
             text.swap(r->new_text);
             callback = r->spec.callback;  // cleared when the caller frees the handle
             handle = r->handle;
+            if (callback != nullptr) {
+                r->in_callback = true;  // basalt_request_free waits for the call to return
+                r->callback_thread = std::this_thread::get_id();
+            }
         }
         if (callback != nullptr && (!toks.empty() || !text.empty() || finish != BASALT_FINISH_NONE)) {
             callback(handle, toks.data(), toks.size(), text.data(), text.size(), finish, r->spec.user_data);
         }
         {
             std::lock_guard lock(r->mutex);
+            r->in_callback = false;
             r->finish = finish;  // published after the last callback: whoever sees it has seen all the output
         }
         r->changed.notify_all();

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/text-stream.hpp"
@@ -73,6 +74,8 @@ struct Request {
     uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
     std::vector<double> itl_ms;
     std::atomic<bool> cancel{false};
+    bool in_callback = false;  // the loop thread is inside this request's callback
+    std::thread::id callback_thread;
 
     ~Request();
 };
