@@ -22,6 +22,7 @@
 #define MOCK_DUPLICATE_OF_GREEDY 11
 #define MOCK_BAD_TABLE 12
 #define MOCK_UNKNOWN_KIND 13
+#define MOCK_DECODER_V1_0 14  // a decoder table of ABI 1.0 (create, destroy, run): refused since 1.1
 
 #ifndef MOCK_VARIANT
 #error "MOCK_VARIANT must be defined"
@@ -168,8 +169,24 @@ const basalt_component_desc kFutureKindDesc = {
     sizeof(basalt_component_desc), 99, "mock-future-kind", nullptr, 1, 0, 0, 0, &kSteering,
 };
 
+// ABI 1.0's decoder table: struct_size, reserved0, create, destroy, run.
+struct DecoderIfaceV10 {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    void* create;
+    void* destroy;
+    void* run;
+};
+const DecoderIfaceV10 kDecoderV10 = {sizeof(DecoderIfaceV10), 0, reinterpret_cast<void*>(&mock_create),
+                                     reinterpret_cast<void*>(&mock_destroy), reinterpret_cast<void*>(&mock_destroy)};
+const basalt_component_desc kDecoderV10Desc = {
+    sizeof(basalt_component_desc), BASALT_COMPONENT_DECODER, "mock-1.0", nullptr, 1, 0, 0, 0, &kDecoderV10,
+};
+
 #if MOCK_VARIANT == MOCK_DUPLICATE_IN_LIB
 const basalt_component_desc* const kComponents[] = {&kSamplerDesc, &kSamplerDesc};
+#elif MOCK_VARIANT == MOCK_DECODER_V1_0
+const basalt_component_desc* const kComponents[] = {&kDecoderV10Desc};
 #elif MOCK_VARIANT == MOCK_UNKNOWN_KIND
 const basalt_component_desc* const kComponents[] = {&kFutureKindDesc, &kSamplerDesc};
 #elif MOCK_VARIANT == MOCK_CURRENT

@@ -127,7 +127,8 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     basalt_engine_params ep = engine_params(vm, keep);
     ep.n_parallel = static_cast<uint32_t>(vm["parallel"].as<long long>());
     ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
-    if (vm.count("max-batch-tokens") != 0) ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
+    if (vm.count("max-batch-tokens") != 0)
+        ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
     Engine engine(rt.get(), model.get(), ep);
     if (!engine.ok()) return kExitError;
 
@@ -224,8 +225,8 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     basalt_engine_stats es{};
     es.struct_size = sizeof(es);
     basalt_engine_stats_get(engine.get(), &es);
-    std::cerr << "batch: " << jobs.size() + rejected << " requests (" << failed << " failed), prompt "
-              << prompt_tokens << " tokens, generated " << generated << " tokens in " << wall << " s ("
+    std::cerr << "batch: " << jobs.size() + rejected << " requests (" << failed << " failed), prompt " << prompt_tokens
+              << " tokens, generated " << generated << " tokens in " << wall << " s ("
               << (wall > 0 ? static_cast<double>(generated) / wall : 0.0) << " t/s), " << es.steps
               << " steps, largest step " << es.batch_tokens_max << " tokens\n";
     return failed > 0 || step_status != BASALT_OK ? kExitError : kExitOk;
@@ -240,7 +241,7 @@ const Registrar kBatch{Command{
             "requests,r", po::value<std::string>()->required(),
             "JSON lines: {\"id\", \"prompt\" | \"tokens\", \"max_tokens\" (64), \"samplers\", \"decoder\", \"stop\", "
             "\"seed\"}; - reads stdin")("max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
-                                         "token budget of one step (default: --batch, 512)")(
+                                        "token budget of one step (default: --batch, 512)")(
             "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),
             "longest prefill piece per request and step (0: whole prompts)")(
             "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests running at once");

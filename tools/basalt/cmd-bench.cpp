@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench-engine.hpp"
 #include "cli.hpp"
 #include "handles.hpp"
 
@@ -124,6 +125,7 @@ double median(std::vector<double> v) {
 }
 
 int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
+    if (vm["mode"].as<std::string>() != "pp-tg") return run_engine_bench(vm, g);
     Runtime rt(g);
     if (!rt.ok()) return kExitError;
     Model model(vm["model"].as<std::string>());
@@ -281,7 +283,7 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
 
 const Registrar kBench{Command{
     "bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
-    "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [-d 0] [--threads N] [--json]",
+    "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [-d 0] [--threads N] [--json] [--mode pp-tg|ragged|chunked|streams]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "n-prompt,p", int_option("n-prompt", 0, 1 << 20)->default_value(128), "prompt tokens (pp)")(
@@ -289,7 +291,13 @@ const Registrar kBench{Command{
             "repetitions,r", int_option("repetitions", 1, 1000)->default_value(3), "repetitions (median reported)")(
             "depth,d", int_option("depth", 0, 1 << 20)->default_value(0),
             "tokens already in the context when pp and tg start (decoded untimed before each)")(
-            "json", po::bool_switch(), "print JSON");
+            "json", po::bool_switch(), "print JSON")(
+            "mode", po::value<std::string>()->default_value("pp-tg"),
+            "pp-tg (llama-bench style), or an engine benchmark: ragged (ragged vs padded batch), chunked (streams' "
+            "latency while a long prompt arrives), streams (aggregate decode at several concurrencies)")(
+            "long-prompt", int_option("long-prompt", 1, 1 << 20)->default_value(2000), "chunked: the arriving prompt")(
+            "chunks", po::value<std::vector<long long>>()->multitoken(), "chunked: chunk sizes (default 0 256 64)")(
+            "streams", po::value<std::vector<long long>>()->multitoken(), "streams: concurrencies (default 1 4 16)");
         add_session_options(d);
     },
     run_bench}};

@@ -468,8 +468,9 @@ BASALT_API basalt_status basalt_engine_stats_get(const basalt_engine* engine, ba
 /* Cancels a request (queued or running); it finishes with BASALT_FINISH_CANCELLED at the next step.
  * Idempotent. Thread-safe. */
 BASALT_API basalt_status basalt_request_cancel(basalt_request* request);
-/* Frees the handle; an unfinished request is cancelled first. NULL is ignored. Thread-safe (not with other
- * calls on the same handle). */
+/* Frees the handle; an unfinished request is cancelled first, and a callback running on another thread is
+ * waited for (no callback starts after this returns). May be called from the request's own callback. NULL is
+ * ignored. Thread-safe (not with other calls on the same handle). */
 BASALT_API void basalt_request_free(basalt_request* request);
 /* BASALT_FINISH_* of the request (NONE while queued or running). Thread-safe. */
 BASALT_API int32_t basalt_request_finish_reason(const basalt_request* request);

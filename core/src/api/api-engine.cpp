@@ -232,10 +232,14 @@ basalt_status basalt_request_cancel(basalt_request* request) {
 void basalt_request_free(basalt_request* request) {
     if (request == nullptr) return;
     if (request->r) {
-        request->r->cancel.store(true);
-        std::lock_guard lock(request->r->mutex);
-        request->r->handle = nullptr;  // no callback may see a freed handle
-        request->r->spec.callback = nullptr;
+        Request& r = *request->r;
+        r.cancel.store(true);
+        std::unique_lock lock(r.mutex);
+        r.handle = nullptr;  // no later callback sees the freed handle
+        r.spec.callback = nullptr;
+        // One may be running now on the loop thread: wait for it to return (unless this is that call).
+        if (r.callback_thread != std::this_thread::get_id()) r.changed.wait(lock, [&] { return !r.in_callback; });
+        if (request->engine != nullptr && r.finish == BASALT_FINISH_NONE) request->engine->notify();
     }
     delete request;
 }

@@ -46,6 +46,9 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     if (config.n_parallel == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_parallel must be at least 1");
     if (config.max_batch_tokens == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "max_batch_tokens must be at least 1");
     n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
+    if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds gpt2's {} learned positions", n_ctx_, hp.n_ctx_train);
+    }
     n_seq_max_ = config.n_seq_max != 0 ? config.n_seq_max : config.n_parallel;
     const uint64_t slots = config.n_kv_slots != 0 ? config.n_kv_slots : uint64_t{n_ctx_} * config.n_parallel;
     if (slots > INT32_MAX) {
@@ -65,6 +68,12 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
         for (uint32_t s = n_seq_max_; s-- > 0;) free_seqs_[m].push_back(static_cast<int32_t>(s));
     }
     stats_.kv_slots = n_kv_slots_;
+    try {
+        model.tok();  // built now: a model without a vocabulary (a benchmark file) streams tokens without text
+        has_text_ = true;
+    } catch (const Error& e) {
+        log::info("engine: {}: requests stream token ids only", e.what());
+    }
     if (config.own_thread) thread_ = std::thread([this] { loop(); });
 }
 
@@ -132,7 +141,7 @@ void Engine::fork(Request& r, int32_t model, int32_t src, int32_t dst) {
 }
 
 bool Engine::is_eog(const Request& r, int32_t token) const {
-    if (!r.spec.ignore_eog && basalt_token_is_eog(&model_, token) != 0) return true;
+    if (!r.spec.ignore_eog && has_text_ && basalt_token_is_eog(&model_, token) != 0) return true;
     return std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), token) != r.spec.stop_tokens.end();
 }
 
@@ -156,15 +165,17 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
         char small[64];
         size_t len = 0;
         std::string piece;
-        basalt_status st = basalt_token_to_piece(&model_, token, 0, small, sizeof small, &len);
-        if (st == BASALT_ERR_CAPACITY) {
-            piece.resize(len + 1);
-            st = basalt_token_to_piece(&model_, token, 0, piece.data(), piece.size(), &len);
-            piece.resize(len);
-        } else if (st == BASALT_OK) {
-            piece.assign(small, len);
+        if (has_text_) {
+            basalt_status st = basalt_token_to_piece(&model_, token, 0, small, sizeof small, &len);
+            if (st == BASALT_ERR_CAPACITY) {
+                piece.resize(len + 1);
+                st = basalt_token_to_piece(&model_, token, 0, piece.data(), piece.size(), &len);
+                piece.resize(len);
+            } else if (st == BASALT_OK) {
+                piece.assign(small, len);
+            }
+            check(st);
         }
-        check(st);
         const std::string released = r.text.push(piece);
         const auto now = Clock::now();
         {
@@ -407,6 +418,8 @@ bool Engine::replan(Request& r) {
     r.fed.assign(plan.n_feeds, 0);
     r.logits.resize(plan.n_feeds);
     for (auto& l : r.logits) l.clear();
+    r.direct.assign(plan.n_feeds, nullptr);
+    r.direct_rows.assign(plan.n_feeds, 0);
     // Check every feed now, so a bad one fails this request and never a shared batch.
     for (const auto& f : r.feeds) {
         try {
@@ -551,7 +564,14 @@ size_t Engine::step() {
                 const bool last = k + 1 == f.n_tokens;
                 if (f.logits == BASALT_DECODER_LOGITS_ALL || (f.logits == BASALT_DECODER_LOGITS_LAST && last)) {
                     const float* l = sessions_[m]->logits(out++);
-                    r.logits[row.feed].insert(r.logits[row.feed].end(), l, l + nv);
+                    if (row.first == 0 && row.count == f.n_tokens) {
+                        // The whole feed is in this step: its rows are contiguous in the session's logits, which
+                        // stay valid until that session's next decode (after consume).
+                        if (i == 0 || f.logits == BASALT_DECODER_LOGITS_LAST) r.direct[row.feed] = l;
+                        r.direct_rows[row.feed] += 1;
+                    } else {
+                        r.logits[row.feed].insert(r.logits[row.feed].end(), l, l + nv);
+                    }
                 }
             }
             r.fed[row.feed] += row.count;
@@ -576,8 +596,13 @@ size_t Engine::step() {
         r.planned = false;
         std::vector<basalt_decoder_result> results(r.feeds.size());
         for (size_t f = 0; f < r.feeds.size(); ++f) {
-            results[f].logits = r.logits[f].empty() ? nullptr : r.logits[f].data();
-            results[f].n_rows = r.logits[f].size() / n_vocab();
+            if (r.direct[f] != nullptr) {
+                results[f].logits = r.direct[f];
+                results[f].n_rows = r.direct_rows[f];
+            } else {
+                results[f].logits = r.logits[f].empty() ? nullptr : r.logits[f].data();
+                results[f].n_rows = r.logits[f].size() / n_vocab();
+            }
         }
         clear_plugin_error();
         const basalt_status st = r.dec.consume(r.dec_instance, results.data(), results.size());
@@ -632,12 +657,17 @@ void Engine::deliver(const std::vector<std::shared_ptr<Request>>& touched) {
             text.swap(r->new_text);
             callback = r->spec.callback;  // cleared when the caller frees the handle
             handle = r->handle;
+            if (callback != nullptr) {
+                r->in_callback = true;  // basalt_request_free waits for the call to return
+                r->callback_thread = std::this_thread::get_id();
+            }
         }
         if (callback != nullptr && (!toks.empty() || !text.empty() || finish != BASALT_FINISH_NONE)) {
             callback(handle, toks.data(), toks.size(), text.data(), text.size(), finish, r->spec.user_data);
         }
         {
             std::lock_guard lock(r->mutex);
+            r->in_callback = false;
             r->finish = finish;  // published after the last callback: whoever sees it has seen all the output
         }
         r->changed.notify_all();

@@ -87,6 +87,7 @@ class Engine {
     uint32_t n_seq_max_ = 0;
     std::unique_ptr<Session> sessions_[2];
     uint32_t block_size_ = 1;
+    bool has_text_ = false;  // the model's vocabulary renders text (benchmark files have none)
 
     mutable std::mutex mutex_;  // queue_, counters, stopping_
     std::condition_variable wake_;

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/text-stream.hpp"
@@ -44,12 +45,14 @@ struct Request {
     basalt_decoder_info info{};
     basalt_decoder_host host{};
     Engine* engine = nullptr;
-    std::vector<basalt_sampler_chain*> chains;    // per request-local sequence (nullptr until forked into)
-    std::vector<int32_t> seq_ids[2];              // request-local sequence -> session sequence id, per model
-    uint64_t kv_reserved = 0;                     // slots counted against the cache at admission
-    std::vector<basalt_decoder_feed> feeds;       // the current plan
-    std::vector<size_t> fed;                      // tokens of each feed computed so far
-    std::vector<std::vector<float>> logits;       // rows of each feed, filled as they are computed
+    std::vector<basalt_sampler_chain*> chains;  // per request-local sequence (nullptr until forked into)
+    std::vector<int32_t> seq_ids[2];            // request-local sequence -> session sequence id, per model
+    uint64_t kv_reserved = 0;                   // slots counted against the cache at admission
+    std::vector<basalt_decoder_feed> feeds;     // the current plan
+    std::vector<size_t> fed;                    // tokens of each feed computed so far
+    std::vector<std::vector<float>> logits;     // rows of a feed computed over several steps, copied
+    std::vector<const float*> direct;           // rows of a feed computed in one step: the session's own
+    std::vector<size_t> direct_rows;
     bool planned = false;                         // feeds hold a plan not yet consumed
     int32_t finish_pending = BASALT_FINISH_NONE;  // set by stop conditions during consume
     int32_t done = BASALT_FINISH_NONE;            // finished (published as `finish` once its output is delivered)
@@ -71,6 +74,8 @@ struct Request {
     uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
     std::vector<double> itl_ms;
     std::atomic<bool> cancel{false};
+    bool in_callback = false;  // the loop thread is inside this request's callback
+    std::thread::id callback_thread;
 
     ~Request();
 };

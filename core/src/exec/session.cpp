@@ -53,7 +53,9 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         build_forward(c);  // throws the precise "not supported" error
     }
     n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
-    if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train) {
+    // Learned position embeddings end at n_ctx_train: one sequence may not go past them (several sequences may
+    // share more slots than that; decode checks each position).
+    if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train && config.n_seq_max <= 1) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds gpt2's {} learned positions", n_ctx_, hp.n_ctx_train);
     }
     if (config.n_batch == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "batch size must be at least 1");
@@ -260,6 +262,10 @@ void Session::decode(const basalt_batch& batch) {
                  e);
         }
         e += 1;
+        if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && e > hp.n_ctx_train) {
+            fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than gpt2's {} learned positions", seq, e,
+                 hp.n_ctx_train);
+        }
         if (e > n_ctx_) {
             fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than the context of {} (n_ctx)", seq, e,
                  n_ctx_);
@@ -272,11 +278,15 @@ void Session::decode(const basalt_batch& batch) {
              n_ctx_);
     }
 
+    // The rows land in the last decode's spare buffer: a step allocates (and page-faults) nothing new.
     std::vector<float> out;
+    out.swap(logits_spare_);
+    out.clear();
     size_t n_out = 0;
     for (size_t begin = 0; begin < n; begin += n_batch_) {
         decode_chunk(batch, begin, std::min(n, begin + n_batch_), out, n_out);
     }
+    logits_spare_ = std::move(logits_);
     logits_ = std::move(out);
     n_out_ = n_out;
 }

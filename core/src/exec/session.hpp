@@ -86,6 +86,7 @@ class Session {
 
     std::vector<uint32_t> seq_len_;
     std::vector<float> logits_;
+    std::vector<float> logits_spare_;  // the previous decode's rows, reused as the next one's storage
     size_t n_out_ = 0;
     GraphBuilder graph_;
     // What graph_ was built for. The graph depends only on these (its inputs' data sit in the IO buffer), so a

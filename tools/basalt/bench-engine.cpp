@@ -1,0 +1,324 @@
+// Engine benchmarks (`basalt bench --mode ...`), each measured side by side in one process with interleaved
+// rounds:
+//  ragged   one ragged batch of prompts {16, 64, 256, 1024} against the same rows padded to the longest (the
+//           padded rows computed, as a dense batch would): time per real token;
+//  chunked  4 streams decoding while a 2,000-token prompt arrives: the streams' p50/p99 inter-token latency
+//           with chunking off and at the chunks given, against no arrival, and the long request's TTFT;
+//  streams  aggregate decode tokens/s with 1, 4 and 16 concurrent requests.
+#include "bench-engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "handles.hpp"
+
+namespace basalt::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+double percentile(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+double median(std::vector<double> v) {
+    return percentile(std::move(v), 0.5);
+}
+
+// Random prompt tokens (benchmark models have random weights; the ids only need to be valid).
+std::vector<int32_t> random_tokens(size_t n, size_t n_vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(n_vocab) - 1);
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = d(rng);
+    return t;
+}
+
+bool check(basalt_status st) {
+    if (st != BASALT_OK) print_error(basalt_last_error());
+    return st == BASALT_OK;
+}
+
+// ---- ragged vs padded ----------------------------------------------------------------------------------------
+
+int bench_ragged(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+    const std::vector<size_t> lengths = {16, 64, 256, 1024};
+    const size_t longest = 1024, n_real = 16 + 64 + 256 + 1024;
+    SessionStrings keep;
+    basalt_session_params sp = session_params(vm, keep);
+    sp.n_ctx = static_cast<uint32_t>(longest * lengths.size());
+    sp.n_seq_max = static_cast<uint32_t>(lengths.size());
+    if (sp.n_batch == 0) sp.n_batch = 512;
+    Session session(rt.get(), model, sp);
+    if (!session.ok()) return kExitError;
+    const size_t n_vocab = basalt_session_n_vocab(session.get());
+    const int reps = static_cast<int>(vm["repetitions"].as<long long>());
+    // One batch of every sequence's rows; padded: each sequence filled to `longest` with copies of its last token.
+    auto make = [&](bool padded, std::vector<int32_t>& tok, std::vector<int32_t>& pos, std::vector<int32_t>& seq,
+                    std::vector<int8_t>& want) {
+        tok.clear(), pos.clear(), seq.clear(), want.clear();
+        for (size_t s = 0; s < lengths.size(); ++s) {
+            const auto t = random_tokens(lengths[s], n_vocab, static_cast<uint32_t>(s + 1));
+            const size_t n = padded ? longest : lengths[s];
+            for (size_t i = 0; i < n; ++i) {
+                tok.push_back(t[std::min(i, t.size() - 1)]);
+                pos.push_back(static_cast<int32_t>(i));
+                seq.push_back(static_cast<int32_t>(s));
+                want.push_back(i + 1 == lengths[s] ? 1 : 0);  // logits of each real last row
+            }
+        }
+    };
+    std::vector<double> t_ragged, t_padded;
+    for (int r = 0; r < reps + 1; ++r) {  // round 0 warms up
+        for (int variant = 0; variant < 2; ++variant) {
+            const bool padded = (variant + r) % 2 == 1;  // alternate which goes first
+            std::vector<int32_t> tok, pos, seq;
+            std::vector<int8_t> want;
+            make(padded, tok, pos, seq, want);
+            for (size_t s = 0; s < lengths.size(); ++s) basalt_session_seq_drop(session.get(), static_cast<int32_t>(s));
+            basalt_batch b{};
+            b.struct_size = sizeof(b);
+            b.n_tokens = tok.size();
+            b.tokens = tok.data();
+            b.positions = pos.data();
+            b.seq_ids = seq.data();
+            b.want_logits = want.data();
+            const auto t0 = Clock::now();
+            if (!check(basalt_session_decode(session.get(), &b))) return kExitError;
+            const double s = since(t0);
+            if (r > 0) (padded ? t_padded : t_ragged).push_back(s);
+        }
+    }
+    const double rag = median(t_ragged), pad = median(t_padded);
+    if (vm["json"].as<bool>()) {
+        std::cout << "{\"mode\":\"ragged\",\"real_tokens\":" << n_real << ",\"padded_tokens\":" << longest * 4
+                  << ",\"ragged_s\":" << rag << ",\"padded_s\":" << pad
+                  << ",\"ragged_ms_per_real_token\":" << 1e3 * rag / n_real
+                  << ",\"padded_ms_per_real_token\":" << 1e3 * pad / n_real << "}\n";
+    } else {
+        std::cout << std::fixed << std::setprecision(3) << "prompts {16, 64, 256, 1024}: " << n_real
+                  << " real tokens; padded to 1024: " << longest * 4 << " rows (median of " << reps << ")\n"
+                  << "  ragged  " << rag * 1e3 << " ms  " << 1e3 * rag / n_real << " ms per real token\n"
+                  << "  padded  " << pad * 1e3 << " ms  " << 1e3 * pad / n_real << " ms per real token  (" << pad / rag
+                  << "x)\n";
+    }
+    return kExitOk;
+}
+
+// ---- engine helpers -------------------------------------------------------------------------------------------
+
+basalt_request* submit(basalt_engine* e, const std::vector<int32_t>& prompt, int32_t max_tokens) {
+    basalt_request_params p{};
+    p.struct_size = sizeof(p);
+    p.tokens = prompt.data();
+    p.n_tokens = prompt.size();
+    p.samplers = "greedy";
+    p.max_tokens = max_tokens;
+    p.seed = -1;
+    p.flags = BASALT_REQUEST_IGNORE_EOG;  // random weights: an end token must not end a stream early
+    basalt_request* r = nullptr;
+    if (!check(basalt_engine_submit(e, &p, &r))) return nullptr;
+    return r;
+}
+
+std::vector<double> itls(basalt_request* r) {
+    size_t n = 0;
+    basalt_request_itl(r, nullptr, 0, &n);
+    std::vector<double> v(n);
+    basalt_request_itl(r, v.data(), v.size(), &n);
+    return v;
+}
+
+basalt_request_stats stats_of(basalt_request* r) {
+    basalt_request_stats s{};
+    s.struct_size = sizeof(s);
+    basalt_request_stats_get(r, &s);
+    return s;
+}
+
+// ---- chunked prefill ------------------------------------------------------------------------------------------
+
+struct ChunkResult {
+    std::string label;
+    std::vector<double> itl, ttft;
+};
+
+int bench_chunked(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+    const size_t n_long = static_cast<size_t>(vm["long-prompt"].as<long long>());
+    const int n_streams = 4, reps = static_cast<int>(vm["repetitions"].as<long long>());
+    std::vector<long long> chunks = {0, 256, 64};
+    if (vm.count("chunks") != 0) chunks = vm["chunks"].as<std::vector<long long>>();
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    basalt_model_describe(model, &info);
+    const size_t n_vocab = info.n_vocab;
+    const auto long_prompt = random_tokens(n_long, n_vocab, 7);
+    const int arrive_after = 8;  // stream tokens before the long prompt arrives
+    std::vector<ChunkResult> results(chunks.size() + 1);
+    results[0].label = "no arrival";
+    for (size_t c = 0; c < chunks.size(); ++c) {
+        results[c + 1].label = chunks[c] == 0 ? "chunk off" : "chunk " + std::to_string(chunks[c]);
+    }
+    for (int r = 0; r < reps; ++r) {
+        for (size_t v = 0; v < results.size(); ++v) {
+            SessionStrings keep;
+            basalt_engine_params ep = engine_params(vm, keep);
+            ep.n_ctx = static_cast<uint32_t>(n_long + 64);
+            ep.n_parallel = n_streams + 1;
+            ep.prefill_chunk = v == 0 ? 0 : static_cast<uint32_t>(chunks[v - 1]);
+            Engine engine(rt.get(), model, ep);
+            if (!engine.ok()) return kExitError;
+            std::vector<basalt_request*> streams;
+            for (int s = 0; s < n_streams; ++s) {
+                streams.push_back(submit(engine.get(), random_tokens(16, n_vocab, 100 + s), 1 << 20));
+                if (streams.back() == nullptr) return kExitError;
+            }
+            basalt_request* big = nullptr;
+            size_t base_tokens = 0, steps_after = 0, active = 1;
+            bool long_done = false, arrived = false;
+            while (active > 0) {
+                if (!check(basalt_engine_step(engine.get(), &active))) return kExitError;
+                const uint64_t made = stats_of(streams[0]).generated_tokens;
+                if (!arrived && made >= arrive_after) {
+                    arrived = true;
+                    base_tokens = made;
+                    if (v > 0) {
+                        big = submit(engine.get(), long_prompt, 1);
+                        if (big == nullptr) return kExitError;
+                    }
+                    steps_after = 0;
+                    if (v == 0) long_done = true;
+                }
+                if (big != nullptr && !long_done && basalt_request_finish_reason(big) != BASALT_FINISH_NONE) {
+                    long_done = true;
+                    steps_after = 0;
+                }
+                // Keep the streams going 8 tokens past the long request's first token, then cancel them.
+                if (long_done && ++steps_after > 8 + (v == 0 ? 24 : 0)) {
+                    for (auto* s : streams) basalt_request_cancel(s);
+                }
+            }
+            for (auto* s : streams) {
+                const auto l = itls(s);
+                // ITL k separates tokens k and k+1: keep those from the arrival on.
+                for (size_t k = base_tokens > 0 ? base_tokens - 1 : 0; k < l.size(); ++k) {
+                    results[v].itl.push_back(l[k]);
+                }
+                basalt_request_free(s);
+            }
+            if (big != nullptr) {
+                results[v].ttft.push_back(stats_of(big).ttft_ms);
+                basalt_request_free(big);
+            }
+        }
+    }
+    const double base_p99 = percentile(results[0].itl, 0.99);
+    const bool json = vm["json"].as<bool>();
+    if (!json) {
+        std::cout << n_streams << " streams decoding; a " << n_long << "-token prompt arrives after " << arrive_after
+                  << " tokens (" << reps << " rounds, configurations interleaved)\n"
+                  << std::left << std::setw(12) << "config" << std::right << std::setw(10) << "ITL p50" << std::setw(10)
+                  << "ITL p99" << std::setw(12) << "p99/base" << std::setw(14) << "long TTFT\n";
+    }
+    for (const auto& res : results) {
+        const double p50 = percentile(res.itl, 0.5), p99 = percentile(res.itl, 0.99);
+        const double ttft = res.ttft.empty() ? 0 : median(res.ttft);
+        if (json) {
+            std::cout << "{\"mode\":\"chunked\",\"config\":\"" << res.label << "\",\"itl_p50_ms\":" << p50
+                      << ",\"itl_p99_ms\":" << p99 << ",\"p99_vs_baseline\":" << p99 / base_p99
+                      << ",\"long_ttft_ms\":" << ttft << ",\"itl_samples\":" << res.itl.size() << "}\n";
+        } else {
+            std::cout << std::left << std::setw(12) << res.label << std::right << std::fixed << std::setprecision(1)
+                      << std::setw(8) << p50 << "ms" << std::setw(8) << p99 << "ms" << std::setw(11)
+                      << std::setprecision(2) << p99 / base_p99 << "x" << std::setw(11) << std::setprecision(1)
+                      << (res.ttft.empty() ? std::string("-") : std::to_string(ttft).substr(0, 7) + "ms") << "\n";
+        }
+    }
+    return kExitOk;
+}
+
+// ---- concurrent streams ---------------------------------------------------------------------------------------
+
+int bench_streams(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+    std::vector<long long> counts = {1, 4, 16};
+    if (vm.count("streams") != 0) counts = vm["streams"].as<std::vector<long long>>();
+    const auto n_gen = static_cast<int32_t>(vm["n-gen"].as<long long>());
+    const int reps = static_cast<int>(vm["repetitions"].as<long long>());
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    basalt_model_describe(model, &info);
+    std::vector<std::vector<double>> tps(counts.size());
+    for (int r = 0; r < reps; ++r) {
+        for (size_t c = 0; c < counts.size(); ++c) {
+            const auto n = static_cast<uint32_t>(counts[c]);
+            SessionStrings keep;
+            basalt_engine_params ep = engine_params(vm, keep);
+            ep.n_ctx = static_cast<uint32_t>(16 + n_gen + 16);
+            ep.n_parallel = n;
+            Engine engine(rt.get(), model, ep);
+            if (!engine.ok()) return kExitError;
+            std::vector<basalt_request*> reqs;
+            for (uint32_t i = 0; i < n; ++i) {
+                reqs.push_back(submit(engine.get(), random_tokens(16, info.n_vocab, 200 + i), n_gen));
+                if (reqs.back() == nullptr) return kExitError;
+            }
+            // Time the decode phase: from the step after every prompt is in to the end.
+            size_t active = 1;
+            if (!check(basalt_engine_step(engine.get(), &active))) return kExitError;  // the prefills (+1 token)
+            uint64_t before = 0;
+            for (auto* q : reqs) before += stats_of(q).generated_tokens;
+            const auto t0 = Clock::now();
+            while (active > 0) {
+                if (!check(basalt_engine_step(engine.get(), &active))) return kExitError;
+            }
+            const double s = since(t0);
+            uint64_t after = 0;
+            for (auto* q : reqs) {
+                after += stats_of(q).generated_tokens;
+                basalt_request_free(q);
+            }
+            tps[c].push_back(static_cast<double>(after - before) / s);
+        }
+    }
+    const double one = median(tps[0]);
+    for (size_t c = 0; c < counts.size(); ++c) {
+        const double t = median(tps[c]);
+        if (vm["json"].as<bool>()) {
+            std::cout << "{\"mode\":\"streams\",\"streams\":" << counts[c] << ",\"tokens_per_s\":" << t
+                      << ",\"vs_one\":" << t / one << "}\n";
+        } else {
+            std::cout << std::setw(3) << counts[c] << " streams  " << std::fixed << std::setprecision(1) << std::setw(8)
+                      << t << " t/s aggregate  (" << std::setprecision(2) << t / one << "x one stream)\n";
+        }
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+int run_engine_bench(const po::variables_map& vm, const GlobalOptions& g) {
+    Runtime rt(g);
+    if (!rt.ok()) return kExitError;
+    Model model(vm["model"].as<std::string>());
+    if (!model.ok()) return kExitError;
+    const std::string mode = vm["mode"].as<std::string>();
+    if (mode == "ragged") return bench_ragged(vm, model.get(), rt);
+    if (mode == "chunked") return bench_chunked(vm, model.get(), rt);
+    if (mode == "streams") return bench_streams(vm, model.get(), rt);
+    print_error("basalt bench: unknown --mode '" + mode + "' (pp-tg, ragged, chunked, streams)");
+    return kExitUsage;
+}
+
+}  // namespace basalt::cli
