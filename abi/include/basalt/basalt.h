@@ -595,11 +595,12 @@ typedef struct basalt_gguf_writer basalt_gguf_writer;
 
 /* Creates an empty writer; *out is owned by the caller (basalt_gguf_writer_destroy). Thread-safe. */
 BASALT_API basalt_status basalt_gguf_writer_create(basalt_gguf_writer** out);
-/* Frees a writer and every tensor it holds; NULL is ignored. */
+/* Frees a writer and every tensor it holds; NULL is ignored. Not concurrent with other calls on the writer. */
 BASALT_API void basalt_gguf_writer_destroy(basalt_gguf_writer* writer);
 
 /* Sets metadata `key` (non-empty UTF-8, copied) to a uint32; setting a key again replaces its value and type in
- * place. "general.alignment" (uint32 only, a power of two) also sets the tensors' alignment. */
+ * place. "general.alignment" (uint32 only, a power of two) also sets the tensors' alignment. One thread per
+ * writer at a time, as for every call below. */
 BASALT_API basalt_status basalt_gguf_writer_set_u32(basalt_gguf_writer* writer, const char* key, uint32_t value);
 /* Sets metadata `key` to an int32 (same key rules as basalt_gguf_writer_set_u32). */
 BASALT_API basalt_status basalt_gguf_writer_set_i32(basalt_gguf_writer* writer, const char* key, int32_t value);
@@ -628,17 +629,17 @@ BASALT_API basalt_status basalt_gguf_writer_set_array_f32(basalt_gguf_writer* wr
  * BASALT_ERR_INVALID_ARGUMENT naming the tensor for a bad shape, a count that is not the shape's, an unknown type
  * id, or rows that are not whole blocks of the type ("rows of 64 elements are not whole q4_k blocks of 256");
  * BASALT_ERR_UNSUPPORTED for a known type it cannot write (listing those it can); BASALT_ERR_DUPLICATE for a name
- * already added.
+ * already added. One thread per writer at a time.
  */
 BASALT_API basalt_status basalt_gguf_writer_add_tensor_f32(basalt_gguf_writer* writer, const char* name,
                                                            basalt_dtype type, const int64_t* ne, uint32_t n_dims,
                                                            const float* data, size_t n_values);
-/* Returns the number of tensors added so far (0 for NULL). */
+/* Returns the number of tensors added so far (0 for NULL). One thread per writer at a time. */
 BASALT_API size_t basalt_gguf_writer_tensor_count(const basalt_gguf_writer* writer);
 
 /* Writes the file to path (created or replaced: written under a temporary name beside it, then renamed, so a
  * failed write leaves whatever was at path untouched). BASALT_ERR_IO names the path and the system's reason. The
- * writer is unchanged and may be written again. */
+ * writer is unchanged and may be written again. One thread per writer at a time. */
 BASALT_API basalt_status basalt_gguf_writer_write(const basalt_gguf_writer* writer, const char* path);
 
 BASALT_END_DECLS
