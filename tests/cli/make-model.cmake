@@ -29,3 +29,17 @@ execute_process(COMMAND ${MAKE} --shape tiny --type q8_0 --seed 12x -o ${OUT}.ba
 if(NOT rc EQUAL 2 OR NOT e MATCHES "--seed wants a non-negative integer, not '12x'" OR EXISTS ${OUT}.bad)
   message(FATAL_ERROR "make-model with a bad seed: rc ${rc}, ${o}${e}")
 endif()
+# A type whose blocks do not divide the shape's rows (tiny's 64 columns, q4_k's 256) fails naming the tensor,
+# the row and the block, and writes nothing.
+execute_process(COMMAND ${MAKE} --shape tiny --type q4_k -o ${OUT}.bad RESULT_VARIABLE rc OUTPUT_VARIABLE o
+                ERROR_VARIABLE e)
+if(NOT rc EQUAL 1 OR NOT e MATCHES "tensor 'token_embd.weight': rows of 64 elements are not whole q4_k blocks of 256"
+   OR EXISTS ${OUT}.bad)
+  message(FATAL_ERROR "make-model --type q4_k at shape tiny: rc ${rc}, ${o}${e}")
+endif()
+# An output folder that does not exist fails naming the path.
+execute_process(COMMAND ${MAKE} --shape tiny --type q8_0 -o ${OUT}.missing/x.gguf RESULT_VARIABLE rc OUTPUT_VARIABLE o
+                ERROR_VARIABLE e)
+if(NOT rc EQUAL 1 OR NOT e MATCHES "x.gguf: cannot create: No such file or directory")
+  message(FATAL_ERROR "make-model into a missing folder: rc ${rc}, ${o}${e}")
+endif()

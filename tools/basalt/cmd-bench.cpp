@@ -3,16 +3,13 @@
 // bandwidth and decode as a percentage of that roofline (every weight byte, and the K/V rows each step attends
 // to, read once per generated token).
 #include <algorithm>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-#include <atomic>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <thread>
 #include <vector>
 
+#include "bandwidth-probe.hpp"
 #include "bench-engine.hpp"
 #include "cli.hpp"
 #include "handles.hpp"
@@ -21,103 +18,6 @@ namespace basalt::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Sums n 64-bit words (AVX-512 or AVX2 loads where the CPU has them: a scalar loop cannot keep one core's memory
-// pipe full).
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, size_t n) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_add_epi64(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
-        a1 = _mm256_add_epi64(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-        a2 = _mm256_add_epi64(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-        a3 = _mm256_add_epi64(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-    }
-    alignas(32) uint64_t lanes[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
-                       _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
-    uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-    for (; i < n; ++i) s += p[i];
-    return s;
-}
-
-// The same with 512-bit loads (a core's fastest stream where it has them).
-__attribute__((target("avx512f"))) uint64_t sum_words_avx512(const uint64_t* p, size_t n) {
-    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
-        a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 8));
-        a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 16));
-        a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 24));
-    }
-    alignas(64) uint64_t lanes[8];
-    _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
-    uint64_t s = 0;
-    for (uint64_t v : lanes) s += v;
-    for (; i < n; ++i) s += p[i];
-    return s;
-}
-#endif
-
-uint64_t sum_words(const uint64_t* p, size_t n) {
-#if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx512f")) return sum_words_avx512(p, n);
-    if (__builtin_cpu_supports("avx2")) return sum_words_avx2(p, n);
-#endif
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-    }
-    for (; i < n; ++i) s0 += p[i];
-    return s0 + s1 + s2 + s3;
-}
-
-// Read bandwidth of `threads` threads summing a 512 MiB buffer (written once, so every page is real memory).
-// measure() keeps the best pass seen: the bench probes before its warm-up repetition and after the last one, so
-// a moment when the shared machine's memory was slow does not lower the roofline. (Probing between timed
-// repetitions slowed the F16 prefill after it by ~15 % on the shared VM, so it does not.)
-class BandwidthProbe {
-  public:
-    explicit BandwidthProbe(unsigned threads) : threads_(threads), buf_((512u << 20) / sizeof(uint64_t) + 8, 1) {}
-
-    // Runs `passes` passes; returns the best bytes/s of all passes so far.
-    double measure(int passes) {
-        // A backend's pool spins a little after each graph before its workers sleep: let them, or the probe's
-        // threads would share the cores with them.
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        // From the first 64-byte boundary: a 512-bit load across two cache lines costs two.
-        const auto skip = static_cast<size_t>((64 - reinterpret_cast<uintptr_t>(buf_.data()) % 64) % 64 / 8);
-        const uint64_t* words = buf_.data() + skip;
-        const size_t n = (buf_.size() - 8) / 8 * 8;
-        for (int rep = 0; rep < passes; ++rep) {
-            std::atomic<uint64_t> sink{0};
-            const auto t0 = Clock::now();
-            std::vector<std::thread> pool;
-            for (unsigned t = 0; t < threads_; ++t) {
-                pool.emplace_back([&, t] {
-                    const size_t b = n * t / threads_ / 8 * 8, e = n * (t + 1) / threads_ / 8 * 8;
-                    sink += sum_words(words + b, e - b);
-                });
-            }
-            for (auto& th : pool) th.join();
-            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-            best_ = std::max(best_, static_cast<double>(n * sizeof(uint64_t)) / s);
-            if (sink.load() != n) std::cerr << "";  // keeps the sums (every word is 1)
-        }
-        return best_;
-    }
-
-  private:
-    unsigned threads_;
-    std::vector<uint64_t> buf_;
-    double best_ = 0;
-};
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -173,7 +73,7 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         return decode(toks, 0);
     };
     const unsigned threads = sp.n_threads != 0 ? sp.n_threads : std::max(1u, std::thread::hardware_concurrency());
-    BandwidthProbe probe(threads);
+    basalt::bench::BandwidthProbe probe(threads);
     std::vector<double> pp, tg;
     for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up and is not counted
         if (r == 0) probe.measure(8);     // before the warm-up repetition, which absorbs its after-effects

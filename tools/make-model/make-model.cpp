@@ -2,21 +2,17 @@
 // (`basalt bench`) that anyone can reproduce without downloading a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1]
 // Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), and a tiny one for tests.
+// A client of the public C API only (basalt_gguf_writer_*).
+#include <basalt/basalt.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <exception>
+#include <memory>
 #include <string>
 #include <vector>
-
-#include "model/dtype.hpp"
-#include "model/gguf.hpp"
-#include "model/quantize-model.hpp"
-#include "model/quantize.hpp"
-#include "support/error.hpp"
 
 namespace {
 
@@ -50,21 +46,19 @@ struct Rng {
     }
 };
 
-void add(basalt::gguf::Writer& w, Rng& rng, const std::string& name, std::vector<int64_t> ne, basalt_dtype type,
+using Writer = std::unique_ptr<basalt_gguf_writer, decltype(&basalt_gguf_writer_destroy)>;
+
+// Every 2-D tensor made here is a weight matrix that llama-quantize --pure converts (the norms are 1-D): those
+// take the model's type, the rest stay f32.
+bool add(basalt_gguf_writer* w, Rng& rng, const std::string& name, std::vector<int64_t> ne, basalt_dtype type,
          float std_dev, bool ones = false) {
     int64_t n = 1;
     for (int64_t d : ne) n *= d;
     std::vector<float> x(static_cast<size_t>(n));
     for (auto& v : x) v = ones ? 1.f : std_dev * rng.normal();
-    const bool matrix = ne.size() >= 2 && basalt::is_quantizable_weight(name, static_cast<uint32_t>(ne.size()));
-    const basalt_dtype t = matrix ? type : BASALT_DTYPE_F32;
-    std::vector<uint8_t> bytes(*basalt::dtype_bytes(t, static_cast<uint64_t>(n)));
-    const int64_t row = ne[0];
-    const uint64_t row_bytes = *basalt::dtype_bytes(t, static_cast<uint64_t>(row));
-    for (int64_t r = 0; r < n / row; ++r) {
-        basalt::quantize_row(t, x.data() + r * row, bytes.data() + row_bytes * static_cast<uint64_t>(r), row);
-    }
-    w.add_tensor(name, t, ne, bytes.data(), bytes.size());
+    const basalt_dtype t = ne.size() >= 2 ? type : BASALT_DTYPE_F32;
+    return basalt_gguf_writer_add_tensor_f32(w, name.c_str(), t, ne.data(), static_cast<uint32_t>(ne.size()), x.data(),
+                                             x.size()) == BASALT_OK;
 }
 
 int usage() {
@@ -107,48 +101,54 @@ int main(int argc, char** argv) {
     for (const auto& s : kShapes) {
         if (shape_name == s.name) shape = &s;
     }
-    const basalt::DtypeTraits* type = basalt::dtype_from_name(type_name);
+    int32_t type = -1;
+    const bool type_ok = basalt_dtype_from_name(type_name.c_str(), &type) == BASALT_OK;
     if (shape == nullptr) std::fprintf(stderr, "make-model: error: unknown shape '%s'\n", shape_name.c_str());
-    if (type == nullptr) std::fprintf(stderr, "make-model: error: unknown type '%s'\n", type_name.c_str());
+    if (!type_ok) std::fprintf(stderr, "make-model: error: unknown type '%s'\n", type_name.c_str());
     if (out.empty()) std::fprintf(stderr, "make-model: error: no output file (-o OUT.gguf)\n");
-    if (shape == nullptr || type == nullptr || out.empty()) return usage();
-    try {
-        basalt::gguf::Writer w;
-        const Shape& s = *shape;
-        w.set_string("general.architecture", "llama");
-        w.set_string("general.name", std::string("random-") + s.name);
-        w.set_u32("llama.context_length", s.n_ctx);
-        w.set_u32("llama.embedding_length", s.n_embd);
-        w.set_u32("llama.block_count", s.n_layer);
-        w.set_u32("llama.feed_forward_length", s.n_ff);
-        w.set_u32("llama.attention.head_count", s.n_head);
-        w.set_u32("llama.attention.head_count_kv", s.n_head_kv);
-        w.set_f32("llama.rope.freq_base", s.rope_base);
-        w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-        w.set_u32("llama.vocab_size", s.n_vocab);
-        Rng rng{seed};
-        const int64_t E = s.n_embd, hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
-        const auto t = static_cast<basalt_dtype>(type->id);
-        add(w, rng, "token_embd.weight", {E, s.n_vocab}, t, 1.0f);
-        for (uint32_t il = 0; il < s.n_layer; ++il) {
-            const std::string p = "blk." + std::to_string(il) + ".";
-            add(w, rng, p + "attn_norm.weight", {E}, t, 0, true);
-            add(w, rng, p + "attn_q.weight", {E, E}, t, 0.05f);
-            add(w, rng, p + "attn_k.weight", {E, kv}, t, 0.05f);
-            add(w, rng, p + "attn_v.weight", {E, kv}, t, 0.05f);
-            add(w, rng, p + "attn_output.weight", {E, E}, t, 0.05f);
-            add(w, rng, p + "ffn_norm.weight", {E}, t, 0, true);
-            add(w, rng, p + "ffn_gate.weight", {E, s.n_ff}, t, 0.05f);
-            add(w, rng, p + "ffn_up.weight", {E, s.n_ff}, t, 0.05f);
-            add(w, rng, p + "ffn_down.weight", {s.n_ff, E}, t, 0.05f);
-        }
-        add(w, rng, "output_norm.weight", {E}, t, 0, true);
-        if (!s.tied) add(w, rng, "output.weight", {E, s.n_vocab}, t, 0.05f);
-        w.write(out);
-        std::printf("wrote %s (%s, %s)\n", out.c_str(), s.name, type->name);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "make-model: error: %s\n", e.what());
+    if (shape == nullptr || !type_ok || out.empty()) return usage();
+    auto fail = [] {
+        std::fprintf(stderr, "make-model: error: %s\n", basalt_last_error());
         return 1;
+    };
+    basalt_gguf_writer* raw = nullptr;
+    if (basalt_gguf_writer_create(&raw) != BASALT_OK) return fail();
+    const Writer w(raw, &basalt_gguf_writer_destroy);
+    const Shape& s = *shape;
+    const std::string name = std::string("random-") + s.name;
+    const bool meta_ok =
+        basalt_gguf_writer_set_string(raw, "general.architecture", "llama") == BASALT_OK &&
+        basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "llama.context_length", s.n_ctx) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "llama.embedding_length", s.n_embd) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "llama.block_count", s.n_layer) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "llama.feed_forward_length", s.n_ff) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "llama.attention.head_count", s.n_head) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "llama.attention.head_count_kv", s.n_head_kv) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, "llama.rope.freq_base", s.rope_base) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, "llama.attention.layer_norm_rms_epsilon", 1e-5f) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "llama.vocab_size", s.n_vocab) == BASALT_OK;
+    if (!meta_ok) return fail();
+    Rng rng{seed};
+    const int64_t E = s.n_embd, hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
+    const basalt_dtype t = type;
+    if (!add(raw, rng, "token_embd.weight", {E, s.n_vocab}, t, 1.0f)) return fail();
+    for (uint32_t il = 0; il < s.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        const bool ok = add(raw, rng, p + "attn_norm.weight", {E}, t, 0, true) &&
+                        add(raw, rng, p + "attn_q.weight", {E, E}, t, 0.05f) &&
+                        add(raw, rng, p + "attn_k.weight", {E, kv}, t, 0.05f) &&
+                        add(raw, rng, p + "attn_v.weight", {E, kv}, t, 0.05f) &&
+                        add(raw, rng, p + "attn_output.weight", {E, E}, t, 0.05f) &&
+                        add(raw, rng, p + "ffn_norm.weight", {E}, t, 0, true) &&
+                        add(raw, rng, p + "ffn_gate.weight", {E, s.n_ff}, t, 0.05f) &&
+                        add(raw, rng, p + "ffn_up.weight", {E, s.n_ff}, t, 0.05f) &&
+                        add(raw, rng, p + "ffn_down.weight", {s.n_ff, E}, t, 0.05f);
+        if (!ok) return fail();
     }
+    if (!add(raw, rng, "output_norm.weight", {E}, t, 0, true)) return fail();
+    if (!s.tied && !add(raw, rng, "output.weight", {E, s.n_vocab}, t, 0.05f)) return fail();
+    if (basalt_gguf_writer_write(raw, out.c_str()) != BASALT_OK) return fail();
+    std::printf("wrote %s (%s, %s)\n", out.c_str(), s.name, basalt_dtype_name(type));
     return 0;
 }

@@ -581,6 +581,68 @@ typedef struct basalt_quantize_report {
 BASALT_API basalt_status basalt_model_quantize(const char* in_path, const char* out_path, basalt_dtype type,
                                                basalt_quantize_report* report);
 
+/* ---- writing GGUF files --------------------------------------------------------------------------------------- */
+
+/*
+ * A GGUF v3 file built in memory and written in one go: metadata in the order it was first set, then tensors
+ * in the order they were added, each aligned to 32 bytes (or general.alignment). What it writes loads with
+ * basalt_model_load: a model, or a llama.cpp control vector (general.architecture "controlvector",
+ * controlvector.model_hint, controlvector.layer_count, one 1-D F32 tensor "direction.N" per steered layer,
+ * N from 1), which basalt_model_load reads for its metadata and tensors (info.n_layer = layer_count, n_embd =
+ * the directions' length, supported = 0). A writer is used by one thread at a time; distinct writers may be used
+ * concurrently. A call that fails changes nothing in the writer.
+ */
+typedef struct basalt_gguf_writer basalt_gguf_writer;
+
+/* Creates an empty writer; *out is owned by the caller (basalt_gguf_writer_destroy). Thread-safe. */
+BASALT_API basalt_status basalt_gguf_writer_create(basalt_gguf_writer** out);
+/* Frees a writer and every tensor it holds; NULL is ignored. Not concurrent with other calls on the writer. */
+BASALT_API void basalt_gguf_writer_destroy(basalt_gguf_writer* writer);
+
+/* Sets metadata `key` (non-empty UTF-8, copied) to a uint32; setting a key again replaces its value and type in
+ * place. "general.alignment" (uint32 only, a power of two) also sets the tensors' alignment. One thread per
+ * writer at a time, as for every call below. */
+BASALT_API basalt_status basalt_gguf_writer_set_u32(basalt_gguf_writer* writer, const char* key, uint32_t value);
+/* Sets metadata `key` to an int32 (same key rules as basalt_gguf_writer_set_u32). */
+BASALT_API basalt_status basalt_gguf_writer_set_i32(basalt_gguf_writer* writer, const char* key, int32_t value);
+/* Sets metadata `key` to a float32 (same key rules as basalt_gguf_writer_set_u32). */
+BASALT_API basalt_status basalt_gguf_writer_set_f32(basalt_gguf_writer* writer, const char* key, float value);
+/* Sets metadata `key` to a bool (value != 0 is true; same key rules as basalt_gguf_writer_set_u32). */
+BASALT_API basalt_status basalt_gguf_writer_set_bool(basalt_gguf_writer* writer, const char* key, int32_t value);
+/* Sets metadata `key` to a string (NUL-terminated UTF-8, copied; same key rules as basalt_gguf_writer_set_u32). */
+BASALT_API basalt_status basalt_gguf_writer_set_string(basalt_gguf_writer* writer, const char* key, const char* value);
+/* Sets metadata `key` to an array of n strings (each NUL-terminated, none NULL; copied, e.g.
+ * tokenizer.ggml.tokens). n may be 0 (values may then be NULL). */
+BASALT_API basalt_status basalt_gguf_writer_set_array_string(basalt_gguf_writer* writer, const char* key,
+                                                             const char* const* values, size_t n);
+/* Sets metadata `key` to an array of n int32 (copied; e.g. tokenizer.ggml.token_type). */
+BASALT_API basalt_status basalt_gguf_writer_set_array_i32(basalt_gguf_writer* writer, const char* key,
+                                                          const int32_t* values, size_t n);
+/* Sets metadata `key` to an array of n float32 (copied; e.g. tokenizer.ggml.scores). */
+BASALT_API basalt_status basalt_gguf_writer_set_array_f32(basalt_gguf_writer* writer, const char* key,
+                                                          const float* values, size_t n);
+
+/*
+ * Adds tensor `name` (1-63 bytes, llama.cpp's limit; copied) of n_dims (1-4) dimensions ne[0..n_dims) (ne[0]
+ * contiguous, each >= 1) from n_values = ne[0] x ... f32 values (borrowed for the call), stored as `type`: f32,
+ * f16, bf16, q8_0, q4_0, q4_k or q6_k, quantized with the reference quantizers basalt_model_quantize uses (the
+ * bytes llama-quantize --pure writes). The writer keeps the converted bytes. Fails with
+ * BASALT_ERR_INVALID_ARGUMENT naming the tensor for a bad shape, a count that is not the shape's, an unknown type
+ * id, or rows that are not whole blocks of the type ("rows of 64 elements are not whole q4_k blocks of 256");
+ * BASALT_ERR_UNSUPPORTED for a known type it cannot write (listing those it can); BASALT_ERR_DUPLICATE for a name
+ * already added. One thread per writer at a time.
+ */
+BASALT_API basalt_status basalt_gguf_writer_add_tensor_f32(basalt_gguf_writer* writer, const char* name,
+                                                           basalt_dtype type, const int64_t* ne, uint32_t n_dims,
+                                                           const float* data, size_t n_values);
+/* Returns the number of tensors added so far (0 for NULL). One thread per writer at a time. */
+BASALT_API size_t basalt_gguf_writer_tensor_count(const basalt_gguf_writer* writer);
+
+/* Writes the file to path (created or replaced: written under a temporary name beside it, then renamed, so a
+ * failed write leaves whatever was at path untouched). BASALT_ERR_IO names the path and the system's reason. The
+ * writer is unchanged and may be written again. One thread per writer at a time. */
+BASALT_API basalt_status basalt_gguf_writer_write(const basalt_gguf_writer* writer, const char* path);
+
 BASALT_END_DECLS
 
 #endif /* BASALT_BASALT_H */

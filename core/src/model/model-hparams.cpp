@@ -36,6 +36,19 @@ ModelHparams read_hparams(const gguf::File& f) {
     h.name = f.get_string("general.name").value_or("");
     h.known_arch = std::find(std::begin(kKnownArchs), std::end(kKnownArchs), h.arch) != std::end(kKnownArchs);
     const std::string A = h.arch + ".";
+    if (h.arch == "controlvector") {
+        // A llama.cpp control vector: no model, one F32 "direction.N" per steered layer. It loads for its metadata
+        // and tensors; n_embd is the directions' length (0 when there are none).
+        h.n_layer = require_u32(f, A + "layer_count");
+        for (const auto& t : f.tensors()) {
+            if (t.name.rfind("direction.", 0) == 0) {
+                h.n_embd = static_cast<uint32_t>(t.ne[0]);
+                break;
+            }
+        }
+        h.layer_sliding.assign(h.n_layer, false);
+        return h;
+    }
 
     h.n_layer = require_u32(f, A + "block_count");
     h.n_embd = require_u32(f, A + "embedding_length");
