@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "support/error.hpp"
 #include "host/host-services.hpp"
 #include "host/plugin-host.hpp"
+#include "support/error.hpp"
 
 #if __has_include(<basalt/blocks/dequantize.hpp>)
 #include <basalt/blocks/dequantize.hpp>

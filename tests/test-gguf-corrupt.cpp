@@ -17,8 +17,8 @@
 #include <catch2/catch.hpp>
 
 #include "model/dtype.hpp"
-#include "support/error.hpp"
 #include "model/gguf.hpp"
+#include "support/error.hpp"
 
 namespace fs = std::filesystem;
 using namespace basalt;

@@ -16,9 +16,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/error.hpp"
 #include "host/host-services.hpp"
 #include "host/plugin-host.hpp"
+#include "support/error.hpp"
 
 using Catch::Matchers::Contains;
 

@@ -3,9 +3,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "support/error.hpp"
 #include "model/memory-plan.hpp"
 #include "model/model-hparams.hpp"
+#include "support/error.hpp"
 
 namespace fs = std::filesystem;
 using namespace basalt;

@@ -18,10 +18,10 @@
 
 #include "model/dequantize.hpp"
 #include "model/dtype.hpp"
-#include "support/error.hpp"
 #include "model/gguf.hpp"
-#include "support/half.hpp"
 #include "model/quantize.hpp"
+#include "support/error.hpp"
+#include "support/half.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

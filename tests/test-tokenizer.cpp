@@ -19,8 +19,8 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-#include "support/error.hpp"
 #include "model/gguf.hpp"
+#include "support/error.hpp"
 #include "tokenizer/pre-tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/vocab.hpp"

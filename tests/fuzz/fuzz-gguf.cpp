@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "model/dtype.hpp"
-#include "support/error.hpp"
 #include "model/gguf.hpp"
+#include "support/error.hpp"
 
 namespace {
 

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "model/dtype.hpp"
-#include "support/error.hpp"
 #include "model/gguf.hpp"
 #include "model/quantize-model.hpp"
 #include "model/quantize.hpp"
+#include "support/error.hpp"
 
 namespace {
 

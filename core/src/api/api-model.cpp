@@ -6,12 +6,12 @@
 #include <string>
 
 #include "model/dtype.hpp"
-#include "support/error.hpp"
-#include "support/log.hpp"
 #include "model/memory-plan.hpp"
 #include "model/model-path.hpp"
 #include "model/model.hpp"
 #include "model/quantize-model.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 using basalt::fail;
 using basalt::guard;

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "support/error.hpp"
 #include "host/library-path.hpp"
-#include "support/log.hpp"
 #include "host/runtime.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 #ifndef BASALT_VERSION_STRING
 #error "BASALT_VERSION_STRING must be defined by the build"

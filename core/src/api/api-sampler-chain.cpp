@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "support/error.hpp"
-#include "host/runtime.hpp"
 #include "exec/sampler-chain.hpp"
+#include "host/runtime.hpp"
+#include "support/error.hpp"
 
 using basalt::fail;
 using basalt::guard;

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "support/error.hpp"
 #include "host/host-services.hpp"
 #include "host/runtime.hpp"
+#include "support/error.hpp"
 
 using basalt::fail;
 using basalt::guard;

@@ -3,10 +3,10 @@
 
 #include <memory>
 
-#include "support/error.hpp"
-#include "model/model.hpp"
-#include "host/runtime.hpp"
 #include "exec/session.hpp"
+#include "host/runtime.hpp"
+#include "model/model.hpp"
+#include "support/error.hpp"
 
 using basalt::fail;
 using basalt::guard;

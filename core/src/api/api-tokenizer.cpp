@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "support/error.hpp"
 #include "model/model.hpp"
+#include "support/error.hpp"
 
 using basalt::fail;
 using basalt::guard;

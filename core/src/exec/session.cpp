@@ -4,11 +4,11 @@
 #include <cstring>
 
 #include "graph/arch.hpp"
-#include "model/dtype.hpp"
-#include "support/error.hpp"
 #include "host/host-services.hpp"
-#include "support/log.hpp"
+#include "model/dtype.hpp"
 #include "model/model.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 namespace basalt {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "graph/graph-builder.hpp"
-#include "model/model-weights.hpp"
 #include "host/plugin-host.hpp"
+#include "model/model-weights.hpp"
 
 struct basalt_model;
 

@@ -14,8 +14,8 @@
 
 #include <boost/dll/shared_library.hpp>
 
-#include "support/error.hpp"
 #include "host/host-services.hpp"
+#include "support/error.hpp"
 #include "support/log.hpp"
 
 namespace fs = std::filesystem;

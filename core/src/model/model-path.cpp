@@ -5,8 +5,8 @@
 #include <system_error>
 #include <vector>
 
-#include "support/error.hpp"
 #include "host/library-path.hpp"
+#include "support/error.hpp"
 
 namespace basalt {
 namespace {

@@ -4,10 +4,10 @@
 
 #include "model/dequantize.hpp"
 #include "model/dtype.hpp"
-#include "support/error.hpp"
 #include "model/gguf.hpp"
-#include "support/log.hpp"
 #include "model/quantize.hpp"
+#include "support/error.hpp"
+#include "support/log.hpp"
 
 namespace basalt {
 namespace {

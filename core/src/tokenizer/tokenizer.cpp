@@ -2,8 +2,8 @@
 
 #include <cctype>
 
-#include "support/error.hpp"
 #include "model/gguf.hpp"
+#include "support/error.hpp"
 #include "tokenizer/tokenizer-models.hpp"
 #include "tokenizer/unicode.hpp"
 

@@ -5,8 +5,8 @@
 #include <limits>
 #include <optional>
 
-#include "support/error.hpp"
 #include "model/gguf.hpp"
+#include "support/error.hpp"
 #include "support/log.hpp"
 #include "tokenizer/unicode.hpp"
 
