@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.0, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.1, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -146,7 +146,8 @@ PIN(basalt_kv_cache_iface, seq_drop, 48);
 PIN(basalt_kv_cache_iface, seq_fork, 56);
 PIN(basalt_kv_cache_iface, prefix_attach, 64);
 PIN(basalt_kv_cache_iface, free_slots, 72);
-PIN_SIZE(basalt_kv_cache_iface, 80);
+PIN(basalt_kv_cache_iface, seq_truncate, 80); /* since 1.1 */
+PIN_SIZE(basalt_kv_cache_iface, 88);
 
 PIN(basalt_batch, n_tokens, 8);
 PIN(basalt_batch, tokens, 16);

@@ -1,7 +1,7 @@
 // kv-paged (component kv_cache 'paged') loaded through the real plugin host and driven through its interface
 // table: slot assignment, block boundaries, validation, all-or-nothing capacity errors, visible lists, fork with
-// copy on write, drop, prefix caching with LRU reuse, params/config errors, and a randomized model-based test that
-// executes the copies and writes like a host would and checks every sequence still sees its own data.
+// copy on write, drop, truncation, prefix caching with LRU reuse, params/config errors, and a randomized model-based
+// test that executes the copies and writes like a host would and checks every sequence still sees its own data.
 #include <basalt/basalt.h>
 #include <basalt/plugin_kv_cache.h>
 
@@ -176,6 +176,10 @@ struct Cache {
         basalt::clear_plugin_error();
         return kv().seq_drop(c, seq);
     }
+    basalt_status truncate(int32_t seq, uint32_t n_keep) {
+        basalt::clear_plugin_error();
+        return kv().seq_truncate(c, seq, n_keep);
+    }
     basalt_status attach(int32_t seq, const std::vector<int32_t>& tokens, size_t* matched) {
         basalt::clear_plugin_error();
         return kv().prefix_attach(c, seq, tokens.data(), tokens.size(), matched);
@@ -209,6 +213,7 @@ TEST_CASE("kv-paged loads as kv_cache 'paged' and reports its layout", "[kv-page
     const basalt_kv_cache_iface& t = kv();
     CHECK(t.prefix_attach != nullptr);
     CHECK(t.free_slots != nullptr);
+    CHECK(t.seq_truncate != nullptr);
 
     Cache dflt;
     basalt_kv_cache_layout l{};
@@ -597,6 +602,183 @@ TEST_CASE("kv-paged prefix_attach reuses full blocks, live or cached, and verifi
     }
 }
 
+TEST_CASE("kv-paged truncate inside a block keeps the block and writes on in place", "[kv-paged]") {
+    Cache c(40, 4, 4);                                              // 10 blocks
+    REQUIRE(c.reserve(Batch().run(0, 0, 10)).status == BASALT_OK);  // blocks 0, 1 full, block 2 holds 2
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.free() == 28);
+    REQUIRE(c.truncate(0, 6) == BASALT_OK);
+    CHECK(c.free() == 32);  // block 2 came back, block 1 stays (2 of its 4 kept)
+    CHECK(c.visible(0) == positions_in_order(std::vector<int32_t>(s0.begin(), s0.begin() + 6)));
+    // the sequence continues at position 6, in place: nothing else holds the block
+    CHECK(c.reserve(Batch().add(0, 7, 1)).status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(err(), Contains("has position 7, expected 6"));
+    Reserved r = c.reserve(Batch().run(0, 6, 5, 3000));
+    REQUIRE(r.status == BASALT_OK);
+    CHECK(r.n_copies == 0);
+    CHECK(r.slots[0] == s0[6]);
+    CHECK(r.slots[1] == s0[7]);
+    CHECK(c.visible(0).size() == 11);
+    CHECK(c.free() == 28);
+    // truncating within the last partial block releases nothing
+    REQUIRE(c.truncate(0, 9) == BASALT_OK);
+    CHECK(c.free() == 28);
+    CHECK(c.visible(0).size() == 9);
+    // to 0: everything is released and the sequence starts again at position 0
+    REQUIRE(c.truncate(0, 0) == BASALT_OK);
+    CHECK(c.free() == 40);
+    CHECK(c.visible(0).empty());
+    CHECK(c.reserve(Batch().run(0, 0, 3)).status == BASALT_OK);
+}
+
+TEST_CASE("kv-paged truncate at a block boundary takes a new block on the next write", "[kv-paged]") {
+    Cache c(40, 4, 4);
+    REQUIRE(c.reserve(Batch().run(0, 0, 10)).status == BASALT_OK);
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.truncate(0, 8) == BASALT_OK);
+    CHECK(c.free() == 32);
+    CHECK(c.slots(0) == std::vector<int32_t>(s0.begin(), s0.begin() + 8));
+    Reserved r = c.reserve(Batch().run(0, 8, 1));
+    REQUIRE(r.status == BASALT_OK);
+    CHECK(r.n_copies == 0);
+    CHECK(r.slots[0] % 4 == 0);  // the first slot of a fresh block
+    CHECK(c.free() == 28);
+    REQUIRE(c.truncate(0, 4) == BASALT_OK);
+    CHECK(c.free() == 36);
+    CHECK(c.slots(0) == std::vector<int32_t>(s0.begin(), s0.begin() + 4));
+}
+
+TEST_CASE("kv-paged truncate of a forked sequence copies the shared block on its next write", "[kv-paged]") {
+    Cache c(40, 4, 4);
+    REQUIRE(c.reserve(Batch().run(0, 0, 8)).status == BASALT_OK);  // blocks 0 and 1, both full
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.fork(0, 1) == BASALT_OK);
+
+    SECTION("the fork is cut back and diverges; the original is untouched") {
+        REQUIRE(c.truncate(1, 5) == BASALT_OK);
+        CHECK(c.free() == 32);  // block 1 still held by both
+        Reserved r = c.reserve(Batch().run(1, 5, 4, 7000));
+        REQUIRE(r.status == BASALT_OK);
+        REQUIRE(r.n_copies == 1);
+        CHECK(r.copies[0].src_slot == s0[4]);
+        CHECK(r.copies[0].n_slots == 1);
+        CHECK(r.slots[0] == r.copies[0].dst_slot + 1);
+        CHECK(c.slots(0) == s0);
+        const std::vector<int32_t> s1 = c.slots(1);
+        CHECK(std::vector<int32_t>(s1.begin(), s1.begin() + 4) == std::vector<int32_t>(s0.begin(), s0.begin() + 4));
+        CHECK(s1[4] == r.copies[0].dst_slot);
+        CHECK(c.free() == 24);
+        // the original continues in a block of its own (its last block is full)
+        Reserved r0 = c.reserve(Batch().run(0, 8, 1));
+        REQUIRE(r0.status == BASALT_OK);
+        CHECK(r0.n_copies == 0);
+    }
+    SECTION("the original is cut back: it copies, the fork keeps the block") {
+        REQUIRE(c.truncate(0, 6) == BASALT_OK);
+        Reserved r = c.reserve(Batch().run(0, 6, 1, 7000));
+        REQUIRE(r.status == BASALT_OK);
+        REQUIRE(r.n_copies == 1);
+        CHECK(r.copies[0].src_slot == s0[4]);
+        CHECK(r.copies[0].n_slots == 2);
+        CHECK(c.slots(1) == s0);
+    }
+    SECTION("both cut into the shared block and written in one batch: one copy, the second writes in place") {
+        REQUIRE(c.truncate(0, 6) == BASALT_OK);
+        REQUIRE(c.truncate(1, 5) == BASALT_OK);
+        Reserved r = c.reserve(Batch().add(0, 6, 1).add(1, 5, 2));
+        REQUIRE(r.status == BASALT_OK);
+        REQUIRE(r.n_copies == 1);
+        CHECK(r.copies[0].n_slots == 2);
+        CHECK(r.slots[1] == s0[5]);  // seq 1 writes into the original block, now its own
+    }
+    SECTION("the other sharer is dropped first: the write goes in place") {
+        REQUIRE(c.truncate(1, 5) == BASALT_OK);
+        REQUIRE(c.drop(0) == BASALT_OK);
+        Reserved r = c.reserve(Batch().add(1, 5, 1));
+        REQUIRE(r.status == BASALT_OK);
+        CHECK(r.n_copies == 0);
+        CHECK(r.slots[0] == s0[5]);
+    }
+}
+
+TEST_CASE("kv-paged truncate keeps the prefix index true to what blocks hold", "[kv-paged]") {
+    Cache c(48, 4, 4);  // 12 blocks
+    const std::vector<int32_t> orig = token_run(0, 12);
+    REQUIRE(c.reserve(Batch().run(0, 0, 12)).status == BASALT_OK);  // 3 full blocks, all registered
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.truncate(0, 6) == BASALT_OK);  // block 1 partly kept, block 2 released (cached)
+    CHECK(c.free() == 48 - 8);
+
+    SECTION("until the cut block is written it still holds its tokens and may be shared") {
+        CHECK(c.attach_ok(1, orig) == 12);
+        CHECK(c.slots(1) == s0);
+        // seq 0 now shares block 1 with seq 1, so its write copies it away
+        Reserved r = c.reserve(Batch().run(0, 6, 2, 5000));
+        REQUIRE(r.status == BASALT_OK);
+        CHECK(r.n_copies == 1);
+        CHECK(c.slots(1) == s0);
+        CHECK(c.attach_ok(2, orig) == 12);  // still intact
+    }
+    SECTION("written in place, the cut block no longer matches its old tokens; refilled, it matches the new ones") {
+        Reserved r = c.reserve(Batch().run(0, 6, 1, 5000));  // position 6 gets token 5006 instead of 1006
+        REQUIRE(r.status == BASALT_OK);
+        CHECK(r.n_copies == 0);
+        CHECK(r.slots[0] == s0[6]);
+        CHECK(c.attach_ok(1, orig) == 4);  // block 1 holds 1004 1005 5006 1007 now: only block 0 matches
+        REQUIRE(c.drop(1) == BASALT_OK);
+        std::vector<int32_t> now(orig.begin(), orig.begin() + 6);
+        now.push_back(5006);
+        now.push_back(5007);
+        CHECK(c.attach_ok(1, now) == 4);  // not full yet: not registered
+        REQUIRE(c.drop(1) == BASALT_OK);
+        REQUIRE(c.reserve(Batch().run(0, 7, 1, 5000)).status == BASALT_OK);  // full again
+        CHECK(c.attach_ok(1, now) == 8);
+        CHECK(c.slots(1) == std::vector<int32_t>(s0.begin(), s0.begin() + 8));
+        REQUIRE(c.drop(1) == BASALT_OK);
+        // the released block 2 was linked to block 1's old contents: no chain reaches it any more
+        std::vector<int32_t> longer = now;
+        longer.insert(longer.end(), orig.begin() + 8, orig.end());
+        CHECK(c.attach_ok(2, longer) == 8);
+        CHECK(c.attach_ok(3, orig) == 4);
+    }
+    SECTION("the same tokens written again make the same prefix") {
+        REQUIRE(c.reserve(Batch().run(0, 6, 2)).status == BASALT_OK);  // 1006, 1007 as before
+        // block 1 is registered again; block 2 was linked to it before the overwrite and stays unreachable
+        // (conservative: it would hold the right K/V here, but the index cannot know the rewrite was the same)
+        CHECK(c.attach_ok(1, orig) == 8);
+        CHECK(c.slots(1) == std::vector<int32_t>(s0.begin(), s0.begin() + 8));
+    }
+    SECTION("errors name the length and the request, and change nothing") {
+        CHECK(c.truncate(0, 7) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(err(), Contains("seq_truncate: sequence 0 holds 6 tokens, so it cannot keep 7"));
+        CHECK(c.truncate(4, 0) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(err(), Contains("seq_truncate: sequence id 4 is out of range"));
+        CHECK(c.truncate(-1, 0) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK(c.truncate(0, 6) == BASALT_OK);  // no-op
+        CHECK(c.free() == 48 - 8);
+        CHECK(c.truncate(3, 0) == BASALT_OK);  // an empty sequence kept at 0: no-op
+        CHECK(c.slots(0) == std::vector<int32_t>(s0.begin(), s0.begin() + 6));
+    }
+}
+
+TEST_CASE("kv-paged truncate into a twin block: what follows its rewrite never chains to the twin", "[kv-paged]") {
+    Cache c(48, 4, 4);
+    const std::vector<int32_t> orig = token_run(0, 8);
+    REQUIRE(c.reserve(Batch().run(0, 0, 8)).status == BASALT_OK);  // registered blocks
+    REQUIRE(c.reserve(Batch().run(1, 0, 8)).status == BASALT_OK);  // the same tokens again: twins of seq 0's
+    REQUIRE(c.truncate(1, 6) == BASALT_OK);
+    REQUIRE(c.reserve(Batch().run(1, 6, 2, 9000), 8, false).status == BASALT_OK);  // rewritten, ids unknown
+    std::vector<int32_t> tail = token_run(8, 4, 3000);
+    REQUIRE(c.reserve(Batch().run(1, 8, 4, 3000)).status == BASALT_OK);  // a full block after the unknown ids
+    // Seq 1's third block was computed after two unknown tokens, not after orig[6..8): a prefix of orig and its
+    // tokens must not reach it through seq 0's blocks.
+    std::vector<int32_t> query = orig;
+    query.insert(query.end(), tail.begin(), tail.end());
+    CHECK(c.attach_ok(2, query) == 8);
+    const std::vector<int32_t> s0 = c.slots(0);
+    CHECK(c.slots(2) == s0);
+}
+
 TEST_CASE("kv-paged evicts cached blocks least recently released first, chain tails first", "[kv-paged]") {
     Cache c(16, 4, 4);  // 4 blocks
     const std::vector<int32_t> a = token_run(0, 8, 100), b = token_run(0, 4, 200);
@@ -720,18 +902,24 @@ TEST_CASE("kv-paged rejects bad params and configs, naming key and value", "[kv-
 namespace {
 
 // Reference model for the randomized test: per sequence the token ids and the "write ids" it must see. The test
-// plays host: it keeps a fake K/V store (token id, write id per slot), executes the copies before the writes,
-// and after every operation checks that each sequence sees exactly its own history through visible().
+// plays host: it keeps a fake K/V store (token id, write id and the writer's whole prefix per slot: real K/V
+// depend on every earlier token), executes the copies before the writes, and after every operation checks that
+// each sequence sees exactly its own history through visible().
 struct ModelTest {
     struct Cell {
         int32_t token = -1;
         uint64_t write = 0;
+        uint64_t context = 0;  // hash of the writer's tokens at positions 0..p (unknown ids count as -1)
         bool operator==(const Cell&) const = default;
     };
     struct Seq {
         std::vector<int32_t> tokens;
         std::vector<uint64_t> writes;
+        std::vector<uint64_t> contexts;
     };
+    static uint64_t extend(uint64_t context, int32_t token) {
+        return (context ^ static_cast<uint64_t>(static_cast<uint32_t>(token) + 2u)) * 0x100000001b3ULL + 0x9e37ULL;
+    }
 
     uint32_t bs, n_blocks, n_seq;
     Cache cache;
@@ -740,7 +928,7 @@ struct ModelTest {
     std::vector<std::vector<int32_t>> history;  // token lists of dropped sequences, for prefix_attach
     std::mt19937 rng;
     uint64_t next_write = 1;
-    size_t attached_tokens = 0, copies_seen = 0, capacity_errors = 0, evictions_forced = 0;
+    size_t attached_tokens = 0, copies_seen = 0, capacity_errors = 0, evictions_forced = 0, truncated_tokens = 0;
 
     ModelTest(uint32_t block_size, uint32_t blocks, uint32_t extra, uint32_t sequences, uint32_t seed)
         : bs(block_size),
@@ -777,7 +965,7 @@ struct ModelTest {
                 REQUIRE(pos == static_cast<int32_t>(p));
                 REQUIRE(slot >= 0);
                 REQUIRE(static_cast<uint32_t>(slot) < n_blocks * bs);
-                REQUIRE(store[static_cast<size_t>(slot)] == (Cell{m.tokens[p], m.writes[p]}));
+                REQUIRE(store[static_cast<size_t>(slot)] == (Cell{m.tokens[p], m.writes[p], m.contexts[p]}));
                 auto [it, fresh] = owner.emplace(slot, std::make_pair(s, pos));
                 if (!fresh) {
                     REQUIRE(it->second.first != s);     // never twice in one sequence
@@ -886,7 +1074,10 @@ struct ModelTest {
             REQUIRE(written.insert(slot).second);
             for (uint32_t o = 0; o < n_seq; ++o) REQUIRE(before[o].count(slot) == 0);
             const int32_t tok = with_tokens ? b.tokens[i] : -1;
-            store[static_cast<size_t>(slot)] = Cell{tok, next_write};
+            Seq& w = seqs[static_cast<size_t>(s)];
+            const uint64_t context = extend(w.contexts.empty() ? 0 : w.contexts.back(), tok);
+            w.contexts.push_back(context);
+            store[static_cast<size_t>(slot)] = Cell{tok, next_write, context};
             seqs[static_cast<size_t>(s)].tokens.push_back(tok);
             seqs[static_cast<size_t>(s)].writes.push_back(next_write++);
         }
@@ -912,6 +1103,27 @@ struct ModelTest {
         if (!m.tokens.empty()) history.push_back(m.tokens);
         if (history.size() > 8) history.erase(history.begin());
         m = Seq{};
+    }
+
+    void do_truncate() {
+        const auto s = static_cast<int32_t>(rand(n_seq));
+        Seq& m = seqs[static_cast<size_t>(s)];
+        const size_t len = m.tokens.size();
+        const size_t free_before = cache.free();
+        if (rand(8) == 0) {  // past the end: refused, nothing changes
+            REQUIRE(cache.truncate(s, static_cast<uint32_t>(len + 1 + rand(3))) == BASALT_ERR_INVALID_ARGUMENT);
+            REQUIRE(cache.free() == free_before);
+            return;
+        }
+        const uint32_t n_keep = rand(static_cast<uint32_t>(len) + 1);
+        REQUIRE(cache.truncate(s, n_keep) == BASALT_OK);
+        REQUIRE(cache.free() >= free_before);
+        if (n_keep < len) history.push_back(m.tokens);  // later queries ask for the tail cut off here
+        if (history.size() > 8) history.erase(history.begin());
+        m.tokens.resize(n_keep);
+        m.writes.resize(n_keep);
+        m.contexts.resize(n_keep);
+        truncated_tokens += len - n_keep;
     }
 
     void do_attach() {
@@ -942,11 +1154,15 @@ struct ModelTest {
         REQUIRE(cache.free() <= free_before);
         const SlotPos v = cache.visible(s);
         REQUIRE(v.size() == matched);
+        uint64_t context = 0;
         for (size_t p = 0; p < matched; ++p) {
             const Cell& cell = store[static_cast<size_t>(v[p].first)];
-            REQUIRE(cell.token == query[p]);  // the attached K/V belong to exactly these tokens
+            context = extend(context, query[p]);
+            REQUIRE(cell.token == query[p]);
+            REQUIRE(cell.context == context);  // the attached K/V were computed after exactly these tokens
             m.tokens.push_back(cell.token);
             m.writes.push_back(cell.write);
+            m.contexts.push_back(cell.context);
         }
         attached_tokens += matched;
     }
@@ -954,13 +1170,15 @@ struct ModelTest {
     void run(int steps) {
         check();
         for (int i = 0; i < steps; ++i) {
-            const uint32_t op = rand(10);
+            const uint32_t op = rand(11);
             if (op < 5) {
                 do_reserve();
             } else if (op < 7) {
                 do_fork();
-            } else if (op < 9) {
+            } else if (op < 8) {
                 do_drop();
+            } else if (op < 9) {
+                do_truncate();
             } else {
                 do_attach();
             }
@@ -973,7 +1191,7 @@ struct ModelTest {
 
 }  // namespace
 
-TEST_CASE("kv-paged randomized reserve/fork/drop/prefix ops match a reference model", "[kv-paged]") {
+TEST_CASE("kv-paged randomized reserve/fork/drop/truncate/prefix ops match a reference model", "[kv-paged]") {
     struct Shape {
         uint32_t bs, blocks, extra, seqs;
     };
@@ -986,4 +1204,5 @@ TEST_CASE("kv-paged randomized reserve/fork/drop/prefix ops match a reference mo
     if (shape.bs > 1) CHECK(t.copies_seen > 0);  // with 1-token blocks no block is ever partial
     CHECK(t.attached_tokens > 0);
     CHECK(t.capacity_errors > 0);
+    CHECK(t.truncated_tokens > 0);
 }

@@ -97,7 +97,7 @@ TEST_CASE("a newer minor with larger tables loads; the host ignores what it does
 TEST_CASE("a plugin built for a newer major refuses the host", "[plugin-host]") {
     test::Runtime rt;
     CHECK(rt.load(mock("newer-major")) == BASALT_ERR_ABI_MISMATCH);
-    CHECK_THAT(last_error(), Contains("mock-newer-major.so") && Contains("needs Basalt ABI 2.x, host is 1.0"));
+    CHECK_THAT(last_error(), Contains("mock-newer-major.so") && Contains("needs Basalt ABI 2.x, host is 1.1"));
     CHECK(rt.count() == 0);
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("the host refuses a newer-major plugin that does not check itself", "[
     test::Runtime rt;
     CHECK(rt.load(mock("newer-major-lenient")) == BASALT_ERR_ABI_MISMATCH);
     CHECK_THAT(last_error(), Contains("mock-newer-major-lenient.so") &&
-                                 Contains("built for Basalt ABI 2.0, but this host implements ABI 1.0"));
+                                 Contains("built for Basalt ABI 2.1, but this host implements ABI 1.1"));
     CHECK(rt.count() == 0);
 }
 
@@ -210,7 +210,7 @@ TEST_CASE("BASALT_PLUGIN_PATH discovery loads good plugins and skips bad ones wi
         CHECK(rt.count() == 3);
     }
     CHECK(logs.contains("throws.so", "threw an exception"));
-    CHECK(logs.contains("v2.so", "built for Basalt ABI 2.0"));
+    CHECK(logs.contains("v2.so", "built for Basalt ABI 2.1"));
     CHECK(logs.contains("text.so", "cannot be loaded as a shared library"));
     CHECK(logs.contains("missing", "does not exist"));
     CHECK_FALSE(logs.contains("README.txt"));

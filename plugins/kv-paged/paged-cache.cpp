@@ -233,6 +233,10 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
             r->out_copies[n_copies++] = basalt_kv_copy{src * bs, dst * bs, static_cast<int32_t>(fill)};
             release_block(src);  // still held by the other sharers
             q.blocks.back() = dst;
+        } else if (fill != 0 && index_.indexed(q.blocks.back())) {
+            // A full block this sequence was truncated into, now its own: the write below overwrites tokens the
+            // index says it holds, so it stops being a prefix anyone can match (it was matchable until now).
+            index_.forget(q.blocks.back());
         }
         while (uint64_t{q.blocks.size()} * block_size_ < end) q.blocks.push_back(take_block());
     }
@@ -329,6 +333,23 @@ void PagedCache::prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_t
     for (int32_t b : q.blocks) pool_.retain(b);  // a cached block leaves the LRU list
     q.length = static_cast<uint32_t>(matched_.size()) * block_size_;
     *out_n_matched = q.length;
+}
+
+void PagedCache::truncate(int32_t seq_id, uint32_t n_keep) {
+    Sequence& q = sequence(seq_id, "seq_truncate");
+    if (n_keep > q.length) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "seq_truncate: sequence " + std::to_string(seq_id) + " holds " +
+                                              str(q.length) + " tokens, so it cannot keep " + str(n_keep));
+    }
+    const auto keep_blocks = static_cast<size_t>(ceil_div(n_keep, block_size_));
+    // Last block first, as drop() does: a released chain is evicted tail first.
+    while (q.blocks.size() > keep_blocks) {
+        release_block(q.blocks.back());
+        q.blocks.pop_back();
+    }
+    // A partly kept last block keeps its index entry while its K/V still hold the whole block: reserve() copies it
+    // away when it is still shared, or forgets the entry before overwriting it in place.
+    q.length = n_keep;
 }
 
 }  // namespace basalt::kv_paged

@@ -44,6 +44,8 @@ class PagedCache {
     void drop(int32_t seq_id);
     void fork(int32_t src, int32_t dst);
     void prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_tokens, size_t* out_n_matched);
+    // Forgets positions >= n_keep (see basalt_kv_cache_iface::seq_truncate).
+    void truncate(int32_t seq_id, uint32_t n_keep);
     size_t free_slots() const noexcept { return pool_.n_free() * block_size_; }
 
   private:

@@ -345,6 +345,14 @@ BASALT_API basalt_status basalt_session_seq_length(const basalt_session* session
 BASALT_API basalt_status basalt_session_seq_drop(basalt_session* session, int32_t seq_id);
 /* Makes empty sequence dst a copy-on-write copy of src (beams, speculation). */
 BASALT_API basalt_status basalt_session_seq_fork(basalt_session* session, int32_t src_seq_id, int32_t dst_seq_id);
+/*
+ * Forgets the positions >= n_keep of a sequence (since 1.1), e.g. the draft tokens a speculative step rejected;
+ * the next decode of that sequence continues at position n_keep. Blocks wholly past n_keep are released, a
+ * shared block partly kept is copied on its next write. n_keep == length is a no-op; n_keep > length fails
+ * with BASALT_ERR_INVALID_ARGUMENT naming both; a cache manager without the entry gives BASALT_ERR_UNSUPPORTED.
+ * A failed call changes nothing. One thread per session at a time.
+ */
+BASALT_API basalt_status basalt_session_seq_truncate(basalt_session* session, int32_t seq_id, uint32_t n_keep);
 
 /* ---- tokenization ---------------------------------------------------------------------------------------------- */
 

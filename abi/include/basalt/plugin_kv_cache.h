@@ -88,6 +88,11 @@ typedef struct basalt_kv_cache_iface {
                                    size_t* out_n_matched);
     /* Optional (NULL: 0). Number of slots still free. */
     size_t (*free_slots)(void* cache);
+    /* since 1.1 */
+    /* Optional (NULL: the host cannot truncate). Forgets positions >= n_keep of seq_id (rejected draft tokens):
+     * blocks wholly past n_keep are released; a partly kept block stays (copied on its next write when shared).
+     * n_keep == length is a no-op; n_keep > length is BASALT_ERR_INVALID_ARGUMENT. All or nothing. */
+    basalt_status (*seq_truncate)(void* cache, int32_t seq_id, uint32_t n_keep);
 } basalt_kv_cache_iface;
 
 #define BASALT_KV_CACHE_IFACE_MIN_SIZE (offsetof(basalt_kv_cache_iface, seq_fork) + sizeof(void*))

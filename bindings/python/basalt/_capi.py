@@ -192,6 +192,7 @@ def _declare(lib):
     fn("basalt_session_seq_length", st, c_void_p, c_int32, P(c_uint32))
     fn("basalt_session_seq_drop", st, c_void_p, c_int32)
     fn("basalt_session_seq_fork", st, c_void_p, c_int32, c_int32)
+    fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
 
 
 def lib():

@@ -117,4 +117,8 @@ basalt_status basalt_session_seq_fork(basalt_session* session, int32_t src_seq_i
     return guard([&] { get(session).seq_fork(src_seq_id, dst_seq_id); });
 }
 
+basalt_status basalt_session_seq_truncate(basalt_session* session, int32_t seq_id, uint32_t n_keep) {
+    return guard([&] { get(session).seq_truncate(seq_id, n_keep); });
+}
+
 }  // extern "C"

@@ -214,6 +214,33 @@ void Session::seq_fork(int32_t src, int32_t dst) {
     seq_len_[static_cast<size_t>(dst)] = len;
 }
 
+void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
+    const uint32_t len = seq_length(seq);
+    if (kv_.seq_truncate == nullptr) {
+        fail(BASALT_ERR_UNSUPPORTED, "KV cache manager '{}' does not implement seq_truncate (an ABI 1.1 entry)",
+             config_.kv_cache);
+    }
+    if (n_keep > len) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "cannot truncate sequence {} to {} tokens: it holds only {}", seq, n_keep,
+             len);
+    }
+    if (n_keep == len) return;
+    clear_plugin_error();
+    const basalt_status st = kv_.seq_truncate(kv_instance_, seq, n_keep);
+    if (st != BASALT_OK) {
+        fail(st, "KV cache manager '{}': seq_truncate: {}", config_.kv_cache,
+             plugin_error_message().empty() ? status_name(st) : plugin_error_message());
+    }
+    seq_len_[static_cast<size_t>(seq)] = n_keep;
+}
+
+size_t Session::free_slots() const {
+    if (kv_.free_slots != nullptr) return kv_.free_slots(kv_instance_);
+    uint64_t used = 0;
+    for (uint32_t len : seq_len_) used += len;
+    return used >= n_ctx_ ? 0 : static_cast<size_t>(n_ctx_ - used);
+}
+
 void Session::ensure_io(uint64_t bytes) {
     if (bytes <= io_bytes_ && io_buffer_ != nullptr) return;
     const uint64_t size = std::max<uint64_t>(bytes, io_bytes_ * 2);

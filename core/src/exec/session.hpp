@@ -48,6 +48,13 @@ class Session {
 
     void seq_drop(int32_t seq);
     void seq_fork(int32_t src, int32_t dst);
+    // Forgets positions >= n_keep of seq (rejected draft tokens). Fails naming the manager when its table lacks
+    // seq_truncate, and naming both figures when n_keep exceeds the sequence's length; n_keep == length: no-op.
+    void seq_truncate(int32_t seq, uint32_t n_keep);
+    // Tokens per block of the cache manager's layout.
+    uint32_t block_size() const { return layout_.block_size; }
+    // Slots the manager still has free (its free_slots entry), or n_ctx minus the tokens held when it has none.
+    size_t free_slots() const;
 
   private:
     struct Chunk;
