@@ -122,11 +122,13 @@ PIN(basalt_kv_cache_config, n_layers, 4);
 PIN(basalt_kv_cache_config, n_slots, 20);
 PIN(basalt_kv_cache_config, n_seq_max, 24);
 PIN(basalt_kv_cache_config, layer_window, 32);
-PIN_SIZE(basalt_kv_cache_config, 40);
+PIN(basalt_kv_cache_config, n_batch, 40); /* since 1.1 */
+PIN_SIZE(basalt_kv_cache_config, 48);
 PIN(basalt_kv_cache_layout, k_type, 4);
 PIN(basalt_kv_cache_layout, v_type, 8);
 PIN(basalt_kv_cache_layout, block_size, 12);
-PIN_SIZE(basalt_kv_cache_layout, 16);
+PIN(basalt_kv_cache_layout, n_window_slots, 16); /* since 1.1 */
+PIN_SIZE(basalt_kv_cache_layout, 20);
 PIN_SIZE(basalt_kv_copy, 12);
 PIN(basalt_kv_reservation, n_tokens, 8);
 PIN(basalt_kv_reservation, tokens, 16);
@@ -136,7 +138,11 @@ PIN(basalt_kv_reservation, out_slots, 40);
 PIN(basalt_kv_reservation, out_copies, 48);
 PIN(basalt_kv_reservation, copies_capacity, 56);
 PIN(basalt_kv_reservation, out_n_copies, 64);
-PIN_SIZE(basalt_kv_reservation, 72);
+PIN(basalt_kv_reservation, out_window_slots, 72); /* since 1.1 */
+PIN(basalt_kv_reservation, out_window_copies, 80);
+PIN(basalt_kv_reservation, window_copies_capacity, 88);
+PIN(basalt_kv_reservation, out_n_window_copies, 96);
+PIN_SIZE(basalt_kv_reservation, 104);
 PIN(basalt_kv_cache_iface, create, 8);
 PIN(basalt_kv_cache_iface, destroy, 16);
 PIN(basalt_kv_cache_iface, layout, 24);
@@ -222,7 +228,8 @@ PIN(basalt_plan_params, n_ctx, 4);
 PIN(basalt_plan_params, n_batch, 8);
 PIN(basalt_plan_params, k_type, 12);
 PIN(basalt_plan_params, v_type, 16);
-PIN_SIZE(basalt_plan_params, 20);
+PIN(basalt_plan_params, n_seq_max, 20); /* since 1.1 */
+PIN_SIZE(basalt_plan_params, 24);
 PIN(basalt_memory_plan, n_ctx, 4);
 PIN(basalt_memory_plan, k_type, 12);
 PIN(basalt_memory_plan, weight_bytes, 24);
@@ -230,7 +237,10 @@ PIN(basalt_memory_plan, kv_bytes_per_token, 32);
 PIN(basalt_memory_plan, kv_bytes, 40);
 PIN(basalt_memory_plan, scratch_bytes, 48);
 PIN(basalt_memory_plan, total_bytes, 56);
-PIN_SIZE(basalt_memory_plan, 64);
+PIN(basalt_memory_plan, n_seq_max, 64); /* since 1.1 */
+PIN(basalt_memory_plan, kv_cells_full, 72);
+PIN(basalt_memory_plan, kv_cells_window, 80);
+PIN_SIZE(basalt_memory_plan, 88);
 #endif
 
 TEST_CASE("ABI structs have the same layout in C and C++", "[abi]") {

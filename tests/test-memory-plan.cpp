@@ -6,6 +6,7 @@
 #include "model/memory-plan.hpp"
 #include "model/model-hparams.hpp"
 #include "support/error.hpp"
+#include "support/host-memory.hpp"
 
 namespace fs = std::filesystem;
 using namespace basalt;
@@ -69,6 +70,21 @@ TEST_CASE("tiny-gemma3: sliding-window layers are capped at window + batch", "[m
     CHECK(p.kv_cells_window == 8 + 16);
     CHECK(p.kv_bytes == 5 * (8 + 16) * 128 + 1 * 512 * 128);
 
+    // Several sequences: a window of 8 + 16 per sequence while that stays below the context, then the context.
+    req.n_seq_max = 3;
+    CHECK(plan_memory(g.file, hp, req).kv_cells_window == 3 * 24);
+    CHECK(plan_memory(g.file, hp, req).kv_bytes == 5 * 3 * 24 * 128 + 512 * 128);
+    req.n_seq_max = 22;  // 22 x 24 = 528 >= 512: the window layers keep the 512 rows of the full layers
+    CHECK(plan_memory(g.file, hp, req).kv_cells_window == 512);
+    CHECK(plan_memory(g.file, hp, req).kv_bytes == 6 * 512 * 128);
+    req.n_seq_max = 0;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("n_seq_max must be at least 1"));
+    req.n_seq_max = 1;
+    CHECK(window_cells(512, 8, 16, 1) == 24);
+    CHECK(window_cells(24, 8, 16, 1) == 24);  // equal to the context: the context
+    CHECK(window_cells(20, 8, 16, 1) == 20);
+    CHECK(window_cells(512, 0, 16, 4) == 0);
+
     req.k_type = BASALT_DTYPE_Q8_0;  // 32 values -> 34 bytes
     req.v_type = BASALT_DTYPE_F32;   // 32 values -> 128 bytes
     const MemoryPlan q = plan_memory(g.file, hp, req);
@@ -103,4 +119,27 @@ TEST_CASE("encoder-decoder and MoE hyper-parameters", "[memory-plan]") {
     const ModelHparams hm = read_hparams(moe.file);
     CHECK(hm.n_expert == 4);
     CHECK(hm.n_expert_used == 2);
+}
+
+TEST_CASE("host memory: /proc/meminfo parsing and byte descriptions", "[memory-plan]") {
+    const auto m = parse_meminfo(
+        "MemTotal:       24683520 kB\nMemFree:        23232000 kB\nMemAvailable:   24204388 kB\n"
+        "Buffers:           12 kB\nSwapTotal:       1048572 kB\nSwapFree:         524288 kB\n");
+    REQUIRE(m.has_value());
+    CHECK(m->available == 24204388ull * 1024);
+    CHECK(m->swap_free == 524288ull * 1024);
+    CHECK(m->usable() == (24204388ull + 524288) * 1024);
+    CHECK_FALSE(parse_meminfo("MemTotal: 100 kB\nMemFree: 50 kB\n").has_value());  // no MemAvailable
+    CHECK_FALSE(parse_meminfo("MemAvailable: lots\n").has_value());
+    CHECK_FALSE(parse_meminfo("MemAvailable: 99999999999999999999999 kB\n").has_value());
+    const auto no_swap = parse_meminfo("MemAvailableX: 1 kB\nMemAvailable: 2 kB");
+    REQUIRE(no_swap.has_value());
+    CHECK(no_swap->available == 2048);
+    CHECK(no_swap->swap_free == 0);
+    const auto here = host_memory();  // Linux test machines have it
+    REQUIRE(here.has_value());
+    CHECK(here->available > 0);
+    CHECK(describe_bytes(512) == "512 B");
+    CHECK(describe_bytes(1536) == "1536 B (1.5 KiB)");
+    CHECK(describe_bytes(1024000000000ull) == "1024000000000 B (953.7 GiB)");
 }

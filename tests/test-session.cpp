@@ -1,9 +1,11 @@
 // Sessions through the C API: sequence truncation (speculative decoding drops rejected draft tokens) against
-// uncut runs, with forks sharing the cut block.
+// uncut runs, with forks sharing the cut block; sliding-window layers kept in rings (window + batch rows per
+// sequence) against full-size storage, bit for bit; and what sessions allocate against the memory plan.
 #include <basalt/basalt.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct SessionOptions {
     uint32_t n_ctx = 128;
     uint32_t n_batch = 0;
     uint32_t n_seq = 1;
+    const char* kv_type = nullptr;  // k_type and v_type of kv-paged; NULL: its default
 };
 
 struct Run {
@@ -41,6 +44,14 @@ struct Run {
         p.n_batch = o.n_batch;
         p.n_seq_max = o.n_seq;
         p.n_threads = 2;
+        const char* keys[] = {"k_type", "v_type"};
+        const char* values[] = {o.kv_type, o.kv_type};
+        basalt_params kvp{};
+        kvp.struct_size = sizeof(kvp);
+        kvp.count = 2;
+        kvp.keys = keys;
+        kvp.values = values;
+        if (o.kv_type != nullptr) p.kv_params = &kvp;
         const basalt_status st = basalt_session_create(rt.rt, model, &p, &session);
         INFO(basalt_last_error());
         REQUIRE(st == BASALT_OK);
@@ -88,6 +99,24 @@ struct Run {
         for (int32_t t : toks) {
             const auto row = decode({t}, seq);
             out.insert(out.end(), row.begin(), row.end());
+        }
+        return out;
+    }
+    basalt_memory_plan memory() const {
+        basalt_memory_plan m{};
+        m.struct_size = sizeof(m);
+        REQUIRE(basalt_session_memory(session, &m) == BASALT_OK);
+        return m;
+    }
+    // Decodes toks into seq in batches of at most `chunk` tokens (one decode call each); all logits.
+    std::vector<float> chunks(const std::vector<int32_t>& toks, size_t chunk, int32_t seq = 0) {
+        std::vector<float> out;
+        for (size_t i = 0; i < toks.size(); i += chunk) {
+            const std::vector<int32_t> part(
+                toks.begin() + static_cast<std::ptrdiff_t>(i),
+                toks.begin() + static_cast<std::ptrdiff_t>(std::min(toks.size(), i + chunk)));
+            const auto rows = decode(part, seq);
+            out.insert(out.end(), rows.begin(), rows.end());
         }
         return out;
     }
@@ -198,4 +227,138 @@ TEST_CASE("session: truncation errors name the sequence and both lengths", "[ses
     r.truncate(0, 4);  // no-op
     r.decode({5});
     CHECK(r.length(0) == 5);
+}
+
+namespace {
+
+const std::vector<int32_t> kGemmaPrompt = {2,   280, 297, 376, 504, 363, 313, 311, 292, 350, 263,
+                                           315, 427, 324, 299, 337, 326, 315, 507, 337, 487, 264};
+
+}  // namespace
+
+TEST_CASE("session: sliding-window rings give the logits of full-size window storage, bit for bit", "[session]") {
+    // tiny-gemma3: window 8 on layers 0-4. With batches of 4 those layers keep 8 + 4 rows per sequence; with
+    // batches of 128 (= the context) they keep all 128. Both are fed the same decode calls of at most 4 tokens.
+    const std::string path = golden_model("tiny-gemma3-f32.gguf");
+    SessionOptions ring_opts, flat_opts;
+    ring_opts.n_batch = 4;
+    flat_opts.n_batch = 128;
+    std::vector<int32_t> tail;
+    for (int32_t t = 0; t < 30; ++t) tail.push_back(100 + (t * 37) % 400);
+
+    SECTION("one sequence, a prompt in batches and a long continuation past several windows") {
+        Run ring(path, ring_opts), flat(path, flat_opts);
+        CHECK(ring.memory().kv_cells_window == 12);
+        CHECK(flat.memory().kv_cells_window == 128);
+        CHECK(ring.memory().kv_bytes < flat.memory().kv_bytes);
+        std::vector<float> a = ring.chunks(kGemmaPrompt, 4), b = flat.chunks(kGemmaPrompt, 4);
+        CHECK(max_abs(a, b) == 0.0);
+        a = ring.step(tail);
+        b = flat.step(tail);
+        CHECK(max_abs(a, b) == 0.0);
+        a = ring.chunks(tail, 3);
+        b = flat.chunks(tail, 3);
+        CHECK(max_abs(a, b) == 0.0);
+    }
+    SECTION("two sequences: a fork copies the ring, both continue, each in ragged batches") {
+        ring_opts.n_seq = flat_opts.n_seq = 2;
+        Run ring(path, ring_opts), flat(path, flat_opts);
+        CHECK(ring.memory().kv_cells_window == 24);
+        for (Run* r : {&ring, &flat}) {
+            r->chunks(kGemmaPrompt, 4, 0);
+            REQUIRE(basalt_session_seq_fork(r->session, 0, 1) == BASALT_OK);
+        }
+        const std::vector<int32_t> a(tail.begin(), tail.begin() + 10), b(tail.begin() + 10, tail.begin() + 20);
+        CHECK(max_abs(ring.chunks(a, 3, 1), flat.chunks(a, 3, 1)) == 0.0);
+        CHECK(max_abs(ring.chunks(b, 4, 0), flat.chunks(b, 4, 0)) == 0.0);
+        CHECK(max_abs(ring.step(b, 1), flat.step(b, 1)) == 0.0);
+    }
+    SECTION("a draft batch cut back and continued") {
+        Run ring(path, ring_opts), flat(path, flat_opts);
+        for (Run* r : {&ring, &flat}) {
+            r->chunks(kGemmaPrompt, 4);
+            r->decode({tail[0], tail[1], tail[2], tail[3]});
+            r->truncate(0, static_cast<uint32_t>(kGemmaPrompt.size() + 1));
+        }
+        CHECK(max_abs(ring.chunks(tail, 4), flat.chunks(tail, 4)) == 0.0);
+        // a cut deeper than the ring remembers is refused, naming what it holds; the full-size storage allows it
+        const uint32_t len = ring.length(0);
+        CHECK(basalt_session_seq_truncate(ring.session, 0, 5) == BASALT_ERR_UNSUPPORTED);
+        CHECK_THAT(basalt_last_error(), Contains("ring of 12 rows") && Contains("keeping 5 tokens"));
+        CHECK(ring.length(0) == len);
+        flat.truncate(0, 5);
+    }
+}
+
+TEST_CASE("session: every golden model allocates the KV cache its memory plan states", "[session]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(BASALT_TEST_DATA_DIR) / "golden" / "models";
+    size_t models = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.path().extension() != ".gguf" || name.rfind("tiny-t5", 0) == 0) continue;  // t5: not runnable
+        ++models;
+        basalt_model* probe = nullptr;
+        REQUIRE(basalt_model_load(nullptr, entry.path().string().c_str(), nullptr, &probe) == BASALT_OK);
+        basalt_model_info info{};
+        info.struct_size = sizeof(info);
+        REQUIRE(basalt_model_describe(probe, &info) == BASALT_OK);
+        basalt_model_free(probe);
+        struct Shape {
+            uint32_t n_ctx, n_batch, n_seq;
+            const char* kv_type;
+        };
+        for (const Shape& sh : {Shape{128, 0, 1, nullptr}, Shape{96, 4, 1, "f32"}, Shape{128, 8, 3, "q8_0"},
+                                Shape{64, 64, 2, "f16"}, Shape{100, 16, 7, nullptr}}) {
+            INFO(name << ": ctx " << sh.n_ctx << ", batch " << sh.n_batch << ", " << sh.n_seq << " sequences, KV "
+                      << (sh.kv_type != nullptr ? sh.kv_type : "default"));
+            SessionOptions o;
+            o.n_ctx = sh.n_ctx;
+            o.n_batch = sh.n_batch;
+            o.n_seq = sh.n_seq;
+            o.kv_type = sh.kv_type;
+            if (sh.kv_type != nullptr && std::string(sh.kv_type) == "q8_0" && info.head_dim_k % 32 != 0) continue;
+            Run r(entry.path().string(), o);
+            const basalt_memory_plan got = r.memory();
+            basalt_plan_params pp{};
+            pp.struct_size = sizeof(pp);
+            pp.n_ctx = sh.n_ctx;
+            pp.n_batch = sh.n_batch;
+            pp.n_seq_max = sh.n_seq;
+            pp.k_type = got.k_type;  // as the cache manager chose them
+            pp.v_type = got.v_type;
+            basalt_memory_plan plan{};
+            plan.struct_size = sizeof(plan);
+            REQUIRE(basalt_model_plan(r.model, &pp, &plan) == BASALT_OK);
+            CHECK(got.n_ctx == plan.n_ctx);
+            CHECK(got.n_batch == plan.n_batch);
+            CHECK(got.n_seq_max == plan.n_seq_max);
+            CHECK(got.kv_bytes_per_token == plan.kv_bytes_per_token);
+            CHECK(got.kv_cells_full == plan.kv_cells_full);
+            CHECK(got.kv_cells_window == plan.kv_cells_window);
+            CHECK(got.kv_bytes == plan.kv_bytes);
+            // weights: the wrapped file holds the tensors plus the header and alignment padding
+            CHECK(got.weight_bytes >= plan.weight_bytes);
+            CHECK(got.weight_bytes <= fs::file_size(entry.path()));
+            if (info.sliding_window == 0) CHECK(plan.kv_cells_window == 0);
+            // the session still works in that shape
+            r.decode({1, 2, 3});
+        }
+    }
+    CHECK(models == 22);
+}
+
+TEST_CASE("session: a context the machine cannot hold is refused before anything is allocated", "[session]") {
+    test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
+    basalt_model* model = nullptr;
+    REQUIRE(basalt_model_load(rt.rt, golden_model("tiny-llama-f32.gguf").c_str(), nullptr, &model) == BASALT_OK);
+    basalt_session_params p{};
+    p.struct_size = sizeof(p);
+    p.n_ctx = 2000000000u;  // 512 B of K/V per token: ~1 TB
+    basalt_session* s = nullptr;
+    CHECK(basalt_session_create(rt.rt, model, &p, &s) == BASALT_ERR_OUT_OF_MEMORY);
+    CHECK_THAT(basalt_last_error(), Contains("the memory plan for ctx 2000000000") &&
+                                        Contains("KV cache 1024000000000 B") && Contains("available (MemAvailable"));
+    CHECK(s == nullptr);
+    basalt_model_free(model);
 }

@@ -21,6 +21,12 @@ uint64_t row_bytes(basalt_dtype type, uint64_t n, const char* which) {
 
 }  // namespace
 
+uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_t n_seq_max) {
+    if (window == 0) return 0;
+    const uint64_t ring = window + n_batch;
+    return ring * n_seq_max < n_ctx ? ring * n_seq_max : n_ctx;
+}
+
 MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& req) {
     MemoryPlan p;
     p.k_type = req.k_type;
@@ -30,6 +36,8 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
                                                     : PlanRequest::kDefaultMaxCtx);
     if (req.n_batch == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "batch size must be at least 1");
     p.n_batch = std::min(req.n_batch, p.n_ctx);
+    if (req.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_seq_max must be at least 1");
+    p.n_seq_max = req.n_seq_max;
 
     for (const auto& t : file.tensors()) {
         TypeUsage& u = p.types[t.type];
@@ -50,13 +58,15 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         p.kv_bytes_per_token = 2ull * hp.n_layer_dec * kv_row;
         p.kv_bytes = p.kv_bytes_per_token * ctx;
     } else {
-        // A sliding-window layer keeps its window plus one batch of new tokens that must coexist with it.
-        const uint64_t window_cells =
-            hp.sliding_window > 0 ? std::min<uint64_t>(ctx, hp.sliding_window + p.n_batch) : 0;
-        p.kv_cells_window = window_cells;
+        // A sliding-window layer keeps, per sequence, its window plus one batch of new tokens that must coexist
+        // with it (when that is smaller than the context).
+        bool any_sliding = false;
+        for (uint32_t il = 0; il < hp.n_layer; ++il) any_sliding = any_sliding || hp.layer_sliding[il];
+        const uint64_t win = any_sliding ? window_cells(ctx, hp.sliding_window, p.n_batch, p.n_seq_max) : 0;
+        p.kv_cells_window = win;
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             p.kv_bytes_per_token += kv_row;
-            p.kv_bytes += kv_row * (hp.layer_sliding[il] ? window_cells : ctx);
+            p.kv_bytes += kv_row * (hp.layer_sliding[il] ? win : ctx);
         }
     }
 
