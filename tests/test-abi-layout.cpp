@@ -116,7 +116,8 @@ PIN(basalt_backend_iface, buffer_read, 64);
 PIN(basalt_backend_iface, supports_node, 72);
 PIN(basalt_backend_iface, graph_compute, 80);
 PIN(basalt_backend_iface, buffer_wrap_host, 88);
-PIN_SIZE(basalt_backend_iface, 96);
+PIN(basalt_backend_iface, buffer_wrap_file, 96); /* since 1.1 */
+PIN_SIZE(basalt_backend_iface, 104);
 
 PIN(basalt_kv_cache_config, n_layers, 4);
 PIN(basalt_kv_cache_config, n_slots, 20);
@@ -240,7 +241,8 @@ PIN(basalt_memory_plan, total_bytes, 56);
 PIN(basalt_memory_plan, n_seq_max, 64); /* since 1.1 */
 PIN(basalt_memory_plan, kv_cells_full, 72);
 PIN(basalt_memory_plan, kv_cells_window, 80);
-PIN_SIZE(basalt_memory_plan, 88);
+PIN(basalt_memory_plan, logits_bytes, 88);
+PIN_SIZE(basalt_memory_plan, 96);
 #endif
 
 TEST_CASE("ABI structs have the same layout in C and C++", "[abi]") {

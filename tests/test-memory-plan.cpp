@@ -44,12 +44,16 @@ TEST_CASE("tiny-llama: plan by hand", "[memory-plan]") {
     CHECK(p.kv_bytes_per_token == 4 * (64 + 64));
     CHECK(p.kv_bytes == 4 * (64 + 64) * 256);
     // One layer for 256 tokens, in floats: residual etc. 4*T*64, qkv T*(4*16 + 2*(16+16)), context T*4*16,
-    // scores 4*T*256, ffn 3*T*192, logits T*512; plus ids/positions/seq 3*T*4 B and slot lists 256*2*4 B.
+    // ffn 3*T*192 (no score matrix); inputs 6*T int32 (ids, positions, slots, query pairs, rows) and one slot list
+    // of 256 (slot, position) pairs; logits T*512 floats; inputs and logits twice (host and IO buffer).
     const uint64_t T = 256;
-    const uint64_t floats = 4 * T * 64 + T * 128 + T * 64 + 4 * T * 256 + 3 * T * 192 + T * 512;
-    CHECK(p.scratch_bytes == floats * 4 + 3 * T * 4 + 256 * 2 * 4);
-    CHECK(p.scratch_bytes == 2626560);
-    CHECK(p.total_bytes == 1050880 + 131072 + 2626560);
+    const uint64_t floats = 4 * T * 64 + T * 128 + T * 64 + 3 * T * 192;
+    // (inputs + 8 x 63 bytes of alignment: the session aligns its 8 input arrays to 64 bytes)
+    const uint64_t inputs = 6 * T * 4 + 256 * 2 * 4 + 8 * 63;
+    CHECK(p.scratch_bytes == floats * 4 + 2 * (inputs + T * 512 * 4));
+    CHECK(p.logits_bytes == 2 * T * 512 * 4);
+    CHECK(p.scratch_bytes == 2114544);
+    CHECK(p.total_bytes == 1050880 + 131072 + 2114544);
 }
 
 TEST_CASE("tiny-gemma3: sliding-window layers are capped at window + batch", "[memory-plan]") {

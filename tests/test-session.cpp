@@ -341,8 +341,18 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             CHECK(got.weight_bytes >= plan.weight_bytes);
             CHECK(got.weight_bytes <= fs::file_size(entry.path()));
             if (info.sliding_window == 0) CHECK(plan.kv_cells_window == 0);
-            // the session still works in that shape
+            // a full batch with logits on every row: the logits take exactly what the plan gives them, and the
+            // session's IO buffer and host copy stay within the plan's scratch
+            const uint32_t full_batch = plan.n_batch;
+            std::vector<int32_t> toks(full_batch);
+            for (uint32_t i = 0; i < full_batch; ++i) toks[i] = static_cast<int32_t>(1 + i % 50);
             r.decode({1, 2, 3});
+            r.truncate(0, 0);
+            r.decode(toks);
+            const basalt_memory_plan after = r.memory();
+            CHECK(after.logits_bytes == plan.logits_bytes);
+            CHECK(after.scratch_bytes <= plan.scratch_bytes);
+            CHECK(after.kv_bytes == plan.kv_bytes);
         }
     }
     CHECK(models == 22);

@@ -3,6 +3,7 @@
 #include <basalt/sdk/plugin.hpp>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -56,6 +57,19 @@ void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64
             for (int c = 0; c < kQK / 4; ++c) quants[(b * 8 + c) * kPackRows + r] = q[c] ^ 0x80808080u;
         }
     }
+}
+
+// Drops the resident pages of [p, p + bytes) from this process (a read-only private file mapping: they read back
+// unchanged). Pages at the ends shared with neighbouring tensors come back on their next read.
+void release_pages(const uint8_t* p, uint64_t bytes) noexcept {
+#ifdef MADV_DONTNEED
+    static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) & ~(page - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+#else
+    (void)p, (void)bytes;
+#endif
 }
 
 }  // namespace
@@ -127,7 +141,9 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
     p.stride = stride;
     p.buffer = buffer;
     pool.parallel_for(groups, [&](int64_t g, int) { pack_group(w, rows, k, stride, g, p.data + g * gb); });
-    return &map_.emplace(w, p).first->second;
+    const PackedWeight* kept = &map_.emplace(w, p).first->second;
+    if (buffer->file_pages) release_pages(w, static_cast<uint64_t>(rows - 1) * stride + k / kQK * sizeof(BlockQ8_0));
+    return kept;
 }
 
 void PackCache::drop(const basalt_buffer* buffer) {

@@ -140,6 +140,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("kv_cells_full").value(static_cast<long long>(plan.kv_cells_full));
         j.key("kv_cells_window").value(static_cast<long long>(plan.kv_cells_window));
         j.key("scratch_bytes").value(static_cast<long long>(plan.scratch_bytes));
+        j.key("logits_bytes").value(static_cast<long long>(plan.logits_bytes));
         j.key("total_bytes").value(static_cast<long long>(plan.total_bytes));
         j.end_object();
         j.end_object();
@@ -174,7 +175,8 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
                   << " sliding-window";
     }
     std::cout << ")\n";
-    std::cout << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << '\n'
+    std::cout << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << "  (of it "
+              << human(plan.logits_bytes) << " logits of all " << plan.n_batch << " batch rows)\n"
               << "  total      " << std::setw(12) << human(plan.total_bytes) << '\n';
     return kExitOk;
 }

@@ -287,7 +287,7 @@ typedef struct basalt_memory_plan {
     uint64_t weight_bytes;
     uint64_t kv_bytes_per_token; /* K+V of one token over all attention layers */
     uint64_t kv_bytes;           /* the whole cache (sliding-window layers capped: kv_cells_window) */
-    uint64_t scratch_bytes;      /* activations of one layer for n_batch tokens, logits, inputs */
+    uint64_t scratch_bytes;      /* activations of one layer for n_batch tokens, inputs, logits (no score matrix) */
     uint64_t total_bytes;
     /* since 1.1 */
     uint32_t n_seq_max;
@@ -295,6 +295,8 @@ typedef struct basalt_memory_plan {
     uint64_t kv_cells_full;   /* K/V rows of each full-attention layer (n_ctx) */
     uint64_t kv_cells_window; /* K/V rows of each sliding-window layer: n_seq_max x (window + n_batch) when that
                                  is below n_ctx, else n_ctx; 0 without sliding-window layers */
+    uint64_t logits_bytes;    /* of scratch_bytes: the logits of all n_batch rows, in host memory and in the
+                                 backend's IO buffer (a step asking for fewer rows needs that much less) */
 } basalt_memory_plan;
 
 /* Computes the memory plan for params (NULL: defaults) into *out (caller sets struct_size). Thread-safe. */
@@ -351,8 +353,9 @@ BASALT_API uint32_t basalt_session_n_ctx(const basalt_session* session);
  * What the session allocated (since 1.1), in the plan's struct so the two compare field by field: n_ctx, n_batch,
  * n_seq_max, k_type/v_type (as the cache manager chose them), weight_bytes (the weights buffer the backend holds:
  * the wrapped file, or the uploaded data section), kv_bytes_per_token, kv_bytes (the K and V buffers),
- * kv_cells_full / kv_cells_window (rows per layer), scratch_bytes (the session's input/logits buffer so far; a
- * backend's own work memory is not visible here) and total_bytes (their sum). Writes up to out->struct_size.
+ * kv_cells_full / kv_cells_window (rows per layer), scratch_bytes (the session's IO buffer and host copy of
+ * the logits as large as they have grown so far; a backend's own work memory is not visible here), logits_bytes
+ * (of that, the logits) and total_bytes (their sum). Writes up to out->struct_size.
  * Thread-safe with other const calls on the session.
  */
 BASALT_API basalt_status basalt_session_memory(const basalt_session* session, basalt_memory_plan* out);

@@ -183,6 +183,7 @@ basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_par
         plan.n_seq_max = p.n_seq_max;
         plan.kv_cells_full = p.kv_cells_full;
         plan.kv_cells_window = p.kv_cells_window;
+        plan.logits_bytes = p.logits_bytes;
         write_sized(out, plan);
     });
 }

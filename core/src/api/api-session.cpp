@@ -140,6 +140,7 @@ basalt_status basalt_session_memory(const basalt_session* session, basalt_memory
         r.n_seq_max = m.n_seq_max;
         r.kv_cells_full = m.kv_cells_full;
         r.kv_cells_window = m.kv_cells_window;
+        r.logits_bytes = m.logits_bytes;
         const uint32_t size = out->struct_size;
         std::memcpy(out, &r, std::min<size_t>(size, sizeof(r)));
         out->struct_size = size;

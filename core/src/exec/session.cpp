@@ -114,7 +114,15 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         const auto& file = model.gguf.file;
         const uint64_t data_begin = file.data_offset();
         const uint64_t file_size = model.gguf.map->size();
-        if (backend_.buffer_wrap_host != nullptr && file_size > 0) {
+        if (backend_.buffer_wrap_file != nullptr && file_size > 0) {
+            // The mapping is read-only and private: the backend may drop pages it stops reading (repacked weights).
+            check_status(
+                backend_.buffer_wrap_file(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
+                "buffer_wrap_file");
+            owned_buffers_.push_back(weights_buffer_);
+            weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, data_begin);
+            weight_buffer_bytes_ = file_size;
+        } else if (backend_.buffer_wrap_host != nullptr && file_size > 0) {
             check_status(
                 backend_.buffer_wrap_host(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
                 "buffer_wrap_host");
@@ -132,6 +140,7 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
                 check_status(backend_.buffer_write(backend_instance_, weights_buffer_, 0,
                                                    model.gguf.map->data() + data_begin, data_size),
                              "buffer_write(weights)");
+                model.gguf.map->release_resident();  // uploaded: the backend holds its own copy
             }
             weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, 0);
         }
@@ -219,13 +228,15 @@ Session::~Session() {
 }
 
 void Session::check_fits(const MemoryPlan& p) const {
+    // The logits of every batch row are allocated only by steps that ask for them: not counted here.
+    const uint64_t need = p.total_bytes - p.logits_bytes;
     const std::optional<HostMemory> mem = host_memory();
-    if (!mem || p.total_bytes <= mem->usable()) return;  // no /proc/meminfo (not Linux): nothing to check against
+    if (!mem || need <= mem->usable()) return;  // no /proc/meminfo (not Linux): nothing to check against
     fail(BASALT_ERR_OUT_OF_MEMORY,
-         "the memory plan for ctx {}, batch {}, {} sequence(s), K/V {}/{} needs {} (weights {}, KV cache {}, scratch "
-         "{}), but this machine has {} available (MemAvailable {} + SwapFree {}); use a smaller context",
-         p.n_ctx, p.n_batch, p.n_seq_max, dtype_name(p.k_type), dtype_name(p.v_type), describe_bytes(p.total_bytes),
-         describe_bytes(p.weight_bytes), describe_bytes(p.kv_bytes), describe_bytes(p.scratch_bytes),
+         "the memory plan for ctx {}, batch {}, {} sequence(s), K/V {}/{} needs {} (weights {}, KV cache {}, work "
+         "memory {}), but this machine has {} available (MemAvailable {} + SwapFree {}); use a smaller context",
+         p.n_ctx, p.n_batch, p.n_seq_max, dtype_name(p.k_type), dtype_name(p.v_type), describe_bytes(need),
+         describe_bytes(p.weight_bytes), describe_bytes(p.kv_bytes), describe_bytes(p.scratch_bytes - p.logits_bytes),
          describe_bytes(mem->usable()), describe_bytes(mem->available), describe_bytes(mem->swap_free));
 }
 
@@ -246,7 +257,8 @@ MemoryPlan Session::allocated() const {
     bool any_sliding = false;
     for (uint8_t s : sliding_) any_sliding = any_sliding || s != 0;
     m.kv_cells_window = !any_sliding ? 0 : n_window_slots_ != 0 ? n_window_slots_ : n_ctx_;
-    m.scratch_bytes = io_bytes_;
+    m.logits_bytes = 4 * static_cast<uint64_t>(logits_.capacity()) + io_logits_bytes_;
+    m.scratch_bytes = io_bytes_ + 4 * static_cast<uint64_t>(logits_.capacity());
     m.total_bytes = m.weight_bytes + m.kv_bytes + m.scratch_bytes;
     return m;
 }
@@ -320,7 +332,8 @@ size_t Session::free_slots() const {
 
 void Session::ensure_io(uint64_t bytes) {
     if (bytes <= io_bytes_ && io_buffer_ != nullptr) return;
-    const uint64_t size = std::max<uint64_t>(bytes, io_bytes_ * 2);
+    // Grown by doubling (each new buffer costs the backend its kept graph plan), never past the plan's worst case.
+    const uint64_t size = std::max<uint64_t>(bytes, std::min<uint64_t>(io_bytes_ * 2, plan_.io_bytes));
     basalt_buffer* b = nullptr;
     check_status(backend_.buffer_alloc(backend_instance_, size, BASALT_BUFFER_IO, &b), "buffer_alloc(io)");
     if (io_buffer_ != nullptr) backend_.buffer_free(backend_instance_, io_buffer_);
@@ -555,6 +568,7 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     io.rows = align64(io.window_lists + 4 * window_list_data.size());
     io.logits = align64(io.rows + 4 * std::max<uint64_t>(1, out_rows.size()));
     const uint64_t io_size = io.logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
+    io_logits_bytes_ = std::max(io_logits_bytes_, io_size - io.logits);
     ensure_io(io_size);
     std::vector<uint8_t> staged(io.logits, 0);
     put(staged, io.tokens, tokens);

@@ -95,6 +95,7 @@ class Session {
     uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
     uint64_t weight_buffer_bytes_ = 0;
     uint64_t kv_bytes_ = 0;
+    uint64_t io_logits_bytes_ = 0;  // largest logits region a step has used in the IO buffer
     // Rows of the sliding-window layers' own K/V storage (the layout's n_window_slots); 0: they use the n_ctx rows.
     uint32_t n_window_slots_ = 0;
     std::vector<uint8_t> window_storage_;  // per layer: its K/V live in the window storage

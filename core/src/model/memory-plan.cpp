@@ -70,8 +70,10 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         }
     }
 
-    // Scratch: f32 activations of one layer for n_batch tokens (buffers are reused across layers), the
-    // materialised attention scores (worst case, unfused), the logits of every batch token, and inputs.
+    // Scratch: f32 activations of one layer for n_batch tokens (the backends place intermediates in an arena
+    // reused across layers; the CPU backend's measured peak is below this), and the step's inputs and logits,
+    // which exist twice: in the session's host memory and in the backend's IO buffer. Attention keeps no score
+    // matrix in any backend (online softmax over the visible list).
     const uint64_t T = p.n_batch;
     const uint64_t qkv = static_cast<uint64_t>(hp.n_head) * hp.head_dim_k +
                          static_cast<uint64_t>(hp.n_head_kv) * (hp.head_dim_k + hp.head_dim_v);
@@ -81,10 +83,17 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     floats += 4 * T * hp.n_embd;                                     // residual, norm, attn out, ffn out
     floats += T * qkv;                                               // q, k, v
     floats += T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_v;  // attention context
-    floats += static_cast<uint64_t>(hp.n_head) * T * ctx;            // scores
     floats += ffn_mats * T * hp.n_ff * experts + T * hp.n_expert;    // ffn (+ router)
-    floats += T * hp.n_vocab;                                        // logits
-    p.scratch_bytes = floats * 4 + T * 3 * sizeof(int32_t) + ctx * 2 * sizeof(int32_t);  // ids/pos/seq, slot lists
+    // Inputs: token ids, positions, slots (and window slots), query table, output rows; the visible (slot,
+    // position) lists of up to min(n_seq_max, T) sequences, full and window.
+    const uint64_t lists = std::min<uint64_t>(p.n_seq_max, T);
+    // (+ 8 x 63 bytes: the session aligns each of its 8 input arrays to 64 bytes)
+    const uint64_t inputs = 4 * T * (p.kv_cells_window != 0 && p.kv_cells_window != ctx ? 7 : 6) +
+                            8 * lists * (ctx + (p.kv_cells_window != ctx ? p.kv_cells_window : 0)) + 8 * 63;
+    const uint64_t logits = 4 * T * hp.n_vocab;  // every row of the batch may ask for logits
+    p.logits_bytes = 2 * logits;
+    p.io_bytes = inputs + logits;
+    p.scratch_bytes = 4 * floats + 2 * inputs + p.logits_bytes;
 
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
     return p;

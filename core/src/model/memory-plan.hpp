@@ -41,6 +41,8 @@ struct MemoryPlan {
     uint64_t kv_cells_window = 0;     // cells held by each sliding-window layer (0 when none)
     uint64_t kv_bytes = 0;            // the whole cache for n_ctx (window layers capped, see window_cells)
     uint64_t scratch_bytes = 0;       // activations of one layer for n_batch tokens + logits + inputs
+    uint64_t logits_bytes = 0;        // of scratch_bytes: logits of every batch row (host copy + IO buffer)
+    uint64_t io_bytes = 0;            // the largest IO buffer a step needs: its inputs and the logits of all rows
     uint64_t total_bytes = 0;         // weight + kv + scratch
 };
 
