@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.0, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.1, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -116,17 +116,20 @@ PIN(basalt_backend_iface, buffer_read, 64);
 PIN(basalt_backend_iface, supports_node, 72);
 PIN(basalt_backend_iface, graph_compute, 80);
 PIN(basalt_backend_iface, buffer_wrap_host, 88);
-PIN_SIZE(basalt_backend_iface, 96);
+PIN(basalt_backend_iface, buffer_wrap_file, 96); /* since 1.1 */
+PIN_SIZE(basalt_backend_iface, 104);
 
 PIN(basalt_kv_cache_config, n_layers, 4);
 PIN(basalt_kv_cache_config, n_slots, 20);
 PIN(basalt_kv_cache_config, n_seq_max, 24);
 PIN(basalt_kv_cache_config, layer_window, 32);
-PIN_SIZE(basalt_kv_cache_config, 40);
+PIN(basalt_kv_cache_config, n_batch, 40); /* since 1.1 */
+PIN_SIZE(basalt_kv_cache_config, 48);
 PIN(basalt_kv_cache_layout, k_type, 4);
 PIN(basalt_kv_cache_layout, v_type, 8);
 PIN(basalt_kv_cache_layout, block_size, 12);
-PIN_SIZE(basalt_kv_cache_layout, 16);
+PIN(basalt_kv_cache_layout, n_window_slots, 16); /* since 1.1 */
+PIN_SIZE(basalt_kv_cache_layout, 20);
 PIN_SIZE(basalt_kv_copy, 12);
 PIN(basalt_kv_reservation, n_tokens, 8);
 PIN(basalt_kv_reservation, tokens, 16);
@@ -136,7 +139,11 @@ PIN(basalt_kv_reservation, out_slots, 40);
 PIN(basalt_kv_reservation, out_copies, 48);
 PIN(basalt_kv_reservation, copies_capacity, 56);
 PIN(basalt_kv_reservation, out_n_copies, 64);
-PIN_SIZE(basalt_kv_reservation, 72);
+PIN(basalt_kv_reservation, out_window_slots, 72); /* since 1.1 */
+PIN(basalt_kv_reservation, out_window_copies, 80);
+PIN(basalt_kv_reservation, window_copies_capacity, 88);
+PIN(basalt_kv_reservation, out_n_window_copies, 96);
+PIN_SIZE(basalt_kv_reservation, 104);
 PIN(basalt_kv_cache_iface, create, 8);
 PIN(basalt_kv_cache_iface, destroy, 16);
 PIN(basalt_kv_cache_iface, layout, 24);
@@ -146,7 +153,8 @@ PIN(basalt_kv_cache_iface, seq_drop, 48);
 PIN(basalt_kv_cache_iface, seq_fork, 56);
 PIN(basalt_kv_cache_iface, prefix_attach, 64);
 PIN(basalt_kv_cache_iface, free_slots, 72);
-PIN_SIZE(basalt_kv_cache_iface, 80);
+PIN(basalt_kv_cache_iface, seq_truncate, 80); /* since 1.1 */
+PIN_SIZE(basalt_kv_cache_iface, 88);
 
 PIN(basalt_batch, n_tokens, 8);
 PIN(basalt_batch, tokens, 16);
@@ -264,7 +272,8 @@ PIN(basalt_plan_params, n_ctx, 4);
 PIN(basalt_plan_params, n_batch, 8);
 PIN(basalt_plan_params, k_type, 12);
 PIN(basalt_plan_params, v_type, 16);
-PIN_SIZE(basalt_plan_params, 20);
+PIN(basalt_plan_params, n_seq_max, 20); /* since 1.1 */
+PIN_SIZE(basalt_plan_params, 24);
 PIN(basalt_memory_plan, n_ctx, 4);
 PIN(basalt_memory_plan, k_type, 12);
 PIN(basalt_memory_plan, weight_bytes, 24);
@@ -272,7 +281,11 @@ PIN(basalt_memory_plan, kv_bytes_per_token, 32);
 PIN(basalt_memory_plan, kv_bytes, 40);
 PIN(basalt_memory_plan, scratch_bytes, 48);
 PIN(basalt_memory_plan, total_bytes, 56);
-PIN_SIZE(basalt_memory_plan, 64);
+PIN(basalt_memory_plan, n_seq_max, 64); /* since 1.1 */
+PIN(basalt_memory_plan, kv_cells_full, 72);
+PIN(basalt_memory_plan, kv_cells_window, 80);
+PIN(basalt_memory_plan, logits_bytes, 88);
+PIN_SIZE(basalt_memory_plan, 96);
 #endif
 
 TEST_CASE("ABI structs have the same layout in C and C++", "[abi]") {

@@ -81,11 +81,12 @@ struct Runner {
     basalt_session* session = nullptr;
     size_t n_vocab = 0;
 
-    explicit Runner(const fs::path& path, uint32_t n_seq = 1, const char* backend = nullptr) {
+    explicit Runner(const fs::path& path, uint32_t n_seq = 1, const char* backend = nullptr, uint32_t n_batch = 0) {
         REQUIRE(basalt_model_load(rt.rt, path.string().c_str(), nullptr, &model) == BASALT_OK);
         basalt_session_params p{};
         p.struct_size = sizeof(p);
         p.n_ctx = 128;
+        p.n_batch = n_batch;
         p.n_seq_max = n_seq;
         p.n_threads = 2;
         p.backend = backend;
@@ -139,6 +140,7 @@ struct Case {
     double tol;                     // max abs vs the golden batch logits
     double flip = 0;                // quantized activations: a rare single-rounding flip may move one row by this much
     const char* backend = nullptr;  // NULL: cpu
+    uint32_t n_batch = 0;           // 0: 512 (capped at the context of 128)
 };
 
 void run_case(const Case& c) {
@@ -146,7 +148,7 @@ void run_case(const Case& c) {
     const fs::path dir = golden_dir();
     const auto gold_batch = read_f32(dir / "logits" / (std::string(c.golden) + ".batch.f32"));
     const auto gold_gen = read_f32(dir / "logits" / (std::string(c.golden) + ".gen.f32"));
-    Runner r(dir / "models" / (std::string(c.model) + ".gguf"), 1, c.backend);
+    Runner r(dir / "models" / (std::string(c.model) + ".gguf"), 1, c.backend, c.n_batch);
     const auto& prompt = *c.prompt;
     const size_t V = r.n_vocab;
     REQUIRE(gold_batch.size() == prompt.size() * V);
@@ -237,6 +239,12 @@ TEST_CASE("golden: gemma3 q8_0", "[golden]") {
 TEST_CASE("golden: gemma3 q4_0", "[golden]") {
     run_case({"tiny-gemma3-q4_0", "tiny-gemma3-q4_0.ref", &kGemmaPrompt, 0.62});
 }
+// Batches of 4: the sliding-window layers (window 8) keep their K/V in rings of 8 + 4 rows instead of 128, and the
+// prompt goes through in 6 forward passes.
+TEST_CASE("golden: gemma3 f32 and q8_0 with sliding-window rings", "[golden]") {
+    run_case({"tiny-gemma3-f32", "tiny-gemma3-f32.exactgelu", &kGemmaPrompt, 1e-4, 0, nullptr, 4});
+    run_case({"tiny-gemma3-q8_0", "tiny-gemma3-q8_0.ref", &kGemmaPrompt, 1.2, 0, nullptr, 4});
+}
 TEST_CASE("golden: moe f32", "[golden]") {
     run_case({"tiny-llama-moe-f32", "tiny-llama-moe-f32.ref", &kLlamaPrompt, 1e-4});
 }
@@ -297,10 +305,12 @@ bool vulkan_available() {
     return ok;
 }
 
-void run_vulkan(const char* model, const char* golden, const std::vector<int32_t>* prompt, double tol) {
+void run_vulkan(const char* model, const char* golden, const std::vector<int32_t>* prompt, double tol,
+                uint32_t n_batch = 0) {
     if (!vulkan_available()) return;
     Case c{model, golden, prompt, tol};
     c.backend = "vulkan";
+    c.n_batch = n_batch;
     run_case(c);
 }
 
@@ -323,6 +333,7 @@ TEST_CASE("golden vulkan: gemma3 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-gemma3-f16", "tiny-gemma3-f16-deq.ref", &kGemmaPrompt, 0.08);
     run_vulkan("tiny-gemma3-q8_0", "tiny-gemma3-q8_0-deq.ref", &kGemmaPrompt, 0.08);
     run_vulkan("tiny-gemma3-q4_0", "tiny-gemma3-q4_0-deq.ref", &kGemmaPrompt, 0.08);
+    run_vulkan("tiny-gemma3-f32", "tiny-gemma3-f32.exactgelu", &kGemmaPrompt, 1e-4, 4);  // sliding-window rings
 }
 TEST_CASE("golden vulkan: moe f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-llama-moe-f32", "tiny-llama-moe-f32.ref", &kLlamaPrompt, 1e-4);

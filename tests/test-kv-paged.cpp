@@ -1,7 +1,7 @@
 // kv-paged (component kv_cache 'paged') loaded through the real plugin host and driven through its interface
 // table: slot assignment, block boundaries, validation, all-or-nothing capacity errors, visible lists, fork with
-// copy on write, drop, prefix caching with LRU reuse, params/config errors, and a randomized model-based test that
-// executes the copies and writes like a host would and checks every sequence still sees its own data.
+// copy on write, drop, truncation, prefix caching with LRU reuse, params/config errors, and a randomized model-based
+// test that executes the copies and writes like a host would and checks every sequence still sees its own data.
 #include <basalt/basalt.h>
 #include <basalt/plugin_kv_cache.h>
 
@@ -45,6 +45,7 @@ struct Config {
     uint32_t n_slots = 64;
     uint32_t n_seq_max = 4;
     uint32_t head_dim = 64;
+    uint32_t n_batch = 0;
     std::vector<int32_t> windows;
     basalt_kv_cache_config get() const {
         basalt_kv_cache_config c{};
@@ -56,6 +57,7 @@ struct Config {
         c.n_slots = n_slots;
         c.n_seq_max = n_seq_max;
         c.layer_window = windows.empty() ? nullptr : windows.data();
+        c.n_batch = n_batch;
         return c;
     }
 };
@@ -106,6 +108,9 @@ struct Reserved {
     std::vector<int32_t> slots;
     std::vector<basalt_kv_copy> copies;
     size_t n_copies = 0;
+    std::vector<int32_t> window_slots;
+    std::vector<basalt_kv_copy> window_copies;
+    size_t n_window_copies = 0;
 };
 
 using SlotPos = std::vector<std::pair<int32_t, int32_t>>;
@@ -140,12 +145,23 @@ struct Cache {
         r.out_copies = out.copies.data();
         r.copies_capacity = copies_capacity;
         r.out_n_copies = 12345;
+        out.window_slots.assign(b.seqs.size(), -7);
+        out.window_copies.assign(window_copies_capacity, basalt_kv_copy{-7, -7, -7});
+        r.out_window_slots = out.window_slots.data();
+        r.out_window_copies = out.window_copies.data();
+        r.window_copies_capacity = window_copies_capacity;
+        r.out_n_window_copies = 12345;
         basalt::clear_plugin_error();
         out.status = kv().reserve(c, &r);
         out.n_copies = r.out_n_copies;
-        if (out.status == BASALT_OK) out.copies.resize(r.out_n_copies);
+        out.n_window_copies = r.out_n_window_copies;
+        if (out.status == BASALT_OK) {
+            out.copies.resize(r.out_n_copies);
+            out.window_copies.resize(r.out_n_window_copies);
+        }
         return out;
     }
+    size_t window_copies_capacity = 8;
     SlotPos visible(int32_t seq, uint32_t layer = 0) {
         size_t count = 99;
         basalt_status st = kv().visible(c, seq, layer, nullptr, nullptr, 0, &count);
@@ -175,6 +191,10 @@ struct Cache {
     basalt_status drop(int32_t seq) {
         basalt::clear_plugin_error();
         return kv().seq_drop(c, seq);
+    }
+    basalt_status truncate(int32_t seq, uint32_t n_keep) {
+        basalt::clear_plugin_error();
+        return kv().seq_truncate(c, seq, n_keep);
     }
     basalt_status attach(int32_t seq, const std::vector<int32_t>& tokens, size_t* matched) {
         basalt::clear_plugin_error();
@@ -209,6 +229,7 @@ TEST_CASE("kv-paged loads as kv_cache 'paged' and reports its layout", "[kv-page
     const basalt_kv_cache_iface& t = kv();
     CHECK(t.prefix_attach != nullptr);
     CHECK(t.free_slots != nullptr);
+    CHECK(t.seq_truncate != nullptr);
 
     Cache dflt;
     basalt_kv_cache_layout l{};
@@ -351,7 +372,7 @@ TEST_CASE("kv-paged validates sequence ids and positions and changes nothing on 
     tiny.struct_size = 8;
     CHECK(kv().reserve(c.c, &tiny) == BASALT_ERR_INVALID_ARGUMENT);
     CHECK_THAT(err(), Contains("struct_size 8"));
-    unchanged(Reserved{BASALT_OK, {}, {}, 12345});
+    unchanged(Reserved{BASALT_OK, {}, {}, 12345, {}, {}, 0});
 
     // after all these failures the cache still works
     REQUIRE(c.reserve(Batch().add(0, 3, 1).add(2, 0, 1)).status == BASALT_OK);
@@ -597,6 +618,365 @@ TEST_CASE("kv-paged prefix_attach reuses full blocks, live or cached, and verifi
     }
 }
 
+TEST_CASE("kv-paged truncate inside a block keeps the block and writes on in place", "[kv-paged]") {
+    Cache c(40, 4, 4);                                              // 10 blocks
+    REQUIRE(c.reserve(Batch().run(0, 0, 10)).status == BASALT_OK);  // blocks 0, 1 full, block 2 holds 2
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.free() == 28);
+    REQUIRE(c.truncate(0, 6) == BASALT_OK);
+    CHECK(c.free() == 32);  // block 2 came back, block 1 stays (2 of its 4 kept)
+    CHECK(c.visible(0) == positions_in_order(std::vector<int32_t>(s0.begin(), s0.begin() + 6)));
+    // the sequence continues at position 6, in place: nothing else holds the block
+    CHECK(c.reserve(Batch().add(0, 7, 1)).status == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(err(), Contains("has position 7, expected 6"));
+    Reserved r = c.reserve(Batch().run(0, 6, 5, 3000));
+    REQUIRE(r.status == BASALT_OK);
+    CHECK(r.n_copies == 0);
+    CHECK(r.slots[0] == s0[6]);
+    CHECK(r.slots[1] == s0[7]);
+    CHECK(c.visible(0).size() == 11);
+    CHECK(c.free() == 28);
+    // truncating within the last partial block releases nothing
+    REQUIRE(c.truncate(0, 9) == BASALT_OK);
+    CHECK(c.free() == 28);
+    CHECK(c.visible(0).size() == 9);
+    // to 0: everything is released and the sequence starts again at position 0
+    REQUIRE(c.truncate(0, 0) == BASALT_OK);
+    CHECK(c.free() == 40);
+    CHECK(c.visible(0).empty());
+    CHECK(c.reserve(Batch().run(0, 0, 3)).status == BASALT_OK);
+}
+
+TEST_CASE("kv-paged truncate at a block boundary takes a new block on the next write", "[kv-paged]") {
+    Cache c(40, 4, 4);
+    REQUIRE(c.reserve(Batch().run(0, 0, 10)).status == BASALT_OK);
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.truncate(0, 8) == BASALT_OK);
+    CHECK(c.free() == 32);
+    CHECK(c.slots(0) == std::vector<int32_t>(s0.begin(), s0.begin() + 8));
+    Reserved r = c.reserve(Batch().run(0, 8, 1));
+    REQUIRE(r.status == BASALT_OK);
+    CHECK(r.n_copies == 0);
+    CHECK(r.slots[0] % 4 == 0);  // the first slot of a fresh block
+    CHECK(c.free() == 28);
+    REQUIRE(c.truncate(0, 4) == BASALT_OK);
+    CHECK(c.free() == 36);
+    CHECK(c.slots(0) == std::vector<int32_t>(s0.begin(), s0.begin() + 4));
+}
+
+TEST_CASE("kv-paged truncate of a forked sequence copies the shared block on its next write", "[kv-paged]") {
+    Cache c(40, 4, 4);
+    REQUIRE(c.reserve(Batch().run(0, 0, 8)).status == BASALT_OK);  // blocks 0 and 1, both full
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.fork(0, 1) == BASALT_OK);
+
+    SECTION("the fork is cut back and diverges; the original is untouched") {
+        REQUIRE(c.truncate(1, 5) == BASALT_OK);
+        CHECK(c.free() == 32);  // block 1 still held by both
+        Reserved r = c.reserve(Batch().run(1, 5, 4, 7000));
+        REQUIRE(r.status == BASALT_OK);
+        REQUIRE(r.n_copies == 1);
+        CHECK(r.copies[0].src_slot == s0[4]);
+        CHECK(r.copies[0].n_slots == 1);
+        CHECK(r.slots[0] == r.copies[0].dst_slot + 1);
+        CHECK(c.slots(0) == s0);
+        const std::vector<int32_t> s1 = c.slots(1);
+        CHECK(std::vector<int32_t>(s1.begin(), s1.begin() + 4) == std::vector<int32_t>(s0.begin(), s0.begin() + 4));
+        CHECK(s1[4] == r.copies[0].dst_slot);
+        CHECK(c.free() == 24);
+        // the original continues in a block of its own (its last block is full)
+        Reserved r0 = c.reserve(Batch().run(0, 8, 1));
+        REQUIRE(r0.status == BASALT_OK);
+        CHECK(r0.n_copies == 0);
+    }
+    SECTION("the original is cut back: it copies, the fork keeps the block") {
+        REQUIRE(c.truncate(0, 6) == BASALT_OK);
+        Reserved r = c.reserve(Batch().run(0, 6, 1, 7000));
+        REQUIRE(r.status == BASALT_OK);
+        REQUIRE(r.n_copies == 1);
+        CHECK(r.copies[0].src_slot == s0[4]);
+        CHECK(r.copies[0].n_slots == 2);
+        CHECK(c.slots(1) == s0);
+    }
+    SECTION("both cut into the shared block and written in one batch: one copy, the second writes in place") {
+        REQUIRE(c.truncate(0, 6) == BASALT_OK);
+        REQUIRE(c.truncate(1, 5) == BASALT_OK);
+        Reserved r = c.reserve(Batch().add(0, 6, 1).add(1, 5, 2));
+        REQUIRE(r.status == BASALT_OK);
+        REQUIRE(r.n_copies == 1);
+        CHECK(r.copies[0].n_slots == 2);
+        CHECK(r.slots[1] == s0[5]);  // seq 1 writes into the original block, now its own
+    }
+    SECTION("the other sharer is dropped first: the write goes in place") {
+        REQUIRE(c.truncate(1, 5) == BASALT_OK);
+        REQUIRE(c.drop(0) == BASALT_OK);
+        Reserved r = c.reserve(Batch().add(1, 5, 1));
+        REQUIRE(r.status == BASALT_OK);
+        CHECK(r.n_copies == 0);
+        CHECK(r.slots[0] == s0[5]);
+    }
+}
+
+TEST_CASE("kv-paged truncate keeps the prefix index true to what blocks hold", "[kv-paged]") {
+    Cache c(48, 4, 4);  // 12 blocks
+    const std::vector<int32_t> orig = token_run(0, 12);
+    REQUIRE(c.reserve(Batch().run(0, 0, 12)).status == BASALT_OK);  // 3 full blocks, all registered
+    const std::vector<int32_t> s0 = c.slots(0);
+    REQUIRE(c.truncate(0, 6) == BASALT_OK);  // block 1 partly kept, block 2 released (cached)
+    CHECK(c.free() == 48 - 8);
+
+    SECTION("until the cut block is written it still holds its tokens and may be shared") {
+        CHECK(c.attach_ok(1, orig) == 12);
+        CHECK(c.slots(1) == s0);
+        // seq 0 now shares block 1 with seq 1, so its write copies it away
+        Reserved r = c.reserve(Batch().run(0, 6, 2, 5000));
+        REQUIRE(r.status == BASALT_OK);
+        CHECK(r.n_copies == 1);
+        CHECK(c.slots(1) == s0);
+        CHECK(c.attach_ok(2, orig) == 12);  // still intact
+    }
+    SECTION("written in place, the cut block no longer matches its old tokens; refilled, it matches the new ones") {
+        Reserved r = c.reserve(Batch().run(0, 6, 1, 5000));  // position 6 gets token 5006 instead of 1006
+        REQUIRE(r.status == BASALT_OK);
+        CHECK(r.n_copies == 0);
+        CHECK(r.slots[0] == s0[6]);
+        CHECK(c.attach_ok(1, orig) == 4);  // block 1 holds 1004 1005 5006 1007 now: only block 0 matches
+        REQUIRE(c.drop(1) == BASALT_OK);
+        std::vector<int32_t> now(orig.begin(), orig.begin() + 6);
+        now.push_back(5006);
+        now.push_back(5007);
+        CHECK(c.attach_ok(1, now) == 4);  // not full yet: not registered
+        REQUIRE(c.drop(1) == BASALT_OK);
+        REQUIRE(c.reserve(Batch().run(0, 7, 1, 5000)).status == BASALT_OK);  // full again
+        CHECK(c.attach_ok(1, now) == 8);
+        CHECK(c.slots(1) == std::vector<int32_t>(s0.begin(), s0.begin() + 8));
+        REQUIRE(c.drop(1) == BASALT_OK);
+        // the released block 2 was linked to block 1's old contents: no chain reaches it any more
+        std::vector<int32_t> longer = now;
+        longer.insert(longer.end(), orig.begin() + 8, orig.end());
+        CHECK(c.attach_ok(2, longer) == 8);
+        CHECK(c.attach_ok(3, orig) == 4);
+    }
+    SECTION("the same tokens written again make the same prefix") {
+        REQUIRE(c.reserve(Batch().run(0, 6, 2)).status == BASALT_OK);  // 1006, 1007 as before
+        // block 1 is registered again; block 2 was linked to it before the overwrite and stays unreachable
+        // (conservative: it would hold the right K/V here, but the index cannot know the rewrite was the same)
+        CHECK(c.attach_ok(1, orig) == 8);
+        CHECK(c.slots(1) == std::vector<int32_t>(s0.begin(), s0.begin() + 8));
+    }
+    SECTION("errors name the length and the request, and change nothing") {
+        CHECK(c.truncate(0, 7) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(err(), Contains("seq_truncate: sequence 0 holds 6 tokens, so it cannot keep 7"));
+        CHECK(c.truncate(4, 0) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(err(), Contains("seq_truncate: sequence id 4 is out of range"));
+        CHECK(c.truncate(-1, 0) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK(c.truncate(0, 6) == BASALT_OK);  // no-op
+        CHECK(c.free() == 48 - 8);
+        CHECK(c.truncate(3, 0) == BASALT_OK);  // an empty sequence kept at 0: no-op
+        CHECK(c.slots(0) == std::vector<int32_t>(s0.begin(), s0.begin() + 6));
+    }
+}
+
+TEST_CASE("kv-paged truncate into a twin block: what follows its rewrite never chains to the twin", "[kv-paged]") {
+    Cache c(48, 4, 4);
+    const std::vector<int32_t> orig = token_run(0, 8);
+    REQUIRE(c.reserve(Batch().run(0, 0, 8)).status == BASALT_OK);  // registered blocks
+    REQUIRE(c.reserve(Batch().run(1, 0, 8)).status == BASALT_OK);  // the same tokens again: twins of seq 0's
+    REQUIRE(c.truncate(1, 6) == BASALT_OK);
+    REQUIRE(c.reserve(Batch().run(1, 6, 2, 9000), 8, false).status == BASALT_OK);  // rewritten, ids unknown
+    std::vector<int32_t> tail = token_run(8, 4, 3000);
+    REQUIRE(c.reserve(Batch().run(1, 8, 4, 3000)).status == BASALT_OK);  // a full block after the unknown ids
+    // Seq 1's third block was computed after two unknown tokens, not after orig[6..8): a prefix of orig and its
+    // tokens must not reach it through seq 0's blocks.
+    std::vector<int32_t> query = orig;
+    query.insert(query.end(), tail.begin(), tail.end());
+    CHECK(c.attach_ok(2, query) == 8);
+    const std::vector<int32_t> s0 = c.slots(0);
+    CHECK(c.slots(2) == s0);
+}
+
+namespace {
+
+// 3 layers, the first two with a window of 4, batches of at most 2 tokens per sequence: rings of 6 rows.
+Config ring_config() {
+    Config cfg;
+    cfg.n_layers = 3;
+    cfg.n_slots = 64;
+    cfg.n_seq_max = 4;
+    cfg.n_batch = 2;
+    cfg.windows = {4, 4, 0};
+    return cfg;
+}
+
+uint32_t window_slots_of(const Cache& c) {
+    basalt_kv_cache_layout l{};
+    l.struct_size = sizeof(l);
+    REQUIRE(kv().layout(c.c, &l) == BASALT_OK);
+    return l.n_window_slots;
+}
+
+SlotPos ring_pairs(int32_t seq, int32_t from, int32_t to, int32_t ring = 6) {
+    SlotPos out;
+    for (int32_t p = from; p < to; ++p) out.emplace_back(seq * ring + p % ring, p);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("kv-paged keeps sliding-window layers in rings of window + n_batch rows per sequence", "[kv-paged]") {
+    Cache c(ring_config(), Params{{"block_size", "4"}});
+    CHECK(window_slots_of(c) == 4 * 6);
+    CHECK(c.free() == 64);  // the blocks (full-attention layers) are as without rings
+
+    Reserved r = c.reserve(Batch().run(0, 0, 2).run(1, 0, 2));
+    REQUIRE(r.status == BASALT_OK);
+    CHECK(r.window_slots == std::vector<int32_t>{0, 1, 6, 7});
+    CHECK(r.n_window_copies == 0);
+    for (int32_t p = 2; p < 10; p += 2) REQUIRE(c.reserve(Batch().run(0, p, 2)).status == BASALT_OK);
+    // seq 0 holds 10 tokens: the ring keeps positions 4..9 (row p % 6), the full layer sees all 10 in blocks
+    CHECK(c.visible(0, 0) == ring_pairs(0, 4, 10));
+    CHECK(c.visible(0, 1) == ring_pairs(0, 4, 10));
+    const SlotPos full = c.visible(0, 2);
+    REQUIRE(full.size() == 10);
+    for (size_t p = 0; p < full.size(); ++p) CHECK(full[p].second == static_cast<int32_t>(p));
+    CHECK(full[4].first == 8);  // block 2 (seq 1 took block 1): block slots, not ring rows
+    CHECK(c.visible(1, 0) == ring_pairs(1, 0, 2));
+    Reserved next = c.reserve(Batch().run(0, 10, 2));
+    REQUIRE(next.status == BASALT_OK);
+    CHECK(next.window_slots == std::vector<int32_t>{4, 5});  // overwrites positions 4 and 5, outside every window
+
+    SECTION("a sequence may bring at most n_batch tokens to one reserve") {
+        Reserved big = c.reserve(Batch().run(1, 2, 3));
+        CHECK(big.status == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(err(), Contains("sequence 1 has more than 2 tokens in this batch") &&
+                              Contains("window ring (6 rows: window 4 + n_batch 2)"));
+        CHECK(c.visible(1, 0) == ring_pairs(1, 0, 2));
+        CHECK(c.reserve(Batch().run(1, 2, 2).run(2, 0, 2)).status == BASALT_OK);
+    }
+    SECTION("a reservation without the window fields, or without out_window_slots, is refused") {
+        Batch b = Batch().run(1, 2, 1);
+        std::vector<int32_t> slots(1);
+        basalt_kv_reservation old{};
+        old.struct_size = static_cast<uint32_t>(offsetof(basalt_kv_reservation, out_window_slots));
+        old.n_tokens = 1;
+        old.tokens = b.tokens.data();
+        old.positions = b.positions.data();
+        old.seq_ids = b.seqs.data();
+        old.out_slots = slots.data();
+        basalt::clear_plugin_error();
+        CHECK(kv().reserve(c.c, &old) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(err(), Contains("lacks the window fields") && Contains("rings of 6 rows per sequence"));
+        old.struct_size = sizeof(old);
+        basalt::clear_plugin_error();
+        CHECK(kv().reserve(c.c, &old) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK_THAT(err(), Contains("out_window_slots is NULL for 1 tokens"));
+        CHECK(c.visible(1, 0) == ring_pairs(1, 0, 2));
+    }
+    SECTION("a ring holds no shared prefix: prefix_attach matches nothing") {
+        CHECK(c.attach_ok(2, token_run(0, 12)) == 0);
+        CHECK(c.visible(2, 2).empty());
+    }
+}
+
+TEST_CASE("kv-paged rings: only when smaller than the blocks, only with n_batch, written up to struct_size",
+          "[kv-paged]") {
+    Config cfg = ring_config();
+    cfg.n_batch = 0;  // an ABI 1.0 host: no n_batch, so no rings
+    CHECK(window_slots_of(Cache(cfg)) == 0);
+    cfg = ring_config();
+    cfg.n_seq_max = 11;  // 11 rings of 6 rows would not be smaller than 64 slots
+    CHECK(window_slots_of(Cache(cfg)) == 0);
+    cfg.n_seq_max = 10;
+    CHECK(window_slots_of(Cache(cfg)) == 60);
+    cfg = ring_config();
+    cfg.windows.clear();
+    CHECK(window_slots_of(Cache(cfg)) == 0);
+    // a 1.0 config struct (no n_batch field): no rings, whatever the memory past it holds
+    cfg = ring_config();
+    basalt_kv_cache_config small = cfg.get();
+    small.struct_size = static_cast<uint32_t>(offsetof(basalt_kv_cache_config, n_batch));
+    void* raw = nullptr;
+    const basalt_params p = Params{}.get();
+    basalt::clear_plugin_error();
+    REQUIRE(kv().create(basalt::host_services(), &small, &p, &raw) == BASALT_OK);
+    basalt_kv_cache_layout l{};
+    l.struct_size = sizeof(l);
+    l.n_window_slots = 99;
+    REQUIRE(kv().layout(raw, &l) == BASALT_OK);
+    CHECK(l.n_window_slots == 0);
+    // a 1.0 layout struct is written only up to its size
+    Cache ringed(ring_config());
+    basalt_kv_cache_layout old{};
+    old.struct_size = static_cast<uint32_t>(offsetof(basalt_kv_cache_layout, n_window_slots));
+    old.n_window_slots = 777;
+    REQUIRE(kv().layout(ringed.c, &old) == BASALT_OK);
+    CHECK(old.n_window_slots == 777);
+    kv().destroy(raw);
+}
+
+TEST_CASE("kv-paged rings: a fork copies the source's ring before the next batch's writes", "[kv-paged]") {
+    Cache c(ring_config(), Params{{"block_size", "4"}});
+    for (int32_t p = 0; p < 5; p += 2) REQUIRE(c.reserve(Batch().run(0, p, std::min(2, 5 - p))).status == BASALT_OK);
+    REQUIRE(c.fork(0, 1) == BASALT_OK);
+    CHECK(c.visible(1, 0) == ring_pairs(1, 0, 5));  // rows of its own ring, filled by the copy below
+    CHECK(c.visible(1, 2) == c.visible(0, 2));      // the blocks are shared
+
+    SECTION("too few window copy entries: CAPACITY with the number needed, nothing changes") {
+        c.window_copies_capacity = 0;
+        Reserved r = c.reserve(Batch().run(2, 0, 1));
+        CHECK(r.status == BASALT_ERR_CAPACITY);
+        CHECK(r.n_window_copies == 1);
+        CHECK_THAT(err(), Contains("1 window copies (forked sequences' rings) are due"));
+        CHECK(c.visible(2, 0).empty());
+        c.window_copies_capacity = 8;
+    }
+    // the next reservation, of whatever sequence, carries the copy; later ones do not
+    Reserved r = c.reserve(Batch().run(2, 0, 1));
+    REQUIRE(r.status == BASALT_OK);
+    REQUIRE(r.n_window_copies == 1);
+    CHECK(r.window_copies[0].src_slot == 0);
+    CHECK(r.window_copies[0].dst_slot == 6);
+    CHECK(r.window_copies[0].n_slots == 6);
+    Reserved r1 = c.reserve(Batch().run(1, 5, 1).run(0, 5, 1));
+    REQUIRE(r1.status == BASALT_OK);
+    CHECK(r1.n_window_copies == 0);
+    CHECK(r1.window_slots == std::vector<int32_t>{6 + 5, 5});
+    // chained forks are copied in order: 1 -> 3 reads what 0 -> 1 ... wrote
+    REQUIRE(c.drop(1) == BASALT_OK);
+    REQUIRE(c.fork(0, 1) == BASALT_OK);
+    REQUIRE(c.fork(1, 3) == BASALT_OK);
+    Reserved r2 = c.reserve(Batch().run(0, 6, 1));
+    REQUIRE(r2.status == BASALT_OK);
+    REQUIRE(r2.n_window_copies == 2);
+    CHECK(r2.window_copies[0].dst_slot == 6);
+    CHECK(r2.window_copies[1].src_slot == 6);
+    CHECK(r2.window_copies[1].dst_slot == 18);
+}
+
+TEST_CASE("kv-paged rings: truncation may not cut back past what the ring still holds", "[kv-paged]") {
+    Cache c(ring_config(), Params{{"block_size", "4"}});
+    for (int32_t p = 0; p < 10; p += 2) REQUIRE(c.reserve(Batch().run(0, p, 2)).status == BASALT_OK);
+    REQUIRE(c.visible(0, 0) == ring_pairs(0, 4, 10));
+    // keeping n tokens, the next query (position n) needs positions n-3 .. n-1 (window 4): n >= 7
+    CHECK(c.truncate(0, 6) == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(err(), Contains("ring of 6 rows that now holds positions 4..9") &&
+                          Contains("keeping 6 tokens needs positions from 3") && Contains("keep at least 7 tokens"));
+    CHECK(c.visible(0, 2).size() == 10);  // nothing changed
+    REQUIRE(c.truncate(0, 7) == BASALT_OK);
+    CHECK(c.visible(0, 0) == ring_pairs(0, 4, 7));
+    CHECK(c.visible(0, 2).size() == 7);
+    Reserved r = c.reserve(Batch().run(0, 7, 2, 5000));
+    REQUIRE(r.status == BASALT_OK);
+    CHECK(r.window_slots == std::vector<int32_t>{1, 2});
+    CHECK(c.visible(0, 0) == ring_pairs(0, 4, 9));  // 7 and 8 overwrote positions 1 and 2, long gone
+    // cutting back within the last batch always fits; to nothing, too
+    REQUIRE(c.truncate(0, 8) == BASALT_OK);
+    REQUIRE(c.truncate(0, 0) == BASALT_OK);
+    CHECK(c.visible(0, 0).empty());
+    REQUIRE(c.reserve(Batch().run(0, 0, 2)).status == BASALT_OK);
+    CHECK(c.visible(0, 0) == ring_pairs(0, 0, 2));
+}
+
 TEST_CASE("kv-paged evicts cached blocks least recently released first, chain tails first", "[kv-paged]") {
     Cache c(16, 4, 4);  // 4 blocks
     const std::vector<int32_t> a = token_run(0, 8, 100), b = token_run(0, 4, 200);
@@ -720,34 +1100,62 @@ TEST_CASE("kv-paged rejects bad params and configs, naming key and value", "[kv-
 namespace {
 
 // Reference model for the randomized test: per sequence the token ids and the "write ids" it must see. The test
-// plays host: it keeps a fake K/V store (token id, write id per slot), executes the copies before the writes,
-// and after every operation checks that each sequence sees exactly its own history through visible().
+// plays host: it keeps a fake K/V store (token id, write id and the writer's whole prefix per slot: real K/V
+// depend on every earlier token), executes the copies before the writes, and after every operation checks that
+// each sequence sees exactly its own history through visible().
 struct ModelTest {
     struct Cell {
         int32_t token = -1;
         uint64_t write = 0;
+        uint64_t context = 0;  // hash of the writer's tokens at positions 0..p (unknown ids count as -1)
         bool operator==(const Cell&) const = default;
     };
     struct Seq {
         std::vector<int32_t> tokens;
         std::vector<uint64_t> writes;
+        std::vector<uint64_t> contexts;
     };
+    static uint64_t extend(uint64_t context, int32_t token) {
+        return (context ^ static_cast<uint64_t>(static_cast<uint32_t>(token) + 2u)) * 0x100000001b3ULL + 0x9e37ULL;
+    }
 
     uint32_t bs, n_blocks, n_seq;
+    uint32_t window, n_batch;  // window > 0: layer 1 slides over `window` positions, in rings when they fit
     Cache cache;
+    uint32_t ring;  // rows per sequence of the window storage (0: none)
     std::vector<Cell> store;
+    std::vector<Cell> wstore;                  // the window layer's rows
+    std::vector<basalt_kv_copy> ring_pending;  // forks' ring copies the next successful reserve must return
     std::vector<Seq> seqs;
     std::vector<std::vector<int32_t>> history;  // token lists of dropped sequences, for prefix_attach
     std::mt19937 rng;
     uint64_t next_write = 1;
-    size_t attached_tokens = 0, copies_seen = 0, capacity_errors = 0, evictions_forced = 0;
+    size_t attached_tokens = 0, copies_seen = 0, capacity_errors = 0, evictions_forced = 0, truncated_tokens = 0;
+    size_t ring_copies_seen = 0, truncations_refused = 0, shared_cut_writes = 0;
 
-    ModelTest(uint32_t block_size, uint32_t blocks, uint32_t extra, uint32_t sequences, uint32_t seed)
+    static Config config(uint32_t n_slots, uint32_t sequences, uint32_t window, uint32_t n_batch) {
+        Config cfg;
+        cfg.n_slots = n_slots;
+        cfg.n_seq_max = sequences;
+        if (window > 0) {
+            cfg.windows = {0, static_cast<int32_t>(window)};
+            cfg.n_batch = n_batch;
+        }
+        return cfg;
+    }
+
+    ModelTest(uint32_t block_size, uint32_t blocks, uint32_t extra, uint32_t sequences, uint32_t seed,
+              uint32_t window_ = 0, uint32_t n_batch_ = 0)
         : bs(block_size),
           n_blocks(blocks),
           n_seq(sequences),
-          cache(blocks * block_size + extra, sequences, block_size),
+          window(window_),
+          n_batch(n_batch_),
+          cache(config(blocks * block_size + extra, sequences, window_, n_batch_),
+                Params{{"block_size", std::to_string(block_size).c_str()}}),
+          ring(window_slots_of(cache) / sequences),
           store(blocks * block_size + extra),
+          wstore(static_cast<size_t>(ring) * sequences),
           seqs(sequences),
           rng(seed) {}
 
@@ -777,7 +1185,7 @@ struct ModelTest {
                 REQUIRE(pos == static_cast<int32_t>(p));
                 REQUIRE(slot >= 0);
                 REQUIRE(static_cast<uint32_t>(slot) < n_blocks * bs);
-                REQUIRE(store[static_cast<size_t>(slot)] == (Cell{m.tokens[p], m.writes[p]}));
+                REQUIRE(store[static_cast<size_t>(slot)] == (Cell{m.tokens[p], m.writes[p], m.contexts[p]}));
                 auto [it, fresh] = owner.emplace(slot, std::make_pair(s, pos));
                 if (!fresh) {
                     REQUIRE(it->second.first != s);     // never twice in one sequence
@@ -786,6 +1194,33 @@ struct ModelTest {
             }
         }
         REQUIRE(cache.free() == (n_blocks - holders().size()) * bs);
+        if (ring == 0) return;
+        // The window layer sees what the host will hold once the pending fork copies have run.
+        std::vector<Cell> w = wstore;
+        for (const basalt_kv_copy& cp : ring_pending) {
+            for (int32_t j = 0; j < cp.n_slots; ++j)
+                w[static_cast<size_t>(cp.dst_slot + j)] = w[static_cast<size_t>(cp.src_slot + j)];
+        }
+        for (uint32_t s = 0; s < n_seq; ++s) check_ring(s, seqs[s].tokens.size(), w);
+    }
+
+    // The window layer's list of s: contiguous positions up to its end, reaching back at least to what a query at
+    // position `from` needs, every row holding this sequence's K/V and lying in its own ring.
+    void check_ring(uint32_t s, size_t from, const std::vector<Cell>& w) {
+        const SlotPos v = cache.visible(static_cast<int32_t>(s), 1);
+        const Seq& m = seqs[s];
+        const size_t lo = m.tokens.size() - v.size();
+        REQUIRE(v.size() <= m.tokens.size());
+        REQUIRE(v.size() <= ring);
+        REQUIRE(lo <= (from + 1 > window ? from + 1 - window : 0));
+        for (size_t i = 0; i < v.size(); ++i) {
+            const auto [slot, pos] = v[i];
+            REQUIRE(pos == static_cast<int32_t>(lo + i));
+            REQUIRE(slot >= static_cast<int32_t>(s * ring));
+            REQUIRE(slot < static_cast<int32_t>((s + 1) * ring));
+            const size_t p = lo + i;
+            REQUIRE(w[static_cast<size_t>(slot)] == (Cell{m.tokens[p], m.writes[p], m.contexts[p]}));
+        }
     }
 
     void do_reserve() {
@@ -796,7 +1231,8 @@ struct ModelTest {
         std::iota(ids.begin(), ids.end(), 0u);
         std::shuffle(ids.begin(), ids.end(), rng);
         for (uint32_t i = 0; i < k; ++i) {
-            const uint32_t n = 1 + rand(bs * 2 + 1);
+            uint32_t n = 1 + rand(bs * 2 + 1);
+            if (ring != 0) n = std::min(n, n_batch);  // the rings hold one batch of at most n_batch per sequence
             for (uint32_t j = 0; j < n; ++j) order.push_back(static_cast<int32_t>(ids[i]));
         }
         std::shuffle(order.begin(), order.end(), rng);
@@ -840,6 +1276,9 @@ struct ModelTest {
             }
         }
         const size_t capacity = rand(4) == 0 ? rand(2) : 8;
+        cache.window_copies_capacity = rand(4) == 0 ? rand(2) : 8;
+        std::vector<size_t> lengths_before(n_seq);
+        for (uint32_t s = 0; s < n_seq; ++s) lengths_before[s] = seqs[s].tokens.size();
 
         // slots every sequence sees before the batch: newly written slots must be private to their writer
         std::vector<std::set<int32_t>> before(n_seq);
@@ -866,7 +1305,28 @@ struct ModelTest {
             ++capacity_errors;
             return;
         }
+        if (ring_pending.size() > cache.window_copies_capacity) {
+            REQUIRE(r.status == BASALT_ERR_CAPACITY);
+            REQUIRE(r.n_window_copies == ring_pending.size());
+            REQUIRE(cache.free() == free_before);
+            ++capacity_errors;
+            return;
+        }
         REQUIRE(r.status == BASALT_OK);
+        if (ring != 0) {
+            // window copies first (in fork order), exactly the forks' rings
+            REQUIRE(r.window_copies.size() == ring_pending.size());
+            for (size_t i = 0; i < ring_pending.size(); ++i) {
+                const basalt_kv_copy& cp = r.window_copies[i];
+                REQUIRE(cp.src_slot == ring_pending[i].src_slot);
+                REQUIRE(cp.dst_slot == ring_pending[i].dst_slot);
+                REQUIRE(cp.n_slots == ring_pending[i].n_slots);
+                for (int32_t j = 0; j < cp.n_slots; ++j)
+                    wstore[static_cast<size_t>(cp.dst_slot + j)] = wstore[static_cast<size_t>(cp.src_slot + j)];
+            }
+            ring_copies_seen += ring_pending.size();
+            ring_pending.clear();
+        }
         REQUIRE(r.n_copies == copies);
         REQUIRE(cache.free() == free_before - need * bs);
         copies_seen += copies;
@@ -884,12 +1344,29 @@ struct ModelTest {
         for (size_t i = 0; i < order.size(); ++i) {
             const int32_t s = b.seqs[i], slot = r.slots[i];
             REQUIRE(written.insert(slot).second);
-            for (uint32_t o = 0; o < n_seq; ++o) REQUIRE(before[o].count(slot) == 0);
+            for (uint32_t o = 0; o < n_seq; ++o) {
+                if (before[o].count(slot) == 0) continue;
+                // Only a block another sequence of this batch copied away from (both were cut back into it to
+                // different lengths): the copies run before the writes, and that sequence sees its copy now.
+                const int32_t block = slot / static_cast<int32_t>(bs);
+                REQUIRE(std::any_of(r.copies.begin(), r.copies.end(), [&](const basalt_kv_copy& cp) {
+                    return cp.src_slot / static_cast<int32_t>(bs) == block;
+                }));
+                REQUIRE(std::find(order.begin(), order.end(), static_cast<int32_t>(o)) != order.end());
+                for (auto& sp : cache.visible(static_cast<int32_t>(o))) REQUIRE(sp.first != slot);
+                ++shared_cut_writes;
+            }
             const int32_t tok = with_tokens ? b.tokens[i] : -1;
-            store[static_cast<size_t>(slot)] = Cell{tok, next_write};
+            Seq& w = seqs[static_cast<size_t>(s)];
+            const uint64_t context = extend(w.contexts.empty() ? 0 : w.contexts.back(), tok);
+            w.contexts.push_back(context);
+            store[static_cast<size_t>(slot)] = Cell{tok, next_write, context};
+            if (ring != 0) wstore[static_cast<size_t>(r.window_slots[i])] = Cell{tok, next_write, context};
             seqs[static_cast<size_t>(s)].tokens.push_back(tok);
             seqs[static_cast<size_t>(s)].writes.push_back(next_write++);
         }
+        // every query of the batch finds its window: the first one (at the old length) needs the most
+        for (uint32_t s = 0; ring != 0 && s < n_seq; ++s) check_ring(s, lengths_before[s], wstore);
     }
 
     void do_fork() {
@@ -901,6 +1378,8 @@ struct ModelTest {
         } else {
             REQUIRE(st == BASALT_OK);
             seqs[static_cast<size_t>(dst)] = seqs[static_cast<size_t>(src)];
+            const auto r = static_cast<int32_t>(ring);
+            if (ring != 0) ring_pending.push_back(basalt_kv_copy{src * r, dst * r, r});
         }
         REQUIRE(cache.free() == free_before);
     }
@@ -912,6 +1391,41 @@ struct ModelTest {
         if (!m.tokens.empty()) history.push_back(m.tokens);
         if (history.size() > 8) history.erase(history.begin());
         m = Seq{};
+    }
+
+    void do_truncate() {
+        const auto s = static_cast<int32_t>(rand(n_seq));
+        Seq& m = seqs[static_cast<size_t>(s)];
+        const size_t len = m.tokens.size();
+        const size_t free_before = cache.free();
+        if (rand(8) == 0) {  // past the end: refused, nothing changes
+            REQUIRE(cache.truncate(s, static_cast<uint32_t>(len + 1 + rand(3))) == BASALT_ERR_INVALID_ARGUMENT);
+            REQUIRE(cache.free() == free_before);
+            return;
+        }
+        uint32_t n_keep = rand(static_cast<uint32_t>(len) + 1);
+        if (ring != 0 && rand(2) == 0) {  // mostly shallow cuts (rejected draft tokens), which the rings allow
+            n_keep = static_cast<uint32_t>(len) - rand(std::min<uint32_t>(static_cast<uint32_t>(len), n_batch + 2) + 1);
+        }
+        const basalt_status st = cache.truncate(s, n_keep);
+        if (st == BASALT_ERR_UNSUPPORTED) {
+            // only a cut past what the ring still holds may be refused
+            REQUIRE(ring != 0);
+            const size_t lo = len - cache.visible(s, 1).size();
+            REQUIRE(n_keep > 0);
+            REQUIRE(lo > (n_keep + 1 > window ? n_keep + 1 - window : 0));
+            REQUIRE(cache.free() == free_before);
+            ++truncations_refused;
+            return;
+        }
+        REQUIRE(st == BASALT_OK);
+        REQUIRE(cache.free() >= free_before);
+        if (n_keep < len) history.push_back(m.tokens);  // later queries ask for the tail cut off here
+        if (history.size() > 8) history.erase(history.begin());
+        m.tokens.resize(n_keep);
+        m.writes.resize(n_keep);
+        m.contexts.resize(n_keep);
+        truncated_tokens += len - n_keep;
     }
 
     void do_attach() {
@@ -937,16 +1451,21 @@ struct ModelTest {
             return;
         }
         REQUIRE(st == BASALT_OK);
+        if (ring != 0) REQUIRE(matched == 0);  // rings hold no shared prefix
         REQUIRE(matched % bs == 0);
         REQUIRE(matched <= query.size());
         REQUIRE(cache.free() <= free_before);
         const SlotPos v = cache.visible(s);
         REQUIRE(v.size() == matched);
+        uint64_t context = 0;
         for (size_t p = 0; p < matched; ++p) {
             const Cell& cell = store[static_cast<size_t>(v[p].first)];
-            REQUIRE(cell.token == query[p]);  // the attached K/V belong to exactly these tokens
+            context = extend(context, query[p]);
+            REQUIRE(cell.token == query[p]);
+            REQUIRE(cell.context == context);  // the attached K/V were computed after exactly these tokens
             m.tokens.push_back(cell.token);
             m.writes.push_back(cell.write);
+            m.contexts.push_back(cell.context);
         }
         attached_tokens += matched;
     }
@@ -954,13 +1473,15 @@ struct ModelTest {
     void run(int steps) {
         check();
         for (int i = 0; i < steps; ++i) {
-            const uint32_t op = rand(10);
+            const uint32_t op = rand(11);
             if (op < 5) {
                 do_reserve();
             } else if (op < 7) {
                 do_fork();
-            } else if (op < 9) {
+            } else if (op < 8) {
                 do_drop();
+            } else if (op < 9) {
+                do_truncate();
             } else {
                 do_attach();
             }
@@ -973,7 +1494,7 @@ struct ModelTest {
 
 }  // namespace
 
-TEST_CASE("kv-paged randomized reserve/fork/drop/prefix ops match a reference model", "[kv-paged]") {
+TEST_CASE("kv-paged randomized reserve/fork/drop/truncate/prefix ops match a reference model", "[kv-paged]") {
     struct Shape {
         uint32_t bs, blocks, extra, seqs;
     };
@@ -985,5 +1506,22 @@ TEST_CASE("kv-paged randomized reserve/fork/drop/prefix ops match a reference mo
     // the run exercised what it is meant to
     if (shape.bs > 1) CHECK(t.copies_seen > 0);  // with 1-token blocks no block is ever partial
     CHECK(t.attached_tokens > 0);
+    CHECK(t.capacity_errors > 0);
+    CHECK(t.truncated_tokens > 0);
+}
+
+TEST_CASE("kv-paged randomized ops with sliding-window rings match a reference model", "[kv-paged]") {
+    struct Shape {
+        uint32_t bs, blocks, extra, seqs, window, n_batch;
+    };
+    const Shape shape = GENERATE(Shape{4, 16, 3, 3, 5, 3}, Shape{1, 40, 0, 4, 3, 2}, Shape{3, 20, 2, 2, 7, 6});
+    const uint32_t seed = GENERATE(1u, 2u, 3u);
+    CAPTURE(shape.bs, shape.blocks, shape.window, shape.n_batch, seed);
+    ModelTest t(shape.bs, shape.blocks, shape.extra, shape.seqs, seed, shape.window, shape.n_batch);
+    REQUIRE(t.ring == shape.window + shape.n_batch);
+    t.run(1500);
+    CHECK(t.ring_copies_seen > 0);
+    CHECK(t.truncated_tokens > 0);
+    CHECK(t.truncations_refused > 0);
     CHECK(t.capacity_errors > 0);
 }

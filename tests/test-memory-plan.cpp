@@ -6,6 +6,7 @@
 #include "model/memory-plan.hpp"
 #include "model/model-hparams.hpp"
 #include "support/error.hpp"
+#include "support/host-memory.hpp"
 
 namespace fs = std::filesystem;
 using namespace basalt;
@@ -43,12 +44,16 @@ TEST_CASE("tiny-llama: plan by hand", "[memory-plan]") {
     CHECK(p.kv_bytes_per_token == 4 * (64 + 64));
     CHECK(p.kv_bytes == 4 * (64 + 64) * 256);
     // One layer for 256 tokens, in floats: residual etc. 4*T*64, qkv T*(4*16 + 2*(16+16)), context T*4*16,
-    // scores 4*T*256, ffn 3*T*192, logits T*512; plus ids/positions/seq 3*T*4 B and slot lists 256*2*4 B.
+    // ffn 3*T*192 (no score matrix); inputs 6*T int32 (ids, positions, slots, query pairs, rows) and one slot list
+    // of 256 (slot, position) pairs; logits T*512 floats; inputs and logits twice (host and IO buffer).
     const uint64_t T = 256;
-    const uint64_t floats = 4 * T * 64 + T * 128 + T * 64 + 4 * T * 256 + 3 * T * 192 + T * 512;
-    CHECK(p.scratch_bytes == floats * 4 + 3 * T * 4 + 256 * 2 * 4);
-    CHECK(p.scratch_bytes == 2626560);
-    CHECK(p.total_bytes == 1050880 + 131072 + 2626560);
+    const uint64_t floats = 4 * T * 64 + T * 128 + T * 64 + 3 * T * 192;
+    // (inputs + 8 x 63 bytes of alignment: the session aligns its 8 input arrays to 64 bytes)
+    const uint64_t inputs = 6 * T * 4 + 256 * 2 * 4 + 8 * 63;
+    CHECK(p.scratch_bytes == floats * 4 + 2 * (inputs + T * 512 * 4));
+    CHECK(p.logits_bytes == 2 * T * 512 * 4);
+    CHECK(p.scratch_bytes == 2114544);
+    CHECK(p.total_bytes == 1050880 + 131072 + 2114544);
 }
 
 TEST_CASE("tiny-gemma3: sliding-window layers are capped at window + batch", "[memory-plan]") {
@@ -68,6 +73,21 @@ TEST_CASE("tiny-gemma3: sliding-window layers are capped at window + batch", "[m
     CHECK(p.kv_bytes_per_token == 6 * 128);
     CHECK(p.kv_cells_window == 8 + 16);
     CHECK(p.kv_bytes == 5 * (8 + 16) * 128 + 1 * 512 * 128);
+
+    // Several sequences: a window of 8 + 16 per sequence while that stays below the context, then the context.
+    req.n_seq_max = 3;
+    CHECK(plan_memory(g.file, hp, req).kv_cells_window == 3 * 24);
+    CHECK(plan_memory(g.file, hp, req).kv_bytes == 5 * 3 * 24 * 128 + 512 * 128);
+    req.n_seq_max = 22;  // 22 x 24 = 528 >= 512: the window layers keep the 512 rows of the full layers
+    CHECK(plan_memory(g.file, hp, req).kv_cells_window == 512);
+    CHECK(plan_memory(g.file, hp, req).kv_bytes == 6 * 512 * 128);
+    req.n_seq_max = 0;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("n_seq_max must be at least 1"));
+    req.n_seq_max = 1;
+    CHECK(window_cells(512, 8, 16, 1) == 24);
+    CHECK(window_cells(24, 8, 16, 1) == 24);  // equal to the context: the context
+    CHECK(window_cells(20, 8, 16, 1) == 20);
+    CHECK(window_cells(512, 0, 16, 4) == 0);
 
     req.k_type = BASALT_DTYPE_Q8_0;  // 32 values -> 34 bytes
     req.v_type = BASALT_DTYPE_F32;   // 32 values -> 128 bytes
@@ -103,4 +123,27 @@ TEST_CASE("encoder-decoder and MoE hyper-parameters", "[memory-plan]") {
     const ModelHparams hm = read_hparams(moe.file);
     CHECK(hm.n_expert == 4);
     CHECK(hm.n_expert_used == 2);
+}
+
+TEST_CASE("host memory: /proc/meminfo parsing and byte descriptions", "[memory-plan]") {
+    const auto m = parse_meminfo(
+        "MemTotal:       24683520 kB\nMemFree:        23232000 kB\nMemAvailable:   24204388 kB\n"
+        "Buffers:           12 kB\nSwapTotal:       1048572 kB\nSwapFree:         524288 kB\n");
+    REQUIRE(m.has_value());
+    CHECK(m->available == 24204388ull * 1024);
+    CHECK(m->swap_free == 524288ull * 1024);
+    CHECK(m->usable() == (24204388ull + 524288) * 1024);
+    CHECK_FALSE(parse_meminfo("MemTotal: 100 kB\nMemFree: 50 kB\n").has_value());  // no MemAvailable
+    CHECK_FALSE(parse_meminfo("MemAvailable: lots\n").has_value());
+    CHECK_FALSE(parse_meminfo("MemAvailable: 99999999999999999999999 kB\n").has_value());
+    const auto no_swap = parse_meminfo("MemAvailableX: 1 kB\nMemAvailable: 2 kB");
+    REQUIRE(no_swap.has_value());
+    CHECK(no_swap->available == 2048);
+    CHECK(no_swap->swap_free == 0);
+    const auto here = host_memory();  // Linux test machines have it
+    REQUIRE(here.has_value());
+    CHECK(here->available > 0);
+    CHECK(describe_bytes(512) == "512 B");
+    CHECK(describe_bytes(1536) == "1536 B (1.5 KiB)");
+    CHECK(describe_bytes(1024000000000ull) == "1024000000000 B (953.7 GiB)");
 }

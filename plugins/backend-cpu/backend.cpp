@@ -210,11 +210,13 @@ basalt_status cpu_buffer_read(void* backend, basalt_buffer* buffer, uint64_t off
     });
 }
 
-basalt_status cpu_buffer_wrap_host(void* backend, const void* ptr, uint64_t size, basalt_buffer** out_buffer) {
+basalt_status wrap(void* backend, const void* ptr, uint64_t size, basalt_buffer** out_buffer, bool file) {
     return sdk::guard([&] {
         Backend* be = as_backend(backend);
         if (out_buffer == nullptr || (ptr == nullptr && size > 0)) {
-            throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, "backend 'cpu': buffer_wrap_host needs ptr and out_buffer");
+            throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string("backend 'cpu': ") +
+                                                              (file ? "buffer_wrap_file" : "buffer_wrap_host") +
+                                                              " needs ptr and out_buffer");
         }
         auto b = std::make_unique<basalt_buffer>();
         // Read-only by contract: graph outputs and buffer_write refuse it, so the cast never leads to a write.
@@ -222,10 +224,19 @@ basalt_status cpu_buffer_wrap_host(void* backend, const void* ptr, uint64_t size
         b->size = size;
         b->owned = false;
         b->read_only = true;
+        b->file_pages = file;
         be->buffers.insert(b.get());
         ++be->buffers_epoch;
         *out_buffer = b.release();
     });
+}
+
+basalt_status cpu_buffer_wrap_host(void* backend, const void* ptr, uint64_t size, basalt_buffer** out_buffer) {
+    return wrap(backend, ptr, size, out_buffer, false);
+}
+
+basalt_status cpu_buffer_wrap_file(void* backend, const void* ptr, uint64_t size, basalt_buffer** out_buffer) {
+    return wrap(backend, ptr, size, out_buffer, true);
 }
 
 basalt_status cpu_supports_node(void* backend, const basalt_graph* graph, size_t node, int32_t* out_supported) {
@@ -256,6 +267,7 @@ const basalt_backend_iface kIface = {
     cpu_supports_node,
     cpu_graph_compute,
     cpu_buffer_wrap_host,
+    cpu_buffer_wrap_file,
 };
 
 const basalt_component_desc kComponent = {

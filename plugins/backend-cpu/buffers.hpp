@@ -12,7 +12,8 @@ struct basalt_buffer {
     uint64_t size = 0;
     bool owned = false;
     bool read_only = false;
-    uint32_t usage = 0;  // BASALT_BUFFER_* hints given to buffer_alloc
+    bool file_pages = false;  // wrapped by buffer_wrap_file: pages no longer read may be dropped (they reload)
+    uint32_t usage = 0;       // BASALT_BUFFER_* hints given to buffer_alloc
 };
 
 namespace basalt::cpu {

@@ -3,6 +3,7 @@
 #include <basalt/sdk/plugin.hpp>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -56,6 +57,19 @@ void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64
             for (int c = 0; c < kQK / 4; ++c) quants[(b * 8 + c) * kPackRows + r] = q[c] ^ 0x80808080u;
         }
     }
+}
+
+// Drops the resident pages of [p, p + bytes) from this process (a read-only private file mapping: they read back
+// unchanged). Pages at the ends shared with neighbouring tensors come back on their next read.
+void release_pages(const uint8_t* p, uint64_t bytes) noexcept {
+#ifdef MADV_DONTNEED
+    static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) & ~(page - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+#else
+    (void)p, (void)bytes;
+#endif
 }
 
 }  // namespace
@@ -126,7 +140,21 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
     p.k = k;
     p.stride = stride;
     p.buffer = buffer;
-    pool.parallel_for(groups, [&](int64_t g, int) { pack_group(w, rows, k, stride, g, p.data + g * gb); });
+    if (buffer->file_pages) {
+        // Packed in slices of about 8 MiB of source, each slice's mapped pages dropped once it is packed: the peak
+        // holds even a large matrix (a 262k-row embedding) about once, not twice.
+        const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
+        const auto row_bytes = static_cast<uint64_t>(k / kQK) * sizeof(BlockQ8_0);
+        for (int64_t g0 = 0; g0 < groups; g0 += slice) {
+            const int64_t g1 = std::min(groups, g0 + slice);
+            pool.parallel_for(g1 - g0,
+                              [&](int64_t g, int) { pack_group(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
+            const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
+            release_pages(w + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);
+        }
+    } else {
+        pool.parallel_for(groups, [&](int64_t g, int) { pack_group(w, rows, k, stride, g, p.data + g * gb); });
+    }
     return &map_.emplace(w, p).first->second;
 }
 

@@ -1132,7 +1132,8 @@ const basalt_backend_iface kIface = {
     vk_buffer_read,
     vk_supports_node,
     vk_graph_compute,
-    nullptr,
+    nullptr,  // buffer_wrap_host: device memory, weights are uploaded
+    nullptr,  // buffer_wrap_file
 };
 
 basalt_component_desc g_component = {

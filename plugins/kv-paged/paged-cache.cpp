@@ -81,11 +81,39 @@ uint64_t ceil_div(uint64_t a, uint64_t b) {
     return (a + b - 1) / b;
 }
 
+uint32_t config_n_batch(const basalt_kv_cache_config& c) {
+    return c.struct_size >= offsetof(basalt_kv_cache_config, n_batch) + sizeof(c.n_batch) ? c.n_batch : 0;
+}
+
+const int32_t* config_windows(const basalt_kv_cache_config& c) {
+    return c.struct_size >= offsetof(basalt_kv_cache_config, layer_window) + sizeof(c.layer_window) ? c.layer_window
+                                                                                                    : nullptr;
+}
+
+uint32_t max_window_of(const basalt_kv_cache_config& c) {
+    const int32_t* w = config_windows(c);
+    int32_t m = 0;
+    for (uint32_t l = 0; w != nullptr && l < c.n_layers; ++l) m = std::max(m, w[l]);
+    return static_cast<uint32_t>(m);
+}
+
+// Rows per sequence of the window storage: the largest window plus one batch, when that is smaller in all than the
+// blocks (else the window layers share the blocks, as without n_batch).
+uint32_t ring_of(const basalt_kv_cache_config& c) {
+    const uint64_t w = max_window_of(c), b = config_n_batch(c);
+    if (w == 0 || b == 0) return 0;
+    return (w + b) * c.n_seq_max < c.n_slots ? static_cast<uint32_t>(w + b) : 0;
+}
+
 }  // namespace
 
 PagedCache::PagedCache(const basalt_kv_cache_config& config, const Options& options)
     : n_blocks_(validate(config, options)),
       n_layers_(config.n_layers),
+      n_batch_(config_n_batch(config)),
+      max_window_(max_window_of(config)),
+      ring_(ring_of(config)),
+      layer_windowed_(config.n_layers, 0),
       block_size_(block_size_for(config, options)),
       k_type_(options.k_type),
       v_type_(options.v_type),
@@ -97,6 +125,8 @@ PagedCache::PagedCache(const basalt_kv_cache_config& config, const Options& opti
     batch_seqs_.reserve(config.n_seq_max);
     cow_blocks_.reserve(std::min<size_t>(config.n_seq_max, pool_.n_blocks()));
     matched_.reserve(pool_.n_blocks());
+    const int32_t* w = config_windows(config);
+    for (uint32_t l = 0; ring_ != 0 && l < n_layers_; ++l) layer_windowed_[l] = w[l] > 0 ? 1 : 0;
 }
 
 PagedCache::Sequence& PagedCache::sequence(int32_t seq_id, const char* call) {
@@ -127,6 +157,9 @@ void PagedCache::layout(basalt_kv_cache_layout* out) const {
     if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, k_type)) out->k_type = k_type_;
     if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, v_type)) out->v_type = v_type_;
     if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, block_size)) out->block_size = block_size_;
+    if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, n_window_slots)) {
+        out->n_window_slots = ring_ * static_cast<uint32_t>(seqs_.size());
+    }
 }
 
 void PagedCache::reserve(basalt_kv_reservation* r) {
@@ -135,10 +168,26 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "reserve: reservation struct_size " + str(r->struct_size) +
                                               " is too small (need " + str(sizeof(basalt_kv_reservation)) + ")");
     }
+    const bool window_fields = BASALT_HAS_FIELD(r, basalt_kv_reservation, out_n_window_copies);
+    if (ring_ != 0 && !window_fields) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "reserve: reservation struct_size " + str(r->struct_size) + " lacks the window fields (need " +
+                 str(sizeof(basalt_kv_reservation)) + "): this cache keeps sliding-window layers in rings of " +
+                 str(ring_) + " rows per sequence (layout n_window_slots " + str(ring_ * seqs_.size()) + ")");
+    }
     const size_t n = r->n_tokens;
     if (n == 0) {
         r->out_n_copies = 0;
+        if (window_fields) r->out_n_window_copies = 0;
         return;
+    }
+    if (ring_ != 0 && r->out_window_slots == nullptr) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "reserve: out_window_slots is NULL for " + str(n) +
+                                              " tokens, but sliding-window layers keep their K/V in rings");
+    }
+    if (ring_ != 0 && r->window_copies_capacity > 0 && r->out_window_copies == nullptr) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "reserve: out_window_copies is NULL but window_copies_capacity is " + str(r->window_copies_capacity));
     }
     if (r->positions == nullptr || r->seq_ids == nullptr || r->out_slots == nullptr) {
         fail(BASALT_ERR_INVALID_ARGUMENT, std::string("reserve: ") +
@@ -181,6 +230,12 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
                      " earlier tokens of this batch; positions must continue it in order)");
         }
         if (batch_added_[si]++ == 0) batch_seqs_.push_back(s);  // capacity n_seq_max: never reallocates
+        if (ring_ != 0 && batch_added_[si] > n_batch_) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "reserve: sequence " + std::to_string(s) + " has more than " +
+                                                  str(n_batch_) + " tokens in this batch, but its window ring (" +
+                                                  str(ring_) + " rows: window " + str(max_window_) + " + n_batch " +
+                                                  str(n_batch_) + ") holds one batch of at most n_batch");
+        }
     }
 
     // 2. Plan: new blocks (including copy-on-write targets) and copies, simulating the order of step 3.
@@ -212,6 +267,13 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
                                       " copy-on-write copies, but copies_capacity is " + str(r->copies_capacity) +
                                       " (out_n_copies holds the number needed)");
     }
+    if (ring_copies_.size() > (window_fields ? r->window_copies_capacity : 0)) {
+        r->out_n_window_copies = ring_copies_.size();
+        fail(BASALT_ERR_CAPACITY,
+             "reserve: " + str(ring_copies_.size()) +
+                 " window copies (forked sequences' rings) are due, but window_copies_capacity is " +
+                 str(r->window_copies_capacity) + " (out_n_window_copies holds the number needed)");
+    }
     for (int32_t s : batch_seqs_) {  // may throw bad_alloc; still nothing changed
         Sequence& q = seqs_[static_cast<size_t>(s)];
         const auto after =
@@ -220,6 +282,11 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
     }
 
     // 3. Commit; nothing below can fail.
+    if (window_fields) {
+        std::copy(ring_copies_.begin(), ring_copies_.end(), r->out_window_copies);
+        r->out_n_window_copies = ring_copies_.size();
+        ring_copies_.clear();
+    }
     size_t n_copies = 0;
     for (int32_t s : batch_seqs_) {
         Sequence& q = seqs_[static_cast<size_t>(s)];
@@ -233,6 +300,10 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
             r->out_copies[n_copies++] = basalt_kv_copy{src * bs, dst * bs, static_cast<int32_t>(fill)};
             release_block(src);  // still held by the other sharers
             q.blocks.back() = dst;
+        } else if (fill != 0 && index_.indexed(q.blocks.back())) {
+            // A full block this sequence was truncated into, now its own: the write below overwrites tokens the
+            // index says it holds, so it stops being a prefix anyone can match (it was matchable until now).
+            index_.forget(q.blocks.back());
         }
         while (uint64_t{q.blocks.size()} * block_size_ < end) q.blocks.push_back(take_block());
     }
@@ -241,6 +312,9 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
         const auto pos = static_cast<uint32_t>(r->positions[i]);
         const int32_t slot = slot_of(q, pos);
         r->out_slots[i] = slot;
+        if (ring_ != 0) {
+            r->out_window_slots[i] = static_cast<int32_t>(static_cast<uint32_t>(r->seq_ids[i]) * ring_ + pos % ring_);
+        }
         if (r->tokens != nullptr) {
             index_.write_token(slot, r->tokens[i]);
         } else {
@@ -251,6 +325,7 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
         Sequence& q = seqs_[static_cast<size_t>(s)];
         const uint32_t start = q.length;
         q.length += batch_added_[static_cast<size_t>(s)];
+        if (ring_ != 0 && q.length > ring_) q.ring_lo = std::max(q.ring_lo, q.length - ring_);
         for (size_t k = start / block_size_; (k + 1) * block_size_ <= q.length; ++k) {
             index_.on_full(q.blocks[k], k > 0 ? q.blocks[k - 1] : -1);
         }
@@ -266,15 +341,27 @@ void PagedCache::visible(int32_t seq_id, uint32_t layer, int32_t* out_slots, int
              "visible: layer " + str(layer) + " is out of range (the cache has " + str(n_layers_) + " layers)");
     }
     if (out_count == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "visible: out_count is NULL");
-    if (capacity < q.length) {
-        *out_count = q.length;  // the one output written on this error: the size to retry with
-        fail(BASALT_ERR_CAPACITY, "visible: sequence " + std::to_string(seq_id) + " has " + str(q.length) +
+    const bool ring_layer = ring_ != 0 && layer_windowed_[layer] != 0;
+    const uint32_t lo = ring_layer ? q.ring_lo : 0;
+    const uint32_t count = q.length - lo;
+    if (capacity < count) {
+        *out_count = count;  // the one output written on this error: the size to retry with
+        fail(BASALT_ERR_CAPACITY, "visible: sequence " + std::to_string(seq_id) + " has " + str(count) +
                                       " visible slots, but capacity is " + str(capacity) +
                                       " (out_count holds the size needed)");
     }
-    if (q.length > 0 && (out_slots == nullptr || out_positions == nullptr)) {
+    if (count > 0 && (out_slots == nullptr || out_positions == nullptr)) {
         fail(BASALT_ERR_INVALID_ARGUMENT,
              std::string("visible: ") + (out_slots == nullptr ? "out_slots" : "out_positions") + " is NULL");
+    }
+    if (ring_layer) {
+        const uint32_t base = static_cast<uint32_t>(seq_id) * ring_;
+        for (uint32_t p = lo; p < q.length; ++p) {
+            out_slots[p - lo] = static_cast<int32_t>(base + p % ring_);
+            out_positions[p - lo] = static_cast<int32_t>(p);
+        }
+        *out_count = count;
+        return;
     }
     uint32_t pos = 0;
     for (int32_t b : q.blocks) {
@@ -293,6 +380,7 @@ void PagedCache::drop(int32_t seq_id) {
     for (auto it = q.blocks.rbegin(); it != q.blocks.rend(); ++it) release_block(*it);
     q.blocks.clear();
     q.length = 0;
+    q.ring_lo = 0;
 }
 
 void PagedCache::fork(int32_t src_id, int32_t dst_id) {
@@ -307,9 +395,16 @@ void PagedCache::fork(int32_t src_id, int32_t dst_id) {
                                               " is not empty (holds " + str(dst.length) + " tokens); drop it first");
     }
     if (dst.blocks.capacity() < src.blocks.size()) dst.blocks.reserve(src.blocks.size());  // may throw: no change
+    if (ring_ != 0) ring_copies_.reserve(ring_copies_.size() + 1);                         // may throw: no change
     dst.blocks.assign(src.blocks.begin(), src.blocks.end());
     for (int32_t b : dst.blocks) pool_.retain(b);
     dst.length = src.length;
+    if (ring_ != 0) {
+        // The copy runs before the next batch's writes (whichever sequences it has), so it reads src as it is now.
+        const auto r = static_cast<int32_t>(ring_);
+        ring_copies_.push_back(basalt_kv_copy{src_id * r, dst_id * r, r});
+        dst.ring_lo = src.ring_lo;
+    }
 }
 
 void PagedCache::prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_tokens, size_t* out_n_matched) {
@@ -322,6 +417,10 @@ void PagedCache::prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_t
         fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: sequence " + std::to_string(seq_id) +
                                               " is not empty (holds " + str(q.length) + " tokens)");
     }
+    if (ring_ != 0) {  // the sliding-window layers' rings hold no shared prefix: nothing can be reused
+        *out_n_matched = 0;
+        return;
+    }
     matched_.clear();
     index_.match(tokens, n_tokens, matched_);  // matched_ has capacity n_blocks: a chain never repeats a block
     if (q.blocks.capacity() < matched_.size()) q.blocks.reserve(matched_.size());  // may throw: no change
@@ -329,6 +428,35 @@ void PagedCache::prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_t
     for (int32_t b : q.blocks) pool_.retain(b);  // a cached block leaves the LRU list
     q.length = static_cast<uint32_t>(matched_.size()) * block_size_;
     *out_n_matched = q.length;
+}
+
+void PagedCache::truncate(int32_t seq_id, uint32_t n_keep) {
+    Sequence& q = sequence(seq_id, "seq_truncate");
+    if (n_keep > q.length) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "seq_truncate: sequence " + std::to_string(seq_id) + " holds " +
+                                              str(q.length) + " tokens, so it cannot keep " + str(n_keep));
+    }
+    if (n_keep == q.length) return;
+    // The next query (position n_keep) needs positions from n_keep + 1 - window in the rings again.
+    const uint32_t need_lo = n_keep + 1 > max_window_ ? n_keep + 1 - max_window_ : 0;
+    if (ring_ != 0 && n_keep > 0 && q.ring_lo > need_lo) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "seq_truncate: sequence " + std::to_string(seq_id) + " keeps its sliding-window layers in a ring of " +
+                 str(ring_) + " rows that now holds positions " + str(q.ring_lo) + ".." + str(q.length - 1) +
+                 "; keeping " + str(n_keep) + " tokens needs positions from " + str(need_lo) + " (window " +
+                 str(max_window_) + "), overwritten already: keep at least " + str(q.ring_lo + max_window_ - 1) +
+                 " tokens (a cut back within the last batch always fits)");
+    }
+    const auto keep_blocks = static_cast<size_t>(ceil_div(n_keep, block_size_));
+    // Last block first, as drop() does: a released chain is evicted tail first.
+    while (q.blocks.size() > keep_blocks) {
+        release_block(q.blocks.back());
+        q.blocks.pop_back();
+    }
+    // A partly kept last block keeps its index entry while its K/V still hold the whole block: reserve() copies it
+    // away when it is still shared, or forgets the entry before overwriting it in place.
+    q.length = n_keep;
+    if (n_keep == 0) q.ring_lo = 0;
 }
 
 }  // namespace basalt::kv_paged

@@ -94,6 +94,10 @@ basalt_status paged_prefix_attach(void* cache, int32_t seq_id, const int32_t* to
     return basalt::sdk::guard([&] { self(cache).prefix_attach(seq_id, tokens, n_tokens, out_n_matched); });
 }
 
+basalt_status paged_seq_truncate(void* cache, int32_t seq_id, uint32_t n_keep) {
+    return basalt::sdk::guard([&] { self(cache).truncate(seq_id, n_keep); });
+}
+
 size_t paged_free_slots(void* cache) {
     return cache == nullptr ? 0 : static_cast<const PagedCache*>(cache)->free_slots();
 }
@@ -110,6 +114,7 @@ const basalt_kv_cache_iface kIface = {
     paged_seq_fork,
     paged_prefix_attach,
     paged_free_slots,
+    paged_seq_truncate,
 };
 
 const basalt_component_desc kComponent = {

@@ -50,6 +50,12 @@ void PrefixIndex::reset(int32_t block) noexcept {
     m.gen = gen;
 }
 
+void PrefixIndex::forget(int32_t block) noexcept {
+    const bool known = meta_[static_cast<size_t>(block)].known;
+    reset(block);  // the generation bump orphans registered successors: no chain can run through this block
+    meta_[static_cast<size_t>(block)].known = known;
+}
+
 void PrefixIndex::copy_prefix(int32_t src, int32_t dst, uint32_t n) noexcept {
     std::copy_n(block_tokens(src), n, tokens_.data() + static_cast<size_t>(dst) * block_size_);
     meta_[static_cast<size_t>(dst)].known = meta_[static_cast<size_t>(src)].known;

@@ -22,6 +22,14 @@ class PrefixIndex {
 
     // A block handed out again starts empty: drops its registration (if any) and invalidates links to it.
     void reset(int32_t block) noexcept;
+    // A full block about to be overwritten in place past its first slots (its sequence was truncated into it):
+    // forgets its registration, twin and hash like reset, but keeps the token ids and `known` of the slots kept.
+    void forget(int32_t block) noexcept;
+    // True when the block is registered or records a registered twin (only ever true for a block that was full).
+    bool indexed(int32_t block) const noexcept {
+        const Meta& m = meta_[static_cast<size_t>(block)];
+        return m.registered || m.canon >= 0;
+    }
     // Copy on write: dst receives the first n token ids of src.
     void copy_prefix(int32_t src, int32_t dst, uint32_t n) noexcept;
     // Called when `block` became full; prev is the block before it in the sequence (-1 for the first block).

@@ -53,6 +53,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     pp.struct_size = sizeof(pp);
     pp.n_ctx = static_cast<uint32_t>(vm["ctx"].as<long long>());
     pp.n_batch = static_cast<uint32_t>(vm["batch"].as<long long>());
+    pp.n_seq_max = static_cast<uint32_t>(vm["seqs"].as<long long>());
     pp.k_type = -1;
     pp.v_type = -1;
     if (vm.count("kv-type") != 0U) {
@@ -130,12 +131,16 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("plan").begin_object();
         j.key("n_ctx").value(static_cast<long long>(plan.n_ctx));
         j.key("n_batch").value(static_cast<long long>(plan.n_batch));
+        j.key("n_seq_max").value(static_cast<long long>(plan.n_seq_max));
         j.key("k_type").value(basalt_dtype_name(plan.k_type));
         j.key("v_type").value(basalt_dtype_name(plan.v_type));
         j.key("weight_bytes").value(static_cast<long long>(plan.weight_bytes));
         j.key("kv_bytes_per_token").value(static_cast<long long>(plan.kv_bytes_per_token));
         j.key("kv_bytes").value(static_cast<long long>(plan.kv_bytes));
+        j.key("kv_cells_full").value(static_cast<long long>(plan.kv_cells_full));
+        j.key("kv_cells_window").value(static_cast<long long>(plan.kv_cells_window));
         j.key("scratch_bytes").value(static_cast<long long>(plan.scratch_bytes));
+        j.key("logits_bytes").value(static_cast<long long>(plan.logits_bytes));
         j.key("total_bytes").value(static_cast<long long>(plan.total_bytes));
         j.end_object();
         j.end_object();
@@ -160,23 +165,32 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
                   << std::setw(14) << u.params << " params " << std::setw(12) << human(u.bytes) << '\n';
     }
     std::cout << "memory plan  ctx " << plan.n_ctx << ", batch " << plan.n_batch << ", K "
-              << basalt_dtype_name(plan.k_type) << ", V " << basalt_dtype_name(plan.v_type) << '\n'
+              << basalt_dtype_name(plan.k_type) << ", V " << basalt_dtype_name(plan.v_type)
+              << (plan.n_seq_max > 1 ? ", " + std::to_string(plan.n_seq_max) + " sequences" : "") << '\n'
               << "  weights    " << std::setw(12) << human(plan.weight_bytes) << '\n'
               << "  KV cache   " << std::setw(12) << human(plan.kv_bytes) << "  (" << plan.kv_bytes_per_token
-              << " B per token)\n"
-              << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << '\n'
+              << " B per token";
+    if (plan.kv_cells_window != 0) {
+        std::cout << "; rows per layer: " << plan.kv_cells_full << " full, " << plan.kv_cells_window
+                  << " sliding-window";
+    }
+    std::cout << ")\n";
+    std::cout << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << "  (of it "
+              << human(plan.logits_bytes) << " logits of all " << plan.n_batch << " batch rows)\n"
               << "  total      " << std::setw(12) << human(plan.total_bytes) << '\n';
     return kExitOk;
 }
 
 const Registrar kInspect{Command{
     "inspect", "show a model's architecture, tensors and memory plan",
-    "basalt inspect MODEL [--ctx N] [--batch N] [--kv-type T] [--json]",
+    "basalt inspect MODEL [--ctx N] [--batch N] [--seqs N] [--kv-type T] [--json]",
     [](po::options_description& d, po::positional_options_description& pos) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0),
             "context size (0: training context, at most 4096)")(
             "batch,b", int_option("batch", 0, INT32_MAX)->default_value(512), "tokens per forward pass (0: 512)")(
+            "seqs", int_option("seqs", 1, INT32_MAX)->default_value(1),
+            "sequences of the session (sliding-window layers keep a window per sequence)")(
             "kv-type", po::value<std::string>(), "stored type of K and V (f32, f16, q8_0, ...; default f16)")(
             "k-type", po::value<std::string>(), "stored type of K only")(
             "v-type", po::value<std::string>(), "stored type of V only")("json", po::bool_switch(), "print JSON");

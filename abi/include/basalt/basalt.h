@@ -273,6 +273,8 @@ typedef struct basalt_plan_params {
     uint32_t n_batch;    /* 0: 512 (capped at n_ctx) */
     basalt_dtype k_type; /* stored type of keys; -1: F16 */
     basalt_dtype v_type; /* stored type of values; -1: F16 */
+    /* since 1.1 */
+    uint32_t n_seq_max; /* sequences of the session; 0: 1 (sliding-window layers keep a window per sequence) */
 } basalt_plan_params;
 
 /* The memory a session of the given shape needs, computed before anything is allocated. */
@@ -285,9 +287,17 @@ typedef struct basalt_memory_plan {
     uint32_t reserved0;
     uint64_t weight_bytes;
     uint64_t kv_bytes_per_token; /* K+V of one token over all attention layers */
-    uint64_t kv_bytes;           /* the whole cache (sliding-window layers capped at window + batch) */
-    uint64_t scratch_bytes;      /* activations of one layer for n_batch tokens, logits, inputs */
+    uint64_t kv_bytes;           /* the whole cache (sliding-window layers capped: kv_cells_window) */
+    uint64_t scratch_bytes;      /* activations of one layer for n_batch tokens, inputs, logits (no score matrix) */
     uint64_t total_bytes;
+    /* since 1.1 */
+    uint32_t n_seq_max;
+    uint32_t reserved1;
+    uint64_t kv_cells_full;   /* K/V rows of each full-attention layer (n_ctx) */
+    uint64_t kv_cells_window; /* K/V rows of each sliding-window layer: n_seq_max x (window + n_batch) when that
+                                 is below n_ctx, else n_ctx; 0 without sliding-window layers */
+    uint64_t logits_bytes;    /* of scratch_bytes: the logits of all n_batch rows, in host memory and in the
+                                 backend's IO buffer (a step asking for fewer rows needs that much less) */
 } basalt_memory_plan;
 
 /* Computes the memory plan for params (NULL: defaults) into *out (caller sets struct_size). Thread-safe. */
@@ -340,12 +350,30 @@ BASALT_API basalt_status basalt_session_logits(const basalt_session* session, si
 /* Vocabulary size (length of a logits row) and the session's context size. */
 BASALT_API size_t basalt_session_n_vocab(const basalt_session* session);
 BASALT_API uint32_t basalt_session_n_ctx(const basalt_session* session);
+/*
+ * What the session allocated (since 1.1), in the plan's struct so the two compare field by field: n_ctx, n_batch,
+ * n_seq_max, k_type/v_type (as the cache manager chose them), weight_bytes (the weights buffer the backend holds:
+ * the wrapped file, or the uploaded data section), kv_bytes_per_token, kv_bytes (the K and V buffers),
+ * kv_cells_full / kv_cells_window (rows per layer), scratch_bytes (the session's IO buffer and host copy of
+ * the logits as large as they have grown so far; a backend's own work memory is not visible here), logits_bytes
+ * (of that, the logits) and total_bytes (their sum). Writes up to out->struct_size.
+ * Thread-safe with other const calls on the session.
+ */
+BASALT_API basalt_status basalt_session_memory(const basalt_session* session, basalt_memory_plan* out);
 /* Tokens currently cached for a sequence. */
 BASALT_API basalt_status basalt_session_seq_length(const basalt_session* session, int32_t seq_id, uint32_t* out);
 /* Forgets a sequence (its cache slots are released). */
 BASALT_API basalt_status basalt_session_seq_drop(basalt_session* session, int32_t seq_id);
 /* Makes empty sequence dst a copy-on-write copy of src (beams, speculation). */
 BASALT_API basalt_status basalt_session_seq_fork(basalt_session* session, int32_t src_seq_id, int32_t dst_seq_id);
+/*
+ * Forgets the positions >= n_keep of a sequence (since 1.1), e.g. the draft tokens a speculative step rejected;
+ * the next decode of that sequence continues at position n_keep. Blocks wholly past n_keep are released, a
+ * shared block partly kept is copied on its next write. n_keep == length is a no-op; n_keep > length fails
+ * with BASALT_ERR_INVALID_ARGUMENT naming both; a cache manager without the entry gives BASALT_ERR_UNSUPPORTED.
+ * A failed call changes nothing. One thread per session at a time.
+ */
+BASALT_API basalt_status basalt_session_seq_truncate(basalt_session* session, int32_t seq_id, uint32_t n_keep);
 
 /* ---- engine: requests, continuous batching, decoders ------------------------------------------------------- */
 
@@ -459,7 +487,7 @@ typedef struct basalt_engine_stats {
     uint64_t generated_tokens; /* tokens emitted so far */
     uint64_t batch_tokens_max; /* largest step (tokens over both models) */
     uint64_t kv_slots;         /* the cache's capacity */
-    uint64_t kv_slots_free;    /* free now */
+    uint64_t kv_slots_free;    /* not reserved by running requests (what admission can still give) */
 } basalt_engine_stats;
 
 /* Writes the engine's counters into *out. Thread-safe. */

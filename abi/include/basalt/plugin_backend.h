@@ -183,6 +183,12 @@ typedef struct basalt_backend_iface {
      * (borrowed: must outlive the buffer; read-only use) as a buffer without copying, e.g. memory-mapped
      * weights on a backend that computes on host memory. */
     basalt_status (*buffer_wrap_host)(void* backend, const void* ptr, uint64_t size, basalt_buffer** out_buffer);
+    /* since 1.1 */
+    /* Optional (NULL: the host uses buffer_wrap_host). As buffer_wrap_host, for memory that is a read-only private
+     * mapping of a file (the host's memory-mapped model): the backend may also drop the pages it no longer reads
+     * from this process's resident memory (madvise MADV_DONTNEED, e.g. weights it repacked into its own copy);
+     * they read back unchanged if it ever reads them again. */
+    basalt_status (*buffer_wrap_file)(void* backend, const void* ptr, uint64_t size, basalt_buffer** out_buffer);
 } basalt_backend_iface;
 
 #define BASALT_BACKEND_IFACE_MIN_SIZE (offsetof(basalt_backend_iface, graph_compute) + sizeof(void*))

@@ -26,6 +26,9 @@ typedef struct basalt_kv_cache_config {
     uint32_t n_seq_max; /* sequence ids are 0 .. n_seq_max-1 */
     uint32_t reserved0;
     const int32_t* layer_window; /* n_layers entries: sliding window per layer, 0 = full attention; may be NULL */
+    /* since 1.1 */
+    uint32_t n_batch; /* most tokens of one sequence in one reserve call (the host splits larger batches); 0: any */
+    uint32_t reserved1;
 } basalt_kv_cache_config;
 
 /* The stored format the manager chose for K and V (may differ: separate error budgets). */
@@ -34,6 +37,12 @@ typedef struct basalt_kv_cache_layout {
     basalt_dtype k_type;
     basalt_dtype v_type;
     uint32_t block_size; /* tokens per block; slots of a block are contiguous */
+    /* since 1.1 */
+    /* Rows of the separate storage the sliding-window layers use (capped: they need only their window plus one
+     * batch per sequence); 0: every layer uses the n_slots rows and the same slots. When non-zero, reserve()
+     * also assigns each token a row there (out_window_slots), visible() of a sliding-window layer lists those
+     * rows, and out_copies apply to the full-attention layers only. */
+    uint32_t n_window_slots;
 } basalt_kv_cache_layout;
 
 /* A copy the host performs on K and V of every layer before writing new tokens (copy on write). */
@@ -47,6 +56,10 @@ typedef struct basalt_kv_copy {
  * Slot assignment for a batch of new tokens: in = tokens/positions/seq_ids,
  * out = slots (one per token) and the copies to perform first. All arrays are
  * owned by the caller, sized n_tokens (copies: copies_capacity).
+ * With a layout whose n_window_slots != 0 the window fields (since 1.1) are
+ * required: the rows of the sliding-window layers' storage, and the copies to
+ * perform there first (e.g. a forked sequence's window). A copy array that is too
+ * small gives BASALT_ERR_CAPACITY with out_n_copies / out_n_window_copies = needed.
  */
 typedef struct basalt_kv_reservation {
     uint32_t struct_size;
@@ -59,6 +72,11 @@ typedef struct basalt_kv_reservation {
     basalt_kv_copy* out_copies;
     size_t copies_capacity;
     size_t out_n_copies;
+    /* since 1.1 */
+    int32_t* out_window_slots;         /* n_tokens entries; may be NULL when the layout's n_window_slots is 0 */
+    basalt_kv_copy* out_window_copies; /* applied to the sliding-window layers' K and V before the writes */
+    size_t window_copies_capacity;
+    size_t out_n_window_copies;
 } basalt_kv_reservation;
 
 typedef struct basalt_kv_cache_iface {
@@ -74,7 +92,8 @@ typedef struct basalt_kv_cache_iface {
     basalt_status (*layout)(void* cache, basalt_kv_cache_layout* out);
     /* Assigns slots to every token of the batch, all or nothing (BASALT_ERR_CAPACITY when full). */
     basalt_status (*reserve)(void* cache, basalt_kv_reservation* reservation);
-    /* Lists the (slot, position) pairs layer `layer` of sequence seq_id may attend to, in position order.
+    /* Lists the (slot, position) pairs layer `layer` of sequence seq_id may attend to, in position order (rows of
+     * the window storage for a sliding-window layer when the layout's n_window_slots != 0).
      * Writes at most capacity entries into out_slots/out_positions (caller-owned) and the total into *out_count. */
     basalt_status (*visible)(void* cache, int32_t seq_id, uint32_t layer, int32_t* out_slots, int32_t* out_positions,
                              size_t capacity, size_t* out_count);
@@ -88,6 +107,12 @@ typedef struct basalt_kv_cache_iface {
                                    size_t* out_n_matched);
     /* Optional (NULL: 0). Number of slots still free. */
     size_t (*free_slots)(void* cache);
+    /* since 1.1 */
+    /* Optional (NULL: the host cannot truncate). Forgets positions >= n_keep of seq_id (rejected draft tokens):
+     * blocks wholly past n_keep are released; a partly kept block stays (copied on its next write when shared).
+     * n_keep == length is a no-op; n_keep > length is BASALT_ERR_INVALID_ARGUMENT. A manager with capped window
+     * storage refuses (BASALT_ERR_UNSUPPORTED) a cut back past what that storage still holds. All or nothing. */
+    basalt_status (*seq_truncate)(void* cache, int32_t seq_id, uint32_t n_keep);
 } basalt_kv_cache_iface;
 
 #define BASALT_KV_CACHE_IFACE_MIN_SIZE (offsetof(basalt_kv_cache_iface, seq_fork) + sizeof(void*))

@@ -463,6 +463,10 @@ class Session(_Owned):
     def seq_fork(self, src_seq_id, dst_seq_id):
         _check(self._lib.basalt_session_seq_fork(self._h, src_seq_id, dst_seq_id))
 
+    def seq_truncate(self, seq_id, n_keep):
+        """Forgets positions >= n_keep of the sequence (e.g. rejected draft tokens)."""
+        _check(self._lib.basalt_session_seq_truncate(self._handle, seq_id, n_keep))
+
 
 
 # ---- sampler chains ------------------------------------------------------------------------------------------------

@@ -253,6 +253,7 @@ def _declare(lib):
     fn("basalt_request_wait", st, c_void_p, c_int32)
     fn("basalt_request_stats_get", st, c_void_p, P(RequestStats))
     fn("basalt_request_itl", st, c_void_p, P(c_double), c_size_t, P(c_size_t))
+    fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
 
 
 def lib():

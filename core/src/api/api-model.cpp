@@ -157,6 +157,9 @@ basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_par
             }
             req.n_ctx = params->n_ctx;
             if (params->n_batch != 0) req.n_batch = params->n_batch;
+            if (BASALT_HAS_FIELD(params, basalt_plan_params, n_seq_max) && params->n_seq_max != 0) {
+                req.n_seq_max = params->n_seq_max;
+            }
             for (auto [in, dst, which] :
                  {std::tuple{params->k_type, &req.k_type, "K"}, std::tuple{params->v_type, &req.v_type, "V"}}) {
                 if (in < 0) continue;
@@ -177,6 +180,10 @@ basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_par
         plan.kv_bytes = p.kv_bytes;
         plan.scratch_bytes = p.scratch_bytes;
         plan.total_bytes = p.total_bytes;
+        plan.n_seq_max = p.n_seq_max;
+        plan.kv_cells_full = p.kv_cells_full;
+        plan.kv_cells_window = p.kv_cells_window;
+        plan.logits_bytes = p.logits_bytes;
         write_sized(out, plan);
     });
 }

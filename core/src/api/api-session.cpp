@@ -1,6 +1,8 @@
 // C API: sessions (create, ragged decode, logits, sequence fork/drop).
 #include <basalt/basalt.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "exec/session.hpp"
@@ -115,6 +117,38 @@ basalt_status basalt_session_seq_drop(basalt_session* session, int32_t seq_id) {
 
 basalt_status basalt_session_seq_fork(basalt_session* session, int32_t src_seq_id, int32_t dst_seq_id) {
     return guard([&] { get(session).seq_fork(src_seq_id, dst_seq_id); });
+}
+
+basalt_status basalt_session_memory(const basalt_session* session, basalt_memory_plan* out) {
+    return guard([&] {
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_memory: out is NULL");
+        if (out->struct_size < offsetof(basalt_memory_plan, total_bytes) + sizeof(out->total_bytes)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_memory_plan.struct_size {} is too small", out->struct_size);
+        }
+        const basalt::MemoryPlan m = get(session).allocated();
+        basalt_memory_plan r{};
+        r.struct_size = sizeof(r);
+        r.n_ctx = m.n_ctx;
+        r.n_batch = m.n_batch;
+        r.k_type = m.k_type;
+        r.v_type = m.v_type;
+        r.weight_bytes = m.weight_bytes;
+        r.kv_bytes_per_token = m.kv_bytes_per_token;
+        r.kv_bytes = m.kv_bytes;
+        r.scratch_bytes = m.scratch_bytes;
+        r.total_bytes = m.total_bytes;
+        r.n_seq_max = m.n_seq_max;
+        r.kv_cells_full = m.kv_cells_full;
+        r.kv_cells_window = m.kv_cells_window;
+        r.logits_bytes = m.logits_bytes;
+        const uint32_t size = out->struct_size;
+        std::memcpy(out, &r, std::min<size_t>(size, sizeof(r)));
+        out->struct_size = size;
+    });
+}
+
+basalt_status basalt_session_seq_truncate(basalt_session* session, int32_t seq_id, uint32_t n_keep) {
+    return guard([&] { get(session).seq_truncate(seq_id, n_keep); });
 }
 
 }  // extern "C"

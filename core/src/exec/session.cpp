@@ -8,6 +8,7 @@
 #include "model/dtype.hpp"
 #include "model/model.hpp"
 #include "support/error.hpp"
+#include "support/host-memory.hpp"
 #include "support/log.hpp"
 
 namespace basalt {
@@ -41,6 +42,16 @@ uint64_t align64(uint64_t x) {
     return (x + 63) & ~uint64_t{63};
 }
 
+// The K or V type a kv-paged-style "k_type"/"v_type" parameter names (the default manager's F16 otherwise): the
+// memory check before anything is created needs the types the manager will choose.
+basalt_dtype guess_kv_type(const SessionConfig& config, const char* key) {
+    for (const auto& [k, v] : config.kv_params) {
+        if (k != key) continue;
+        if (const DtypeTraits* t = dtype_from_name(v); t != nullptr) return t->id;
+    }
+    return BASALT_DTYPE_F16;
+}
+
 }  // namespace
 
 Session::Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config)
@@ -62,6 +73,20 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
     if (config.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_seq_max must be at least 1");
     n_batch_ = std::min(config.n_batch, n_ctx_);
     seq_len_.assign(config.n_seq_max, 0);
+
+    // Fail fast: a plan the machine cannot hold is refused before anything is created or allocated.
+    PlanRequest request;
+    request.n_ctx = n_ctx_;
+    request.n_batch = n_batch_;
+    request.n_seq_max = config.n_seq_max;
+    request.k_type = guess_kv_type(config, "k_type");
+    request.v_type = guess_kv_type(config, "v_type");
+    try {
+        plan_ = plan_memory(model.gguf.file, hp, request);
+    } catch (const Error&) {
+        plan_ = MemoryPlan{};  // a K/V type the rows cannot hold: the manager names it below
+    }
+    if (plan_.n_ctx != 0) check_fits(plan_);
 
     backend_component_ = plugins.find(BASALT_COMPONENT_BACKEND, config.backend);
     if (backend_component_ == nullptr) {
@@ -91,10 +116,19 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         const auto& file = model.gguf.file;
         const uint64_t data_begin = file.data_offset();
         const uint64_t file_size = model.gguf.map->size();
-        if (backend_.buffer_wrap_host != nullptr && file_size > 0) {
+        if (backend_.buffer_wrap_file != nullptr && file_size > 0) {
+            // The mapping is read-only and private: the backend may drop pages it stops reading (repacked weights).
+            check_status(
+                backend_.buffer_wrap_file(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
+                "buffer_wrap_file");
+            owned_buffers_.push_back(weights_buffer_);
+            weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, data_begin);
+            weight_buffer_bytes_ = file_size;
+        } else if (backend_.buffer_wrap_host != nullptr && file_size > 0) {
             check_status(
                 backend_.buffer_wrap_host(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
                 "buffer_wrap_host");
+            weight_buffer_bytes_ = file_size;
             owned_buffers_.push_back(weights_buffer_);
             weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, data_begin);
         } else {
@@ -102,19 +136,23 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
             check_status(backend_.buffer_alloc(backend_instance_, std::max<uint64_t>(data_size, 1),
                                                BASALT_BUFFER_WEIGHTS, &weights_buffer_),
                          "buffer_alloc(weights)");
+            weight_buffer_bytes_ = std::max<uint64_t>(data_size, 1);
             owned_buffers_.push_back(weights_buffer_);
             if (data_size > 0) {
                 check_status(backend_.buffer_write(backend_instance_, weights_buffer_, 0,
                                                    model.gguf.map->data() + data_begin, data_size),
                              "buffer_write(weights)");
+                model.gguf.map->release_resident();  // uploaded: the backend holds its own copy
             }
             weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, 0);
         }
 
         // KV cache manager and its storage.
         std::vector<int32_t> windows(hp.n_layer, 0);
+        sliding_.assign(hp.n_layer, 0);
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             if (hp.layer_sliding[il]) windows[il] = static_cast<int32_t>(hp.sliding_window);
+            sliding_[il] = hp.layer_sliding[il] ? 1 : 0;
         }
         basalt_kv_cache_config kc{};
         kc.struct_size = sizeof(kc);
@@ -125,6 +163,7 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         kc.n_slots = n_ctx_;
         kc.n_seq_max = config.n_seq_max;
         kc.layer_window = windows.data();
+        kc.n_batch = n_batch_;
         ParamsView kp(config.kv_params);
         clear_plugin_error();
         const basalt_status st = kv_.create(host_services(), &kc, &kp.params, &kv_instance_);
@@ -146,14 +185,26 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         }
         k_row_bytes_ = *kb;
         v_row_bytes_ = *vb;
+        // Sliding-window layers in the manager's capped storage when it has one (the layout says how many rows).
+        n_window_slots_ = layout_.n_window_slots;
+        window_storage_.assign(hp.n_layer, 0);
+        for (uint32_t il = 0; il < hp.n_layer; ++il) window_storage_[il] = sliding_[il] && n_window_slots_ != 0;
+        // The exact plan for the types the manager chose; the machine must hold it.
+        request.k_type = layout_.k_type;
+        request.v_type = layout_.v_type;
+        plan_ = plan_memory(model.gguf.file, hp, request);
+        check_fits(plan_);
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             basalt_buffer* k = nullptr;
             basalt_buffer* v = nullptr;
-            check_status(backend_.buffer_alloc(backend_instance_, k_row_bytes_ * n_ctx_, BASALT_BUFFER_KV, &k),
+            const uint64_t rows = window_storage_[il] ? n_window_slots_ : n_ctx_;
+            check_status(backend_.buffer_alloc(backend_instance_, k_row_bytes_ * rows, BASALT_BUFFER_KV, &k),
                          "buffer_alloc(K cache)");
             owned_buffers_.push_back(k);
-            check_status(backend_.buffer_alloc(backend_instance_, v_row_bytes_ * n_ctx_, BASALT_BUFFER_KV, &v),
+            kv_bytes_ += k_row_bytes_ * rows;
+            check_status(backend_.buffer_alloc(backend_instance_, v_row_bytes_ * rows, BASALT_BUFFER_KV, &v),
                          "buffer_alloc(V cache)");
+            kv_bytes_ += v_row_bytes_ * rows;
             owned_buffers_.push_back(v);
             k_buffers_.push_back(k);
             v_buffers_.push_back(v);
@@ -165,8 +216,10 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         backend_.destroy(backend_instance_);
         throw;
     }
-    log::info("session: {} on backend '{}', ctx {}, batch {}, KV {}/{}", hp.arch, config.backend, n_ctx_, n_batch_,
-              dtype_name(layout_.k_type), dtype_name(layout_.v_type));
+    log::info("session: {} on backend '{}', ctx {}, batch {}, {} sequence(s), KV {}/{}: {} allocated{}", hp.arch,
+              config.backend, n_ctx_, n_batch_, seq_len_.size(), dtype_name(layout_.k_type), dtype_name(layout_.v_type),
+              describe_bytes(kv_bytes_),
+              n_window_slots_ != 0 ? fmt::format(" (sliding-window layers: {} rows)", n_window_slots_) : "");
 }
 
 Session::~Session() {
@@ -174,6 +227,42 @@ Session::~Session() {
     if (io_buffer_ != nullptr) backend_.buffer_free(backend_instance_, io_buffer_);
     if (kv_instance_ != nullptr) kv_.destroy(kv_instance_);
     if (backend_instance_ != nullptr) backend_.destroy(backend_instance_);
+}
+
+void Session::check_fits(const MemoryPlan& p) const {
+    // The logits of every batch row are allocated only by steps that ask for them: not counted here.
+    const uint64_t need = p.total_bytes - p.logits_bytes;
+    const std::optional<HostMemory> mem = host_memory();
+    if (!mem || need <= mem->usable()) return;  // no /proc/meminfo (not Linux): nothing to check against
+    fail(BASALT_ERR_OUT_OF_MEMORY,
+         "the memory plan for ctx {}, batch {}, {} sequence(s), K/V {}/{} needs {} (weights {}, KV cache {}, work "
+         "memory {}), but this machine has {} available (MemAvailable {} + SwapFree {}); use a smaller context",
+         p.n_ctx, p.n_batch, p.n_seq_max, dtype_name(p.k_type), dtype_name(p.v_type), describe_bytes(need),
+         describe_bytes(p.weight_bytes), describe_bytes(p.kv_bytes), describe_bytes(p.scratch_bytes - p.logits_bytes),
+         describe_bytes(mem->usable()), describe_bytes(mem->available), describe_bytes(mem->swap_free));
+}
+
+MemoryPlan Session::allocated() const {
+    const ModelHparams& hp = model_.hparams;
+    MemoryPlan m;
+    m.n_ctx = n_ctx_;
+    m.n_batch = n_batch_;
+    m.n_seq_max = static_cast<uint32_t>(seq_len_.size());
+    m.k_type = layout_.k_type;
+    m.v_type = layout_.v_type;
+    m.n_params = plan_.n_params;
+    m.types = plan_.types;
+    m.weight_bytes = weight_buffer_bytes_;
+    m.kv_bytes_per_token = static_cast<uint64_t>(hp.n_layer) * (k_row_bytes_ + v_row_bytes_);
+    m.kv_bytes = kv_bytes_;
+    m.kv_cells_full = n_ctx_;
+    bool any_sliding = false;
+    for (uint8_t s : sliding_) any_sliding = any_sliding || s != 0;
+    m.kv_cells_window = !any_sliding ? 0 : n_window_slots_ != 0 ? n_window_slots_ : n_ctx_;
+    m.logits_bytes = 4 * static_cast<uint64_t>(logits_.capacity()) + io_logits_bytes_;
+    m.scratch_bytes = io_bytes_ + 4 * static_cast<uint64_t>(logits_.capacity());
+    m.total_bytes = m.weight_bytes + m.kv_bytes + m.scratch_bytes;
+    return m;
 }
 
 void Session::check_status(basalt_status st, const std::string& what) const {
@@ -218,15 +307,35 @@ void Session::seq_fork(int32_t src, int32_t dst) {
 
 void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
     const uint32_t len = seq_length(seq);
-    if (n_keep > len)
-        fail(BASALT_ERR_INVALID_ARGUMENT, "cannot keep {} positions of sequence {}: it holds {}", n_keep, seq, len);
+    if (kv_.seq_truncate == nullptr) {
+        fail(BASALT_ERR_UNSUPPORTED, "KV cache manager '{}' does not implement seq_truncate (an ABI 1.1 entry)",
+             config_.kv_cache);
+    }
+    if (n_keep > len) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "cannot truncate sequence {} to {} tokens: it holds only {}", seq, n_keep,
+             len);
+    }
     if (n_keep == len) return;
-    fail(BASALT_ERR_UNSUPPORTED, "KV cache manager '{}' cannot truncate a sequence", config_.kv_cache);
+    clear_plugin_error();
+    const basalt_status st = kv_.seq_truncate(kv_instance_, seq, n_keep);
+    if (st != BASALT_OK) {
+        fail(st, "KV cache manager '{}': seq_truncate: {}", config_.kv_cache,
+             plugin_error_message().empty() ? status_name(st) : plugin_error_message());
+    }
+    seq_len_[static_cast<size_t>(seq)] = n_keep;
+}
+
+size_t Session::free_slots() const {
+    if (kv_.free_slots != nullptr) return kv_.free_slots(kv_instance_);
+    uint64_t used = 0;
+    for (uint32_t len : seq_len_) used += len;
+    return used >= n_ctx_ ? 0 : static_cast<size_t>(n_ctx_ - used);
 }
 
 void Session::ensure_io(uint64_t bytes) {
     if (bytes <= io_bytes_ && io_buffer_ != nullptr) return;
-    const uint64_t size = std::max<uint64_t>(bytes, io_bytes_ * 2);
+    // Grown by doubling (each new buffer costs the backend its kept graph plan), never past the plan's worst case.
+    const uint64_t size = std::max<uint64_t>(bytes, std::min<uint64_t>(io_bytes_ * 2, plan_.io_bytes));
     basalt_buffer* b = nullptr;
     check_status(backend_.buffer_alloc(backend_instance_, size, BASALT_BUFFER_IO, &b), "buffer_alloc(io)");
     if (io_buffer_ != nullptr) backend_.buffer_free(backend_instance_, io_buffer_);
@@ -278,38 +387,41 @@ void Session::decode(const basalt_batch& batch) {
              n_ctx_);
     }
 
-    // The rows land in the last decode's spare buffer: a step allocates (and page-faults) nothing new.
     std::vector<float> out;
-    out.swap(logits_spare_);
-    out.clear();
     size_t n_out = 0;
     for (size_t begin = 0; begin < n; begin += n_batch_) {
         decode_chunk(batch, begin, std::min(n, begin + n_batch_), out, n_out);
     }
-    logits_spare_ = std::move(logits_);
     logits_ = std::move(out);
     n_out_ = n_out;
 }
 
-void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const GraphShape& shape, const IoLayout& io) {
+void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::vector<basalt_kv_copy>& window_copies,
+                          const GraphShape& shape, const IoLayout& io) {
     const ModelHparams& hp = model_.hparams;
     const int64_t T = shape.tokens;
     const int64_t n_rows = shape.outputs;
     built_ = GraphShape{};  // nothing valid until the build completes
     graph_.clear();
-    for (const auto& cp : copies) {
-        for (uint32_t il = 0; il < hp.n_layer; ++il) {
-            const std::string p = "blk." + std::to_string(il) + ".kv_copy";
-            for (int kv = 0; kv < 2; ++kv) {
-                basalt_buffer* buf = kv == 0 ? k_buffers_[il] : v_buffers_[il];
-                const uint64_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
-                const basalt_dtype type = kv == 0 ? layout_.k_type : layout_.v_type;
-                const int64_t width = kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa();
-                const int32_t src =
-                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.src_slot));
-                const int32_t dst =
-                    graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.dst_slot));
-                graph_.node(BASALT_OP_COPY, p, dst, {src});
+    // Copies first: copy on write of the blocks (full-attention layers, or every layer without window storage),
+    // then the window storage's copies (forked sequences' rings).
+    for (int pass = 0; pass < 2; ++pass) {
+        const auto& list = pass == 0 ? copies : window_copies;
+        for (const auto& cp : list) {
+            for (uint32_t il = 0; il < hp.n_layer; ++il) {
+                if ((window_storage_[il] != 0) != (pass == 1)) continue;
+                const std::string p = "blk." + std::to_string(il) + (pass == 0 ? ".kv_copy" : ".kv_window_copy");
+                for (int kv = 0; kv < 2; ++kv) {
+                    basalt_buffer* buf = kv == 0 ? k_buffers_[il] : v_buffers_[il];
+                    const uint64_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
+                    const basalt_dtype type = kv == 0 ? layout_.k_type : layout_.v_type;
+                    const int64_t width = kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa();
+                    const int32_t src =
+                        graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.src_slot));
+                    const int32_t dst =
+                        graph_.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.dst_slot));
+                    graph_.node(BASALT_OP_COPY, p, dst, {src});
+                }
             }
         }
     }
@@ -323,19 +435,27 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const Graph
     c.attn_lists =
         graph_.tensor(BASALT_DTYPE_I32, {static_cast<int64_t>(2 * shape.n_vis), static_cast<int64_t>(shape.n_lists)},
                       "inp_attn_lists", io_buffer_, io.lists);
+    if (n_window_slots_ != 0) {
+        c.kv_slots_window = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_kv_window_slots", io_buffer_, io.window_slots);
+        c.attn_lists_window = graph_.tensor(
+            BASALT_DTYPE_I32, {static_cast<int64_t>(2 * shape.n_vis_window), static_cast<int64_t>(shape.n_lists)},
+            "inp_attn_window_lists", io_buffer_, io.window_lists);
+        c.window_storage.assign(window_storage_.begin(), window_storage_.end());
+    }
     c.out_rows = graph_.tensor(BASALT_DTYPE_I32, {std::max<int64_t>(1, n_rows)}, "inp_out_rows", io_buffer_, io.rows);
     if (n_rows > 0) {
         c.logits = graph_.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), n_rows}, "logits", io_buffer_,
                                  io.logits);
     }
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), static_cast<int64_t>(n_ctx_)},
-                                          "cache_k." + std::to_string(il), k_buffers_[il], 0));
-        c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), static_cast<int64_t>(n_ctx_)},
-                                          "cache_v." + std::to_string(il), v_buffers_[il], 0));
+        const auto rows = static_cast<int64_t>(window_storage_[il] != 0 ? n_window_slots_ : n_ctx_);
+        c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), rows}, "cache_k." + std::to_string(il),
+                                          k_buffers_[il], 0));
+        c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), rows}, "cache_v." + std::to_string(il),
+                                          v_buffers_[il], 0));
     }
     build_forward(c);
-    if (copies.empty()) built_ = shape;
+    if (copies.empty() && window_copies.empty()) built_ = shape;
 }
 
 void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits,
@@ -346,9 +466,11 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     std::vector<int32_t> positions(batch.positions + begin, batch.positions + end);
     std::vector<int32_t> seqs(batch.seq_ids + begin, batch.seq_ids + end);
 
-    // 1. Slots for the new tokens (all or nothing), and copy-on-write copies to do first.
+    // 1. Slots for the new tokens (all or nothing), and copy-on-write / window copies to do first.
     std::vector<int32_t> slots(static_cast<size_t>(T), -1);
+    std::vector<int32_t> window_slots(n_window_slots_ != 0 ? static_cast<size_t>(T) : 0, -1);
     std::vector<basalt_kv_copy> copies(static_cast<size_t>(T) + 8);
+    std::vector<basalt_kv_copy> window_copies(n_window_slots_ != 0 ? 8 : 0);
     basalt_kv_reservation r{};
     r.struct_size = sizeof(r);
     r.n_tokens = static_cast<size_t>(T);
@@ -356,50 +478,78 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     r.positions = positions.data();
     r.seq_ids = seqs.data();
     r.out_slots = slots.data();
-    r.out_copies = copies.data();
-    r.copies_capacity = copies.size();
-    clear_plugin_error();
-    basalt_status st = kv_.reserve(kv_instance_, &r);
-    if (st == BASALT_ERR_CAPACITY && r.out_n_copies > copies.size()) {
-        copies.resize(r.out_n_copies);
+    r.out_window_slots = window_slots.empty() ? nullptr : window_slots.data();
+    basalt_status st = BASALT_OK;
+    for (int attempt = 0; attempt < 3; ++attempt) {  // grown once per copy array at most
         r.out_copies = copies.data();
         r.copies_capacity = copies.size();
+        r.out_window_copies = window_copies.empty() ? nullptr : window_copies.data();
+        r.window_copies_capacity = window_copies.size();
+        r.out_n_copies = 0;
+        r.out_n_window_copies = 0;
         clear_plugin_error();
         st = kv_.reserve(kv_instance_, &r);
+        if (st != BASALT_ERR_CAPACITY) break;
+        if (r.out_n_copies > copies.size()) {
+            copies.resize(r.out_n_copies);
+        } else if (r.out_n_window_copies > window_copies.size()) {
+            window_copies.resize(r.out_n_window_copies);
+        } else {
+            break;  // out of slots: not a matter of array sizes
+        }
     }
     if (st != BASALT_OK) {
         fail(st, "KV cache manager '{}': {}", config_.kv_cache,
              plugin_error_message().empty() ? status_name(st) : plugin_error_message());
     }
     copies.resize(r.out_n_copies);
+    window_copies.resize(n_window_slots_ != 0 ? r.out_n_window_copies : 0);
 
-    // 2. Visible (slot, position) lists of each sequence in the chunk.
+    // 2. Visible (slot, position) lists of each sequence in the chunk: of a full-attention layer, and of a
+    // sliding-window layer when those keep their own storage.
     std::vector<int32_t> list_of_seq(seq_len_.size(), -1);
-    std::vector<std::vector<int32_t>> lists;
+    std::vector<int32_t> order;  // sequences in list order
     for (int32_t s : seqs) {
         if (list_of_seq[static_cast<size_t>(s)] >= 0) continue;
-        list_of_seq[static_cast<size_t>(s)] = static_cast<int32_t>(lists.size());
-        size_t count = 0;
-        std::vector<int32_t> sl(n_ctx_), ps(n_ctx_);
-        clear_plugin_error();
-        st = kv_.visible(kv_instance_, s, 0, sl.data(), ps.data(), sl.size(), &count);
-        if (st != BASALT_OK) fail(st, "KV cache manager '{}': visible: {}", config_.kv_cache, plugin_error_message());
-        std::vector<int32_t> pairs;
-        pairs.reserve(count * 2);
-        for (size_t i = 0; i < count; ++i) {
-            pairs.push_back(sl[i]);
-            pairs.push_back(ps[i]);
-        }
-        lists.push_back(std::move(pairs));
+        list_of_seq[static_cast<size_t>(s)] = static_cast<int32_t>(order.size());
+        order.push_back(s);
     }
-    size_t n_vis = 1;
-    for (const auto& l : lists) n_vis = std::max(n_vis, l.size() / 2);
-    // Lists padded (slot -1) to a multiple of kVisibleStep pairs: consecutive decode steps then build graphs of
-    // one shape, which a backend can run again from what it recorded (Vulkan replays its command buffer).
-    n_vis = std::max(n_vis, std::min<size_t>((n_vis + kVisibleStep - 1) / kVisibleStep * kVisibleStep, n_ctx_));
-    std::vector<int32_t> list_data(2 * n_vis * lists.size(), -1);
-    for (size_t g = 0; g < lists.size(); ++g)
-        std::copy(lists[g].begin(), lists[g].end(), list_data.begin() + static_cast<std::ptrdiff_t>(2 * n_vis * g));
+    uint32_t full_layer = 0, window_layer = 0;
+    while (full_layer + 1 < hp.n_layer && window_storage_[full_layer] != 0) ++full_layer;
+    while (window_layer + 1 < hp.n_layer && window_storage_[window_layer] == 0) ++window_layer;
+    // Pairs of every sequence's list of `layer`, each padded (slot -1) to n_vis pairs: a multiple of kVisibleStep
+    // (at most `cap`), so consecutive decode steps build graphs of one shape, which a backend can run again from
+    // what it recorded (Vulkan replays its command buffer).
+    auto collect = [&](uint32_t layer, size_t cap, size_t& n_vis) {
+        std::vector<std::vector<int32_t>> lists;
+        for (int32_t s : order) {
+            size_t count = 0;
+            std::vector<int32_t> sl(cap), ps(cap);
+            clear_plugin_error();
+            const basalt_status vs = kv_.visible(kv_instance_, s, layer, sl.data(), ps.data(), sl.size(), &count);
+            if (vs != BASALT_OK) {
+                fail(vs, "KV cache manager '{}': visible: {}", config_.kv_cache, plugin_error_message());
+            }
+            std::vector<int32_t> pairs;
+            pairs.reserve(count * 2);
+            for (size_t i = 0; i < count; ++i) {
+                pairs.push_back(sl[i]);
+                pairs.push_back(ps[i]);
+            }
+            lists.push_back(std::move(pairs));
+        }
+        n_vis = 1;
+        for (const auto& l : lists) n_vis = std::max(n_vis, l.size() / 2);
+        n_vis = std::max(n_vis, std::min<size_t>((n_vis + kVisibleStep - 1) / kVisibleStep * kVisibleStep, cap));
+        std::vector<int32_t> data(2 * n_vis * lists.size(), -1);
+        for (size_t g = 0; g < lists.size(); ++g)
+            std::copy(lists[g].begin(), lists[g].end(), data.begin() + static_cast<std::ptrdiff_t>(2 * n_vis * g));
+        return data;
+    };
+    size_t n_vis = 0, n_vis_window = 0;
+    const std::vector<int32_t> list_data = collect(full_layer, n_ctx_, n_vis);
+    std::vector<int32_t> window_list_data;
+    if (n_window_slots_ != 0) window_list_data = collect(window_layer, n_window_slots_, n_vis_window);
     std::vector<int32_t> query(2 * static_cast<size_t>(T));
     std::vector<int32_t> out_rows;
     for (int64_t t = 0; t < T; ++t) {
@@ -413,37 +563,42 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     const auto n_rows = static_cast<int64_t>(out_rows.size());
 
     // 3. IO buffer layout: inputs, then logits.
-    const uint64_t off_tokens = 0;
-    const uint64_t off_pos = align64(off_tokens + 4 * static_cast<uint64_t>(T));
-    const uint64_t off_slots = align64(off_pos + 4 * static_cast<uint64_t>(T));
-    const uint64_t off_query = align64(off_slots + 4 * static_cast<uint64_t>(T));
-    const uint64_t off_lists = align64(off_query + 8 * static_cast<uint64_t>(T));
-    const uint64_t off_rows = align64(off_lists + 4 * list_data.size());
-    const uint64_t off_logits = align64(off_rows + 4 * std::max<uint64_t>(1, out_rows.size()));
-    const uint64_t io_size = off_logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
+    IoLayout io{};
+    io.tokens = 0;
+    io.pos = align64(io.tokens + 4 * static_cast<uint64_t>(T));
+    io.slots = align64(io.pos + 4 * static_cast<uint64_t>(T));
+    io.query = align64(io.slots + 4 * static_cast<uint64_t>(T));
+    io.lists = align64(io.query + 8 * static_cast<uint64_t>(T));
+    io.window_slots = align64(io.lists + 4 * list_data.size());
+    io.window_lists = align64(io.window_slots + 4 * window_slots.size());
+    io.rows = align64(io.window_lists + 4 * window_list_data.size());
+    io.logits = align64(io.rows + 4 * std::max<uint64_t>(1, out_rows.size()));
+    const uint64_t io_size = io.logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
+    io_logits_bytes_ = std::max(io_logits_bytes_, io_size - io.logits);
     ensure_io(io_size);
-    std::vector<uint8_t> io(off_logits, 0);
-    put(io, off_tokens, tokens);
-    put(io, off_pos, positions);
-    put(io, off_slots, slots);
-    put(io, off_query, query);
-    put(io, off_lists, list_data);
-    put(io, off_rows, out_rows);
-    check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, io.data(), io.size()), "buffer_write(inputs)");
+    std::vector<uint8_t> staged(io.logits, 0);
+    put(staged, io.tokens, tokens);
+    put(staged, io.pos, positions);
+    put(staged, io.slots, slots);
+    put(staged, io.query, query);
+    put(staged, io.lists, list_data);
+    put(staged, io.window_slots, window_slots);
+    put(staged, io.window_lists, window_list_data);
+    put(staged, io.rows, out_rows);
+    check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, staged.data(), staged.size()),
+                 "buffer_write(inputs)");
 
-    // 4. The graph: copy-on-write copies, then the forward pass (reused as it is when the shape is the last one's).
-    const GraphShape shape{T, n_rows, n_vis, lists.size(), io_buffer_};
-    if (!copies.empty() || !(shape == built_)) {
-        const IoLayout layout{off_tokens, off_pos, off_slots, off_query, off_lists, off_rows, off_logits};
-        build_graph(copies, shape, layout);
-    }
+    // 4. The graph: copies, then the forward pass (reused as it is when the shape is the last one's).
+    const GraphShape shape{T, n_rows, n_vis, n_window_slots_ != 0 ? n_vis_window : 0, order.size(), io_buffer_};
+    if (!copies.empty() || !window_copies.empty() || !(shape == built_)) build_graph(copies, window_copies, shape, io);
     clear_plugin_error();
     st = backend_.graph_compute(backend_instance_, &graph_.graph());
     if (st != BASALT_OK) {
-        // The reserved slots hold no valid K/V now: forget the affected sequences rather than keep a corrupt cache.
+        // The reserved slots hold no valid K/V now: forget the affected sequences rather than keep a corrupt cache
+        // (every sequence when window copies, which may target sequences outside the batch, did not run).
         std::string dropped;
         for (size_t s = 0; s < list_of_seq.size(); ++s) {
-            if (list_of_seq[s] < 0) continue;
+            if (list_of_seq[s] < 0 && (window_copies.empty() || seq_len_[s] == 0)) continue;
             kv_.seq_drop(kv_instance_, static_cast<int32_t>(s));
             seq_len_[s] = 0;
             dropped += (dropped.empty() ? "" : ", ") + std::to_string(s);
@@ -457,7 +612,7 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     if (n_rows > 0) {
         const size_t old = out_logits.size();
         out_logits.resize(old + static_cast<size_t>(n_rows) * hp.n_vocab);
-        check_status(backend_.buffer_read(backend_instance_, io_buffer_, off_logits, out_logits.data() + old,
+        check_status(backend_.buffer_read(backend_instance_, io_buffer_, io.logits, out_logits.data() + old,
                                           4 * static_cast<uint64_t>(n_rows) * hp.n_vocab),
                      "buffer_read(logits)");
         n_out += static_cast<size_t>(n_rows);

@@ -13,6 +13,7 @@
 
 #include "graph/graph-builder.hpp"
 #include "host/plugin-host.hpp"
+#include "model/memory-plan.hpp"
 #include "model/model-weights.hpp"
 
 struct basalt_model;
@@ -48,10 +49,18 @@ class Session {
 
     void seq_drop(int32_t seq);
     void seq_fork(int32_t src, int32_t dst);
-    // Forgets positions >= n_keep of a sequence (throws when the cache manager cannot truncate).
+    // Forgets positions >= n_keep of seq (rejected draft tokens). Fails naming the manager when its table lacks
+    // seq_truncate, and naming both figures when n_keep exceeds the sequence's length; n_keep == length: no-op.
     void seq_truncate(int32_t seq, uint32_t n_keep);
-    // Tokens per block of the cache manager's layout (slots are handed out in blocks).
+    // Tokens per block of the cache manager's layout.
     uint32_t block_size() const { return layout_.block_size; }
+    // Slots the manager still has free (its free_slots entry), or n_ctx minus the tokens held when it has none.
+    size_t free_slots() const;
+    // The memory plan of this session's shape (n_ctx, n_batch, n_seq_max) with the manager's K/V types.
+    const MemoryPlan& plan() const { return plan_; }
+    // What the session allocated, in the plan's terms: the weights buffer, the K/V buffers (bytes and rows per
+    // layer) and the IO buffer as scratch (the backend's own work memory is not visible to the session).
+    MemoryPlan allocated() const;
 
   private:
     struct Chunk;
@@ -60,7 +69,10 @@ class Session {
     struct GraphShape;
     struct IoLayout;
     // Rebuilds graph_: the copy-on-write copies, then the forward pass over inputs placed as `io` says.
-    void build_graph(const std::vector<basalt_kv_copy>& copies, const GraphShape& shape, const IoLayout& io);
+    void build_graph(const std::vector<basalt_kv_copy>& copies, const std::vector<basalt_kv_copy>& window_copies,
+                     const GraphShape& shape, const IoLayout& io);
+    // Refuses (BASALT_ERR_OUT_OF_MEMORY) a plan larger than the machine's available memory plus free swap.
+    void check_fits(const MemoryPlan& plan) const;
     void check_status(basalt_status st, const std::string& what) const;
     void ensure_io(uint64_t bytes);
 
@@ -81,12 +93,19 @@ class Session {
     std::unique_ptr<ModelWeights> weights_;
     std::vector<basalt_buffer*> k_buffers_, v_buffers_;
     uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
+    uint64_t weight_buffer_bytes_ = 0;
+    uint64_t kv_bytes_ = 0;
+    uint64_t io_logits_bytes_ = 0;  // largest logits region a step has used in the IO buffer
+    // Rows of the sliding-window layers' own K/V storage (the layout's n_window_slots); 0: they use the n_ctx rows.
+    uint32_t n_window_slots_ = 0;
+    std::vector<uint8_t> window_storage_;  // per layer: its K/V live in the window storage
+    std::vector<uint8_t> sliding_;         // per layer: a sliding-window layer
+    MemoryPlan plan_;
     basalt_buffer* io_buffer_ = nullptr;
     uint64_t io_bytes_ = 0;
 
     std::vector<uint32_t> seq_len_;
     std::vector<float> logits_;
-    std::vector<float> logits_spare_;  // the previous decode's rows, reused as the next one's storage
     size_t n_out_ = 0;
     GraphBuilder graph_;
     // What graph_ was built for. The graph depends only on these (its inputs' data sit in the IO buffer), so a
@@ -94,12 +113,13 @@ class Session {
     // instead of rebuilding ~1000 tensors by name.
     // Byte offsets of the step's inputs and logits in the IO buffer.
     struct IoLayout {
-        uint64_t tokens, pos, slots, query, lists, rows, logits;
+        uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists;
     };
     struct GraphShape {
         int64_t tokens = -1;
         int64_t outputs = 0;
         size_t n_vis = 0;
+        size_t n_vis_window = 0;  // pairs per list of the window layers (0: no window storage)
         size_t n_lists = 0;
         const basalt_buffer* io = nullptr;
         bool operator==(const GraphShape&) const = default;

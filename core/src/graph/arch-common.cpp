@@ -72,12 +72,14 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     }
     const int32_t k_rows = reshape(c, k, {nk, T}, p + "k.rows");
     const auto il_u = static_cast<size_t>(il);
-    c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il_u], {k_rows, c.k_cache[il_u], c.kv_slots});
-    c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il_u], {v, c.v_cache[il_u], c.kv_slots});
+    const bool windowed = il_u < c.window_storage.size() && c.window_storage[il_u] != 0;
+    const int32_t slots = windowed ? c.kv_slots_window : c.kv_slots;
+    const int32_t lists = windowed ? c.attn_lists_window : c.attn_lists;
+    c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il_u], {k_rows, c.k_cache[il_u], slots});
+    c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il_u], {v, c.v_cache[il_u], slots});
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
-    const int32_t att =
-        c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
-               {q, c.k_cache[il_u], c.v_cache[il_u], c.attn_lists, c.attn_query}, {o.window, 0}, {scale, 0.f});
+    const int32_t att = c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
+                               {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query}, {o.window, 0}, {scale, 0.f});
     return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
 }
 

@@ -29,8 +29,12 @@ struct ForwardContext {
     int32_t attn_query = -1;       // I32 [2, T]: (list, position) per token
     int32_t out_rows = -1;         // I32 [n_outputs]: batch rows whose logits are produced
     int32_t logits = -1;           // F32 [n_vocab, n_outputs]
-    std::vector<int32_t> k_cache;  // per layer: [n_embd_k_gqa, n_slots]
+    std::vector<int32_t> k_cache;  // per layer: [n_embd_k_gqa, n_slots] (window storage: [.., n_window_slots])
     std::vector<int32_t> v_cache;  // per layer: [n_embd_v_gqa, n_slots]
+    // Sliding-window layers with their own (capped) K/V storage: their slots and visible lists.
+    int32_t kv_slots_window = -1;         // I32 [T]
+    int32_t attn_lists_window = -1;       // I32 [2 * n_vis_window, n_lists]
+    std::vector<uint8_t> window_storage;  // per layer (empty: none): non-zero when the layer uses the two above
 
     // A graph tensor for a weight (declared once per graph).
     int32_t weight(const std::string& name);

@@ -512,6 +512,14 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
     ::close(fd);
 }
 
+void MappedFile::release_resident() const noexcept {
+#ifdef MADV_DONTNEED
+    // Safe only because the mapping is PROT_READ and MAP_PRIVATE over a file: no page was ever written, so none
+    // holds data the file does not.
+    if (data_ != nullptr) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+#endif
+}
+
 MappedFile::~MappedFile() {
     if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -120,6 +120,10 @@ class MappedFile {
     const uint8_t* data() const noexcept { return data_; }
     size_t size() const noexcept { return size_; }
     const std::string& path() const noexcept { return path_; }
+    // Drops this process's resident pages of the mapping (madvise MADV_DONTNEED on a read-only private file
+    // mapping): the bytes stay in the page cache or on disk, and a later read faults them back in unchanged. For
+    // pages nothing reads any more (weights a backend uploaded, or repacked into its own copy). Thread-safe.
+    void release_resident() const noexcept;
 
   private:
     std::string path_;

@@ -21,6 +21,12 @@ uint64_t row_bytes(basalt_dtype type, uint64_t n, const char* which) {
 
 }  // namespace
 
+uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_t n_seq_max) {
+    if (window == 0) return 0;
+    const uint64_t ring = window + n_batch;
+    return ring * n_seq_max < n_ctx ? ring * n_seq_max : n_ctx;
+}
+
 MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& req) {
     MemoryPlan p;
     p.k_type = req.k_type;
@@ -30,6 +36,8 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
                                                     : PlanRequest::kDefaultMaxCtx);
     if (req.n_batch == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "batch size must be at least 1");
     p.n_batch = std::min(req.n_batch, p.n_ctx);
+    if (req.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_seq_max must be at least 1");
+    p.n_seq_max = req.n_seq_max;
 
     for (const auto& t : file.tensors()) {
         TypeUsage& u = p.types[t.type];
@@ -50,18 +58,22 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         p.kv_bytes_per_token = 2ull * hp.n_layer_dec * kv_row;
         p.kv_bytes = p.kv_bytes_per_token * ctx;
     } else {
-        // A sliding-window layer keeps its window plus one batch of new tokens that must coexist with it.
-        const uint64_t window_cells =
-            hp.sliding_window > 0 ? std::min<uint64_t>(ctx, hp.sliding_window + p.n_batch) : 0;
-        p.kv_cells_window = window_cells;
+        // A sliding-window layer keeps, per sequence, its window plus one batch of new tokens that must coexist
+        // with it (when that is smaller than the context).
+        bool any_sliding = false;
+        for (uint32_t il = 0; il < hp.n_layer; ++il) any_sliding = any_sliding || hp.layer_sliding[il];
+        const uint64_t win = any_sliding ? window_cells(ctx, hp.sliding_window, p.n_batch, p.n_seq_max) : 0;
+        p.kv_cells_window = win;
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             p.kv_bytes_per_token += kv_row;
-            p.kv_bytes += kv_row * (hp.layer_sliding[il] ? window_cells : ctx);
+            p.kv_bytes += kv_row * (hp.layer_sliding[il] ? win : ctx);
         }
     }
 
-    // Scratch: f32 activations of one layer for n_batch tokens (buffers are reused across layers), the
-    // materialised attention scores (worst case, unfused), the logits of every batch token, and inputs.
+    // Scratch: f32 activations of one layer for n_batch tokens (the backends place intermediates in an arena
+    // reused across layers; the CPU backend's measured peak is below this), and the step's inputs and logits,
+    // which exist twice: in the session's host memory and in the backend's IO buffer. Attention keeps no score
+    // matrix in any backend (online softmax over the visible list).
     const uint64_t T = p.n_batch;
     const uint64_t qkv = static_cast<uint64_t>(hp.n_head) * hp.head_dim_k +
                          static_cast<uint64_t>(hp.n_head_kv) * (hp.head_dim_k + hp.head_dim_v);
@@ -71,10 +83,17 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     floats += 4 * T * hp.n_embd;                                     // residual, norm, attn out, ffn out
     floats += T * qkv;                                               // q, k, v
     floats += T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_v;  // attention context
-    floats += static_cast<uint64_t>(hp.n_head) * T * ctx;            // scores
     floats += ffn_mats * T * hp.n_ff * experts + T * hp.n_expert;    // ffn (+ router)
-    floats += T * hp.n_vocab;                                        // logits
-    p.scratch_bytes = floats * 4 + T * 3 * sizeof(int32_t) + ctx * 2 * sizeof(int32_t);  // ids/pos/seq, slot lists
+    // Inputs: token ids, positions, slots (and window slots), query table, output rows; the visible (slot,
+    // position) lists of up to min(n_seq_max, T) sequences, full and window.
+    const uint64_t lists = std::min<uint64_t>(p.n_seq_max, T);
+    // (+ 8 x 63 bytes: the session aligns each of its 8 input arrays to 64 bytes)
+    const uint64_t inputs = 4 * T * (p.kv_cells_window != 0 && p.kv_cells_window != ctx ? 7 : 6) +
+                            8 * lists * (ctx + (p.kv_cells_window != ctx ? p.kv_cells_window : 0)) + 8 * 63;
+    const uint64_t logits = 4 * T * hp.n_vocab;  // every row of the batch may ask for logits
+    p.logits_bytes = 2 * logits;
+    p.io_bytes = inputs + logits;
+    p.scratch_bytes = 4 * floats + 2 * inputs + p.logits_bytes;
 
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
     return p;

@@ -15,6 +15,7 @@ namespace basalt {
 struct PlanRequest {
     uint32_t n_ctx = 0;      // 0: the model's training context (capped at kDefaultMaxCtx)
     uint32_t n_batch = 512;  // tokens per forward pass (capped at n_ctx)
+    uint32_t n_seq_max = 1;  // sequences of the session (sliding-window storage is per sequence)
     basalt_dtype k_type = BASALT_DTYPE_F16;
     basalt_dtype v_type = BASALT_DTYPE_F16;
     static constexpr uint32_t kDefaultMaxCtx = 4096;
@@ -29,6 +30,7 @@ struct TypeUsage {
 struct MemoryPlan {
     uint32_t n_ctx = 0;
     uint32_t n_batch = 0;
+    uint32_t n_seq_max = 1;
     basalt_dtype k_type = BASALT_DTYPE_F16;
     basalt_dtype v_type = BASALT_DTYPE_F16;
     uint64_t n_params = 0;
@@ -37,13 +39,19 @@ struct MemoryPlan {
     uint64_t kv_bytes_per_token = 0;  // K+V of one token over every attention layer (uncapped)
     uint64_t kv_cells_full = 0;       // cells held by each full-attention layer
     uint64_t kv_cells_window = 0;     // cells held by each sliding-window layer (0 when none)
-    uint64_t kv_bytes = 0;            // the whole cache for n_ctx (window layers capped)
+    uint64_t kv_bytes = 0;            // the whole cache for n_ctx (window layers capped, see window_cells)
     uint64_t scratch_bytes = 0;       // activations of one layer for n_batch tokens + logits + inputs
+    uint64_t logits_bytes = 0;        // of scratch_bytes: logits of every batch row (host copy + IO buffer)
+    uint64_t io_bytes = 0;            // the largest IO buffer a step needs: its inputs and the logits of all rows
     uint64_t total_bytes = 0;         // weight + kv + scratch
 };
 
 // Computes the plan; throws Error(INVALID_ARGUMENT) for an unusable request (e.g. a quantized KV type whose
 // block does not divide the K/V row) naming the value.
 MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& request);
+
+// Cells of each sliding-window layer: a ring of (window + n_batch) per sequence when that is smaller in all than
+// n_ctx, else n_ctx (the layers then share the full layers' slots). The rule of kv-paged's window storage.
+uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_t n_seq_max);
 
 }  // namespace basalt

@@ -1,0 +1,374 @@
+// Sessions through the C API: sequence truncation (speculative decoding drops rejected draft tokens) against
+// uncut runs, with forks sharing the cut block; sliding-window layers kept in rings (window + batch rows per
+// sequence) against full-size storage, bit for bit; and what sessions allocate against the memory plan.
+#include <basalt/basalt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test-support.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string golden_model(const std::string& name) {
+    return std::string(BASALT_TEST_DATA_DIR) + "/golden/models/" + name;
+}
+
+// The golden prompt of tiny-llama (README of the golden data).
+const std::vector<int32_t> kPrompt = {1,   472, 294, 373, 501, 360, 310, 308, 289, 347, 260,
+                                      312, 424, 321, 296, 334, 323, 312, 504, 334, 484, 261};
+
+struct SessionOptions {
+    uint32_t n_ctx = 128;
+    uint32_t n_batch = 0;
+    uint32_t n_seq = 1;
+    const char* kv_type = nullptr;  // k_type and v_type of kv-paged; NULL: its default
+};
+
+struct Run {
+    test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
+    basalt_model* model = nullptr;
+    basalt_session* session = nullptr;
+    size_t n_vocab = 0;
+
+    explicit Run(const std::string& path, const SessionOptions& o = {}) {
+        REQUIRE(basalt_model_load(rt.rt, path.c_str(), nullptr, &model) == BASALT_OK);
+        basalt_session_params p{};
+        p.struct_size = sizeof(p);
+        p.n_ctx = o.n_ctx;
+        p.n_batch = o.n_batch;
+        p.n_seq_max = o.n_seq;
+        p.n_threads = 2;
+        const char* keys[] = {"k_type", "v_type"};
+        const char* values[] = {o.kv_type, o.kv_type};
+        basalt_params kvp{};
+        kvp.struct_size = sizeof(kvp);
+        kvp.count = 2;
+        kvp.keys = keys;
+        kvp.values = values;
+        if (o.kv_type != nullptr) p.kv_params = &kvp;
+        const basalt_status st = basalt_session_create(rt.rt, model, &p, &session);
+        INFO(basalt_last_error());
+        REQUIRE(st == BASALT_OK);
+        n_vocab = basalt_session_n_vocab(session);
+    }
+    ~Run() {
+        basalt_session_free(session);
+        basalt_model_free(model);
+    }
+    Run(const Run&) = delete;
+    Run& operator=(const Run&) = delete;
+
+    uint32_t length(int32_t seq) const {
+        uint32_t n = 0;
+        REQUIRE(basalt_session_seq_length(session, seq, &n) == BASALT_OK);
+        return n;
+    }
+    // Decodes toks as one batch continuing sequence seq; returns the logits of every row.
+    std::vector<float> decode(const std::vector<int32_t>& toks, int32_t seq = 0) {
+        const auto start = static_cast<int32_t>(length(seq));
+        std::vector<int32_t> pos(toks.size()), seqs(toks.size(), seq);
+        std::vector<int8_t> want(toks.size(), 1);
+        for (size_t i = 0; i < toks.size(); ++i) pos[i] = start + static_cast<int32_t>(i);
+        basalt_batch b{};
+        b.struct_size = sizeof(b);
+        b.n_tokens = toks.size();
+        b.tokens = toks.data();
+        b.positions = pos.data();
+        b.seq_ids = seqs.data();
+        b.want_logits = want.data();
+        const basalt_status st = basalt_session_decode(session, &b);
+        INFO(basalt_last_error());
+        REQUIRE(st == BASALT_OK);
+        std::vector<float> out;
+        for (size_t r = 0; r < basalt_session_n_outputs(session); ++r) {
+            const float* l = nullptr;
+            REQUIRE(basalt_session_logits(session, r, &l) == BASALT_OK);
+            out.insert(out.end(), l, l + n_vocab);
+        }
+        return out;
+    }
+    // One decode per token; the logits of every step, concatenated.
+    std::vector<float> step(const std::vector<int32_t>& toks, int32_t seq = 0) {
+        std::vector<float> out;
+        for (int32_t t : toks) {
+            const auto row = decode({t}, seq);
+            out.insert(out.end(), row.begin(), row.end());
+        }
+        return out;
+    }
+    basalt_memory_plan memory() const {
+        basalt_memory_plan m{};
+        m.struct_size = sizeof(m);
+        REQUIRE(basalt_session_memory(session, &m) == BASALT_OK);
+        return m;
+    }
+    // Decodes toks into seq in batches of at most `chunk` tokens (one decode call each); all logits.
+    std::vector<float> chunks(const std::vector<int32_t>& toks, size_t chunk, int32_t seq = 0) {
+        std::vector<float> out;
+        for (size_t i = 0; i < toks.size(); i += chunk) {
+            const std::vector<int32_t> part(
+                toks.begin() + static_cast<std::ptrdiff_t>(i),
+                toks.begin() + static_cast<std::ptrdiff_t>(std::min(toks.size(), i + chunk)));
+            const auto rows = decode(part, seq);
+            out.insert(out.end(), rows.begin(), rows.end());
+        }
+        return out;
+    }
+    void truncate(int32_t seq, uint32_t n_keep) {
+        const basalt_status st = basalt_session_seq_truncate(session, seq, n_keep);
+        INFO(basalt_last_error());
+        REQUIRE(st == BASALT_OK);
+        REQUIRE(length(seq) == n_keep);
+    }
+};
+
+double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("session: truncating rejected tokens and decoding on equals an uncut run", "[session]") {
+    const std::string path = golden_model("tiny-llama-f32.gguf");
+    const std::vector<int32_t> accepted = {300, 301}, rejected = {302, 303, 304}, next = {305, 306, 307};
+
+    SECTION("token by token: the logits are bit-identical") {
+        Run uncut(path);
+        uncut.decode(kPrompt);
+        uncut.step(accepted);
+        const auto want = uncut.step(next);
+
+        Run cut(path);
+        cut.decode(kPrompt);
+        cut.step(accepted);
+        cut.step(rejected);
+        cut.truncate(0, static_cast<uint32_t>(kPrompt.size() + accepted.size()));
+        const auto got = cut.step(next);
+        CHECK(max_abs(got, want) == 0.0);
+    }
+    SECTION("a verified draft batch cut back (as speculative decoding does), then a batch") {
+        Run uncut(path);
+        uncut.decode(kPrompt);
+        uncut.decode(accepted);
+        const auto want = uncut.decode(next);
+
+        Run cut(path);
+        cut.decode(kPrompt);
+        std::vector<int32_t> draft = accepted;
+        draft.insert(draft.end(), rejected.begin(), rejected.end());
+        cut.decode(draft);
+        cut.truncate(0, static_cast<uint32_t>(kPrompt.size() + accepted.size()));
+        const auto got = cut.decode(next);
+        // the accepted tokens' K/V came from a batch of 5 rather than 2 (kernels may block rows differently)
+        CHECK(max_abs(got, want) <= 1e-5);
+    }
+    SECTION("cut into the prompt, deep, and to nothing") {
+        for (uint32_t keep : {0u, 5u, 16u, 21u}) {
+            Run uncut(path);
+            const std::vector<int32_t> head(kPrompt.begin(), kPrompt.begin() + keep);
+            if (!head.empty()) uncut.step(head);
+            const auto want = uncut.step(next);
+
+            Run cut(path);
+            cut.decode(kPrompt);
+            cut.step(accepted);
+            cut.truncate(0, keep);
+            const auto got = cut.step(next);
+            INFO("kept " << keep);
+            CHECK(max_abs(got, want) <= 1e-5);  // the prompt was one batch in `cut`, single steps in `uncut`
+        }
+    }
+}
+
+TEST_CASE("session: a fork cut back into the block it shares copies it; the original is untouched", "[session]") {
+    const std::string path = golden_model("tiny-llama-f32.gguf");
+    SessionOptions o;
+    o.n_seq = 2;
+    const std::vector<int32_t> tail = {300, 301, 302}, other = {400, 401};
+    auto fresh = [&](const std::vector<int32_t>& prefix, const std::vector<int32_t>& then) {
+        Run r(path);
+        r.step(prefix);
+        return r.step(then);
+    };
+    std::vector<int32_t> full = kPrompt;
+    full.insert(full.end(), tail.begin(), tail.end());  // 25 tokens: a partial last block
+    const std::vector<int32_t> kept(full.begin(), full.begin() + 19);
+    const auto want_fork = fresh(kept, other);
+    const auto want_orig = fresh(full, other);
+
+    Run r(path, o);
+    r.step(full, 0);
+    REQUIRE(basalt_session_seq_fork(r.session, 0, 1) == BASALT_OK);
+    r.truncate(1, 19);  // inside a block both sequences hold
+    const auto got_fork = r.step(other, 1);
+    const auto got_orig = r.step(other, 0);
+    CHECK(max_abs(got_fork, want_fork) == 0.0);
+    CHECK(max_abs(got_orig, want_orig) == 0.0);
+}
+
+TEST_CASE("session: truncation errors name the sequence and both lengths", "[session]") {
+    Run r(golden_model("tiny-llama-f32.gguf"));
+    r.decode({1, 2, 3, 4});
+    CHECK(basalt_session_seq_truncate(r.session, 0, 5) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(basalt_last_error(), Contains("cannot truncate sequence 0 to 5 tokens: it holds only 4"));
+    CHECK(r.length(0) == 4);
+    CHECK(basalt_session_seq_truncate(r.session, 3, 0) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(basalt_last_error(), Contains("sequence id 3 out of range"));
+    CHECK(basalt_session_seq_truncate(nullptr, 0, 0) == BASALT_ERR_INVALID_ARGUMENT);
+    r.truncate(0, 4);  // no-op
+    r.decode({5});
+    CHECK(r.length(0) == 5);
+}
+
+namespace {
+
+const std::vector<int32_t> kGemmaPrompt = {2,   280, 297, 376, 504, 363, 313, 311, 292, 350, 263,
+                                           315, 427, 324, 299, 337, 326, 315, 507, 337, 487, 264};
+
+}  // namespace
+
+TEST_CASE("session: sliding-window rings give the logits of full-size window storage, bit for bit", "[session]") {
+    // tiny-gemma3: window 8 on layers 0-4. With batches of 4 those layers keep 8 + 4 rows per sequence; with
+    // batches of 128 (= the context) they keep all 128. Both are fed the same decode calls of at most 4 tokens.
+    const std::string path = golden_model("tiny-gemma3-f32.gguf");
+    SessionOptions ring_opts, flat_opts;
+    ring_opts.n_batch = 4;
+    flat_opts.n_batch = 128;
+    std::vector<int32_t> tail;
+    for (int32_t t = 0; t < 30; ++t) tail.push_back(100 + (t * 37) % 400);
+
+    SECTION("one sequence, a prompt in batches and a long continuation past several windows") {
+        Run ring(path, ring_opts), flat(path, flat_opts);
+        CHECK(ring.memory().kv_cells_window == 12);
+        CHECK(flat.memory().kv_cells_window == 128);
+        CHECK(ring.memory().kv_bytes < flat.memory().kv_bytes);
+        std::vector<float> a = ring.chunks(kGemmaPrompt, 4), b = flat.chunks(kGemmaPrompt, 4);
+        CHECK(max_abs(a, b) == 0.0);
+        a = ring.step(tail);
+        b = flat.step(tail);
+        CHECK(max_abs(a, b) == 0.0);
+        a = ring.chunks(tail, 3);
+        b = flat.chunks(tail, 3);
+        CHECK(max_abs(a, b) == 0.0);
+    }
+    SECTION("two sequences: a fork copies the ring, both continue, each in ragged batches") {
+        ring_opts.n_seq = flat_opts.n_seq = 2;
+        Run ring(path, ring_opts), flat(path, flat_opts);
+        CHECK(ring.memory().kv_cells_window == 24);
+        for (Run* r : {&ring, &flat}) {
+            r->chunks(kGemmaPrompt, 4, 0);
+            REQUIRE(basalt_session_seq_fork(r->session, 0, 1) == BASALT_OK);
+        }
+        const std::vector<int32_t> a(tail.begin(), tail.begin() + 10), b(tail.begin() + 10, tail.begin() + 20);
+        CHECK(max_abs(ring.chunks(a, 3, 1), flat.chunks(a, 3, 1)) == 0.0);
+        CHECK(max_abs(ring.chunks(b, 4, 0), flat.chunks(b, 4, 0)) == 0.0);
+        CHECK(max_abs(ring.step(b, 1), flat.step(b, 1)) == 0.0);
+    }
+    SECTION("a draft batch cut back and continued") {
+        Run ring(path, ring_opts), flat(path, flat_opts);
+        for (Run* r : {&ring, &flat}) {
+            r->chunks(kGemmaPrompt, 4);
+            r->decode({tail[0], tail[1], tail[2], tail[3]});
+            r->truncate(0, static_cast<uint32_t>(kGemmaPrompt.size() + 1));
+        }
+        CHECK(max_abs(ring.chunks(tail, 4), flat.chunks(tail, 4)) == 0.0);
+        // a cut deeper than the ring remembers is refused, naming what it holds; the full-size storage allows it
+        const uint32_t len = ring.length(0);
+        CHECK(basalt_session_seq_truncate(ring.session, 0, 5) == BASALT_ERR_UNSUPPORTED);
+        CHECK_THAT(basalt_last_error(), Contains("ring of 12 rows") && Contains("keeping 5 tokens"));
+        CHECK(ring.length(0) == len);
+        flat.truncate(0, 5);
+    }
+}
+
+TEST_CASE("session: every golden model allocates the KV cache its memory plan states", "[session]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(BASALT_TEST_DATA_DIR) / "golden" / "models";
+    size_t models = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.path().extension() != ".gguf" || name.rfind("tiny-t5", 0) == 0) continue;  // t5: not runnable
+        ++models;
+        basalt_model* probe = nullptr;
+        REQUIRE(basalt_model_load(nullptr, entry.path().string().c_str(), nullptr, &probe) == BASALT_OK);
+        basalt_model_info info{};
+        info.struct_size = sizeof(info);
+        REQUIRE(basalt_model_describe(probe, &info) == BASALT_OK);
+        basalt_model_free(probe);
+        struct Shape {
+            uint32_t n_ctx, n_batch, n_seq;
+            const char* kv_type;
+        };
+        for (const Shape& sh : {Shape{128, 0, 1, nullptr}, Shape{96, 4, 1, "f32"}, Shape{128, 8, 3, "q8_0"},
+                                Shape{64, 64, 2, "f16"}, Shape{100, 16, 7, nullptr}}) {
+            INFO(name << ": ctx " << sh.n_ctx << ", batch " << sh.n_batch << ", " << sh.n_seq << " sequences, KV "
+                      << (sh.kv_type != nullptr ? sh.kv_type : "default"));
+            SessionOptions o;
+            o.n_ctx = sh.n_ctx;
+            o.n_batch = sh.n_batch;
+            o.n_seq = sh.n_seq;
+            o.kv_type = sh.kv_type;
+            if (sh.kv_type != nullptr && std::string(sh.kv_type) == "q8_0" && info.head_dim_k % 32 != 0) continue;
+            Run r(entry.path().string(), o);
+            const basalt_memory_plan got = r.memory();
+            basalt_plan_params pp{};
+            pp.struct_size = sizeof(pp);
+            pp.n_ctx = sh.n_ctx;
+            pp.n_batch = sh.n_batch;
+            pp.n_seq_max = sh.n_seq;
+            pp.k_type = got.k_type;  // as the cache manager chose them
+            pp.v_type = got.v_type;
+            basalt_memory_plan plan{};
+            plan.struct_size = sizeof(plan);
+            REQUIRE(basalt_model_plan(r.model, &pp, &plan) == BASALT_OK);
+            CHECK(got.n_ctx == plan.n_ctx);
+            CHECK(got.n_batch == plan.n_batch);
+            CHECK(got.n_seq_max == plan.n_seq_max);
+            CHECK(got.kv_bytes_per_token == plan.kv_bytes_per_token);
+            CHECK(got.kv_cells_full == plan.kv_cells_full);
+            CHECK(got.kv_cells_window == plan.kv_cells_window);
+            CHECK(got.kv_bytes == plan.kv_bytes);
+            // weights: the wrapped file holds the tensors plus the header and alignment padding
+            CHECK(got.weight_bytes >= plan.weight_bytes);
+            CHECK(got.weight_bytes <= fs::file_size(entry.path()));
+            if (info.sliding_window == 0) CHECK(plan.kv_cells_window == 0);
+            // a full batch with logits on every row: the logits take exactly what the plan gives them, and the
+            // session's IO buffer and host copy stay within the plan's scratch
+            const uint32_t full_batch = plan.n_batch;
+            std::vector<int32_t> toks(full_batch);
+            for (uint32_t i = 0; i < full_batch; ++i) toks[i] = static_cast<int32_t>(1 + i % 50);
+            r.decode({1, 2, 3});
+            r.truncate(0, 0);
+            r.decode(toks);
+            const basalt_memory_plan after = r.memory();
+            CHECK(after.logits_bytes == plan.logits_bytes);
+            CHECK(after.scratch_bytes <= plan.scratch_bytes);
+            CHECK(after.kv_bytes == plan.kv_bytes);
+        }
+    }
+    CHECK(models == 22);
+}
+
+TEST_CASE("session: a context the machine cannot hold is refused before anything is allocated", "[session]") {
+    test::Runtime rt;  // no plugins at all: the refusal comes before the backend is even looked up
+    basalt_model* model = nullptr;
+    REQUIRE(basalt_model_load(rt.rt, golden_model("tiny-llama-f32.gguf").c_str(), nullptr, &model) == BASALT_OK);
+    basalt_session_params p{};
+    p.struct_size = sizeof(p);
+    p.n_ctx = 2000000000u;  // 512 B of K/V per token: ~1 TB
+    basalt_session* s = nullptr;
+    CHECK(basalt_session_create(rt.rt, model, &p, &s) == BASALT_ERR_OUT_OF_MEMORY);
+    CHECK_THAT(basalt_last_error(), Contains("the memory plan for ctx 2000000000") &&
+                                        Contains("KV cache 1024000000000 B") && Contains("available (MemAvailable"));
+    CHECK(s == nullptr);
+    basalt_model_free(model);
+}
