@@ -9,6 +9,7 @@
 #include "exec/sampler-chain.hpp"
 #include "host/runtime.hpp"
 #include "support/error.hpp"
+#include "support/params.hpp"
 
 using basalt::fail;
 using basalt::guard;
@@ -69,18 +70,9 @@ basalt_status basalt_sampler_chain_create(basalt_runtime* runtime, const char* s
         const std::vector<basalt::SamplerSpec> specs = basalt::parse_sampler_chain(spec);
         auto chain = std::make_unique<basalt_sampler_chain>();
         for (const basalt::SamplerSpec& entry : specs) {
-            std::vector<const char*> keys, values;
-            for (const auto& [k, v] : entry.params) {
-                keys.push_back(k.c_str());
-                values.push_back(v.c_str());
-            }
-            basalt_params params{};
-            params.struct_size = sizeof(params);
-            params.count = keys.size();
-            params.keys = keys.data();
-            params.values = values.data();
+            const basalt::ParamsView params(entry.params);
             basalt_sampler* s = nullptr;
-            check(basalt_sampler_create(runtime, entry.name.c_str(), &params, &s));
+            check(basalt_sampler_create(runtime, entry.name.c_str(), &params.params, &s));
             chain->samplers.push_back(s);
             chain->names.push_back(entry.name);
         }

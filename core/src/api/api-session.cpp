@@ -9,30 +9,17 @@
 #include "host/runtime.hpp"
 #include "model/model.hpp"
 #include "support/error.hpp"
+#include "support/params.hpp"
 
 using basalt::fail;
 using basalt::guard;
+using basalt::to_pairs;
 
 struct basalt_session {
     std::unique_ptr<basalt::Session> s;
 };
 
 namespace {
-
-std::vector<std::pair<std::string, std::string>> to_pairs(const basalt_params* p, const char* what) {
-    std::vector<std::pair<std::string, std::string>> out;
-    if (p == nullptr) return out;
-    if (p->struct_size < offsetof(basalt_params, values) + sizeof(p->values)) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "{} basalt_params.struct_size {} is too small", what, p->struct_size);
-    }
-    for (size_t i = 0; i < p->count; ++i) {
-        if (p->keys == nullptr || p->values == nullptr || p->keys[i] == nullptr || p->values[i] == nullptr) {
-            fail(BASALT_ERR_INVALID_ARGUMENT, "{} parameter #{} has a NULL key or value", what, i);
-        }
-        out.emplace_back(p->keys[i], p->values[i]);
-    }
-    return out;
-}
 
 basalt::Session& get(basalt_session* s) {
     if (s == nullptr || !s->s) fail(BASALT_ERR_INVALID_ARGUMENT, "session is NULL");

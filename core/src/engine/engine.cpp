@@ -9,6 +9,7 @@
 #include "model/model.hpp"
 #include "support/error.hpp"
 #include "support/log.hpp"
+#include "support/params.hpp"
 
 namespace basalt::engine {
 namespace {
@@ -251,18 +252,9 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     }
     r->dec = read_table<basalt_decoder_iface>(*c);
     {
-        std::vector<const char*> keys, values;
-        for (const auto& [k, v] : r->spec.decoder_params) {
-            keys.push_back(k.c_str());
-            values.push_back(v.c_str());
-        }
-        basalt_params p{};
-        p.struct_size = sizeof(p);
-        p.count = keys.size();
-        p.keys = keys.data();
-        p.values = values.data();
+        const ParamsView p(r->spec.decoder_params);
         clear_plugin_error();
-        const basalt_status st = r->dec.create(host_services(), &p, &r->dec_instance);
+        const basalt_status st = r->dec.create(host_services(), &p.params, &r->dec_instance);
         if (st != BASALT_OK || r->dec_instance == nullptr) {
             r->dec_instance = nullptr;
             fail(st != BASALT_OK ? st : BASALT_ERR_PLUGIN, "decoder '{}': {}", r->spec.decoder,

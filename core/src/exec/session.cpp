@@ -10,28 +10,13 @@
 #include "support/error.hpp"
 #include "support/host-memory.hpp"
 #include "support/log.hpp"
+#include "support/params.hpp"
 
 namespace basalt {
 namespace {
 
 // Attention slot lists are padded to a multiple of this many (slot, position) pairs (see decode_chunk).
 constexpr size_t kVisibleStep = 64;
-
-// Owned key/value strings viewed as basalt_params for a create call.
-struct ParamsView {
-    std::vector<const char*> keys, values;
-    basalt_params params{};
-    explicit ParamsView(const std::vector<std::pair<std::string, std::string>>& kv) {
-        for (const auto& [k, v] : kv) {
-            keys.push_back(k.c_str());
-            values.push_back(v.c_str());
-        }
-        params.struct_size = sizeof(params);
-        params.count = keys.size();
-        params.keys = keys.data();
-        params.values = values.data();
-    }
-};
 
 template <typename T>
 void put(std::vector<uint8_t>& io, uint64_t offset, const std::vector<T>& v) {
