@@ -502,7 +502,8 @@ BASALT_API basalt_status basalt_request_cancel(basalt_request* request);
 BASALT_API void basalt_request_free(basalt_request* request);
 /* BASALT_FINISH_* of the request (NONE while queued or running). Thread-safe. */
 BASALT_API int32_t basalt_request_finish_reason(const basalt_request* request);
-/* Returns the static name of a finish reason ("stop", "length", "context", "cancelled", "error", "" for NONE). */
+/* Returns the static name of a finish reason ("stop", "length", "context", "cancelled", "error", "" for NONE).
+ * Thread-safe. */
 BASALT_API const char* basalt_finish_reason_name(int32_t finish_reason);
 /* The message of a request that finished with BASALT_FINISH_ERROR ("" otherwise); borrowed until the handle is
  * freed. Thread-safe once finished. */
