@@ -1,10 +1,13 @@
 #include "vk-api.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <basalt/sdk/plugin.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 
 namespace basalt::vk {
 namespace {
@@ -119,6 +122,29 @@ void enumerate(Global& g) {
     if (g.devices.empty()) g.problem = "no usable Vulkan device (" + skipped + ")";
 }
 
+// The file names of every shared object loaded now.
+std::set<std::string> loaded_objects() {
+    std::set<std::string> names;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) {
+            if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+                static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
+            }
+            return 0;
+        },
+        &names);
+    return names;
+}
+
+// Keeps resident every object the loader brought in (the driver, LLVM for lavapipe): the loader unloads the
+// driver when the instance is destroyed, and Mesa's drivers are not unload-safe (a leak checker then finds their
+// static allocations orphaned in an unmapped module). Same policy as for the loader itself (shutdown_global).
+void pin_new_objects(const std::set<std::string>& before) {
+    for (const std::string& name : loaded_objects()) {
+        if (before.count(name) == 0) dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
+}
+
 }  // namespace
 
 Global& global() {
@@ -129,6 +155,7 @@ Global& global() {
 void init_global() {
     Global& g = global();
     if (g.lib != nullptr || !g.problem.empty()) return;
+    const std::set<std::string> before = loaded_objects();
     g.lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
     if (g.lib == nullptr) {
         g.problem = std::string("the Vulkan loader libvulkan.so.1 is not installed (") + dlerror() + ")";
@@ -187,6 +214,7 @@ void init_global() {
                         }
                     }
                     enumerate(g);
+                    pin_new_objects(before);
                 }
             }
         }
