@@ -19,16 +19,10 @@ using test::last_error;
 namespace {
 
 std::string golden(const std::string& name) {
-    return std::string(BASALT_TEST_DATA_DIR) + "/golden/models/" + name;
+    return test::golden_model(name);
 }
 
-struct Model {
-    basalt_model* m = nullptr;
-    explicit Model(const std::string& path) {
-        REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK);
-    }
-    ~Model() { basalt_model_free(m); }
-};
+using test::Model;
 
 struct Engine {
     basalt_engine* e = nullptr;

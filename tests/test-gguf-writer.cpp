@@ -46,16 +46,7 @@ struct Writer {
     Writer& operator=(const Writer&) = delete;
 };
 
-struct Model {
-    basalt_model* m = nullptr;
-    explicit Model(const std::string& path) {
-        INFO(path);
-        REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK);
-    }
-    ~Model() { basalt_model_free(m); }
-    Model(const Model&) = delete;
-    Model& operator=(const Model&) = delete;
-};
+using test::Model;
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
     std::ifstream is(path, std::ios::binary);

@@ -110,26 +110,7 @@ struct Runner {
 
     // Decodes tokens of one sequence starting at `pos`, returning logits of every row.
     std::vector<float> decode(const std::vector<int32_t>& toks, int32_t pos, int32_t seq = 0) {
-        std::vector<int32_t> p(toks.size()), s(toks.size(), seq);
-        std::vector<int8_t> want(toks.size(), 1);
-        for (size_t i = 0; i < toks.size(); ++i) p[i] = pos + static_cast<int32_t>(i);
-        basalt_batch b{};
-        b.struct_size = sizeof(b);
-        b.n_tokens = toks.size();
-        b.tokens = toks.data();
-        b.positions = p.data();
-        b.seq_ids = s.data();
-        b.want_logits = want.data();
-        const basalt_status st = basalt_session_decode(session, &b);
-        INFO(basalt_last_error());
-        REQUIRE(st == BASALT_OK);
-        std::vector<float> out;
-        for (size_t r = 0; r < basalt_session_n_outputs(session); ++r) {
-            const float* l = nullptr;
-            REQUIRE(basalt_session_logits(session, r, &l) == BASALT_OK);
-            out.insert(out.end(), l, l + n_vocab);
-        }
-        return out;
+        return test::decode_rows(session, toks, pos, seq);
     }
 };
 

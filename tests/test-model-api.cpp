@@ -8,17 +8,11 @@
 using Catch::Matchers::Contains;
 using test::last_error;
 
+using test::Model;
 namespace {
 std::string golden(const std::string& name) {
-    return std::string(BASALT_TEST_DATA_DIR) + "/golden/models/" + name;
+    return test::golden_model(name);
 }
-struct Model {
-    basalt_model* m = nullptr;
-    explicit Model(const std::string& path) {
-        REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK);
-    }
-    ~Model() { basalt_model_free(m); }
-};
 }  // namespace
 
 TEST_CASE("a model loads and describes itself", "[model-api]") {

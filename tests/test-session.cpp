@@ -15,9 +15,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string golden_model(const std::string& name) {
-    return std::string(BASALT_TEST_DATA_DIR) + "/golden/models/" + name;
-}
+using test::golden_model;
 
 // The golden prompt of tiny-llama (README of the golden data).
 const std::vector<int32_t> kPrompt = {1,   472, 294, 373, 501, 360, 310, 308, 289, 347, 260,
@@ -71,27 +69,7 @@ struct Run {
     }
     // Decodes toks as one batch continuing sequence seq; returns the logits of every row.
     std::vector<float> decode(const std::vector<int32_t>& toks, int32_t seq = 0) {
-        const auto start = static_cast<int32_t>(length(seq));
-        std::vector<int32_t> pos(toks.size()), seqs(toks.size(), seq);
-        std::vector<int8_t> want(toks.size(), 1);
-        for (size_t i = 0; i < toks.size(); ++i) pos[i] = start + static_cast<int32_t>(i);
-        basalt_batch b{};
-        b.struct_size = sizeof(b);
-        b.n_tokens = toks.size();
-        b.tokens = toks.data();
-        b.positions = pos.data();
-        b.seq_ids = seqs.data();
-        b.want_logits = want.data();
-        const basalt_status st = basalt_session_decode(session, &b);
-        INFO(basalt_last_error());
-        REQUIRE(st == BASALT_OK);
-        std::vector<float> out;
-        for (size_t r = 0; r < basalt_session_n_outputs(session); ++r) {
-            const float* l = nullptr;
-            REQUIRE(basalt_session_logits(session, r, &l) == BASALT_OK);
-            out.insert(out.end(), l, l + n_vocab);
-        }
-        return out;
+        return test::decode_rows(session, toks, static_cast<int32_t>(length(seq)), seq);
     }
     // One decode per token; the logits of every step, concatenated.
     std::vector<float> step(const std::vector<int32_t>& toks, int32_t seq = 0) {

@@ -98,4 +98,49 @@ inline std::string last_error() {
     return basalt_last_error();
 }
 
+#ifdef BASALT_TEST_DATA_DIR
+// Path of a golden test model (../shared/testdata/golden/models).
+inline std::string golden_model(const std::string& name) {
+    return std::string(BASALT_TEST_DATA_DIR) + "/golden/models/" + name;
+}
+#endif
+
+// A model loaded for the test (no runtime), freed at scope exit.
+struct Model {
+    basalt_model* m = nullptr;
+    explicit Model(const std::string& path) {
+        INFO(path);
+        REQUIRE(basalt_model_load(nullptr, path.c_str(), nullptr, &m) == BASALT_OK);
+    }
+    ~Model() { basalt_model_free(m); }
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+};
+
+// Decodes toks as one batch of sequence seq from position pos, logits on every row; returns them concatenated.
+inline std::vector<float> decode_rows(basalt_session* session, const std::vector<int32_t>& toks, int32_t pos,
+                                      int32_t seq) {
+    std::vector<int32_t> positions(toks.size()), seqs(toks.size(), seq);
+    std::vector<int8_t> want(toks.size(), 1);
+    for (size_t i = 0; i < toks.size(); ++i) positions[i] = pos + static_cast<int32_t>(i);
+    basalt_batch b{};
+    b.struct_size = sizeof(b);
+    b.n_tokens = toks.size();
+    b.tokens = toks.data();
+    b.positions = positions.data();
+    b.seq_ids = seqs.data();
+    b.want_logits = want.data();
+    const basalt_status st = basalt_session_decode(session, &b);
+    INFO(basalt_last_error());
+    REQUIRE(st == BASALT_OK);
+    const size_t n_vocab = basalt_session_n_vocab(session);
+    std::vector<float> out;
+    for (size_t r = 0; r < basalt_session_n_outputs(session); ++r) {
+        const float* l = nullptr;
+        REQUIRE(basalt_session_logits(session, r, &l) == BASALT_OK);
+        out.insert(out.end(), l, l + n_vocab);
+    }
+    return out;
+}
+
 }  // namespace test
