@@ -38,20 +38,38 @@ std::string piece(const basalt_model* model, int32_t token, bool special) {
 
 bool parse_ids(const std::string& s, std::vector<int32_t>& out) {
     out.clear();
+    if (s.find_first_not_of(" \t") == std::string::npos) {
+        print_error("no token ids given (expected a list such as 1,2,3)");
+        return false;
+    }
+    // Entries separated by commas (or by spaces alone, "1 2 3"); every entry must be an id.
+    const bool commas = s.find(',') != std::string::npos;
     size_t i = 0;
-    while (i < s.size()) {
-        while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
-        if (i >= s.size()) break;
-        size_t j = i;
-        while (j < s.size() && s[j] != ',' && s[j] != ' ') ++j;
-        int32_t v = 0;
-        auto [p, ec] = std::from_chars(s.data() + i, s.data() + j, v);
-        if (ec != std::errc() || p != s.data() + j) {
-            print_error("'" + s.substr(i, j - i) + "' is not a token id");
-            return false;
+    for (;;) {
+        const size_t end = commas ? std::min(s.find(',', i), s.size()) : std::min(s.find(' ', i), s.size());
+        size_t a = i, b = end;
+        while (a < b && (s[a] == ' ' || s[a] == '\t')) ++a;
+        while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t')) --b;
+        if (a == b) {
+            if (!commas && end < s.size()) {  // runs of spaces between space-separated ids
+                i = end + 1;
+                continue;
+            }
+            if (commas || out.empty()) {
+                print_error("an empty entry in the id list '" + s + "' (expected ids separated by commas, e.g. 1,2,3)");
+                return false;
+            }
+        } else {
+            int32_t v = 0;
+            auto [p, ec] = std::from_chars(s.data() + a, s.data() + b, v);
+            if (ec != std::errc() || p != s.data() + b) {
+                print_error("'" + s.substr(a, b - a) + "' is not a token id");
+                return false;
+            }
+            out.push_back(v);
         }
-        out.push_back(v);
-        i = j;
+        if (end >= s.size()) break;
+        i = end + 1;
     }
     return true;
 }

@@ -98,14 +98,15 @@ int run(int argc, char** argv) {
     po::variables_map vm;
     try {
         po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+        // --help wins over what notify checks (a required --model): `basalt run --help` prints run's help.
+        if (vm.count("help") != 0U) {
+            print_command_help(*cmd, std::cout);
+            return kExitOk;
+        }
         po::notify(vm);
     } catch (const po::error& e) {
         print_error("basalt " + name + ": " + e.what() + "; see 'basalt " + name + " --help'");
         return kExitUsage;
-    }
-    if (vm.count("help") != 0U) {
-        print_command_help(*cmd, std::cout);
-        return kExitOk;
     }
     if (!g.log_level.empty()) {
         basalt_log_level level = BASALT_LOG_WARN;
