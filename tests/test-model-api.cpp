@@ -1,7 +1,10 @@
 // Models through the C API: load, describe, metadata, tensors, memory plan, and errors.
 #include <basalt/basalt.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "test-support.hpp"
 
@@ -84,4 +87,30 @@ TEST_CASE("loading a broken or missing model fails with the file and reason", "[
     CHECK(basalt_dtype_from_name("Q4_K", &t) == BASALT_OK);
     CHECK(t == BASALT_DTYPE_Q4_K);
     CHECK(std::string(basalt_dtype_name(BASALT_DTYPE_BF16)) == "bf16");
+}
+
+TEST_CASE("tokenize and detokenize refuse buffers and lengths that cannot be right, naming them", "[model-api]") {
+    Model model(golden("tiny-llama-f32.gguf"));
+    const char* text = "Once upon a time";
+    size_t n = 0;
+    // SIZE_MAX: NUL-terminated (it used to reach std::string as a length: ERR_INTERNAL).
+    std::vector<int32_t> ids(64);
+    REQUIRE(basalt_tokenize(model.m, text, SIZE_MAX, BASALT_TOKENIZE_ADD_SPECIAL, ids.data(), ids.size(), &n) ==
+            BASALT_OK);
+    size_t n2 = 0;
+    REQUIRE(basalt_tokenize(model.m, text, std::strlen(text), BASALT_TOKENIZE_ADD_SPECIAL, ids.data(), ids.size(),
+                            &n2) == BASALT_OK);
+    CHECK(n == n2);
+    CHECK(basalt_tokenize(model.m, text, SIZE_MAX - 1, 0, ids.data(), ids.size(), &n) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("text_len"));
+    // A NULL buffer with a capacity is a wrong argument, not "too small"; NULL with 0 still asks for the count.
+    CHECK(basalt_tokenize(model.m, text, SIZE_MAX, 0, nullptr, 4, &n) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("out_tokens is NULL but capacity is 4"));
+    CHECK(basalt_tokenize(model.m, text, SIZE_MAX, 0, nullptr, 0, &n) == BASALT_ERR_CAPACITY);
+    CHECK(n == n2 - 1);
+    size_t len = 0;
+    CHECK(basalt_detokenize(model.m, ids.data(), n2, 0, nullptr, 16, &len) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("out is NULL but capacity is 16"));
+    CHECK(basalt_detokenize(model.m, ids.data(), n2, 0, nullptr, 0, &len) == BASALT_ERR_CAPACITY);
+    CHECK(len > 0);
 }

@@ -99,6 +99,28 @@ basalt_status argmin_accept(void* inst, int32_t /*token*/) {
     return BASALT_OK;
 }
 
+// A broken selector: with mode=id it rewrites the chosen candidate's id past any vocabulary; with mode=index it
+// selects an index past the candidates.
+basalt_status rogue_create(const basalt_host*, const basalt_params* params, void** out) {
+    bool index = params != nullptr && params->count > 0 && std::string(params->values[0]) == "index";
+    *out = new bool(index);
+    return BASALT_OK;
+}
+void rogue_destroy(void* inst) {
+    delete static_cast<bool*>(inst);
+}
+basalt_status rogue_apply(void* const* instances, basalt_candidates* const* cands, size_t n) {
+    for (size_t s = 0; s < n; ++s) {
+        if (*static_cast<bool*>(instances[s])) {
+            cands[s]->selected = static_cast<int64_t>(cands[s]->size) + 5;
+        } else {
+            cands[s]->data[0].id = 999999;
+            cands[s]->selected = 0;
+        }
+    }
+    return BASALT_OK;
+}
+
 basalt_sampler_iface argmin_iface() {
     basalt_sampler_iface t{};
     t.struct_size = sizeof(t);
@@ -368,4 +390,26 @@ TEST_CASE("registering a sampler checks its name and table and refuses a clash",
     g_accepted = 0;
     CHECK(chain.sample({2.f, 1.f}) == 1);
     CHECK(g_accepted == 0);  // accept lies past the table's struct_size
+}
+
+TEST_CASE("a selected token outside the vocabulary or the candidates fails naming the sampler", "[sampler-chain]") {
+    Plugins rt;
+    basalt_sampler_iface iface{};
+    iface.struct_size = sizeof(iface);
+    iface.flags = BASALT_SAMPLER_SELECTS;
+    iface.create = rogue_create;
+    iface.destroy = rogue_destroy;
+    iface.apply = rogue_apply;
+    REQUIRE(basalt_runtime_register_sampler(rt.rt, "rogue", &iface) == BASALT_OK);
+    const float logits[4] = {1.f, 2.f, 3.f, 4.f};
+    for (const char* spec : {"top_k:2;rogue:mode=id", "rogue:mode=index"}) {
+        CAPTURE(spec);
+        basalt_sampler_chain* chain = nullptr;
+        REQUIRE(basalt_sampler_chain_create(rt.rt, spec, &chain) == BASALT_OK);
+        int32_t token = 77;
+        CHECK(basalt_sampler_chain_sample(chain, logits, 4, &token) == BASALT_ERR_PLUGIN);
+        CHECK_THAT(last_error(), Contains("sampler 'rogue'"));
+        CHECK(token == 77);
+        basalt_sampler_chain_destroy(chain);
+    }
 }

@@ -554,10 +554,10 @@ enum {
 };
 
 /*
- * Tokenizes text_len bytes of UTF-8 text. Writes the ids into out_tokens (capacity entries) and their count
- * into *out_count. When capacity is too small: BASALT_ERR_CAPACITY, *out_count = the count needed, nothing
- * written. The tokenizer is built on first use (an unsupported vocabulary fails here, naming the key).
- * Thread-safe.
+ * Tokenizes text_len bytes of UTF-8 text (SIZE_MAX: text is NUL-terminated). Writes the ids into out_tokens
+ * (capacity entries; NULL only with capacity 0, to ask for the count) and their count into *out_count. When
+ * capacity is too small: BASALT_ERR_CAPACITY, *out_count = the count needed, nothing written. The tokenizer is built on
+ * first use (an unsupported vocabulary fails here, naming the key). Thread-safe.
  */
 BASALT_API basalt_status basalt_tokenize(const basalt_model* model, const char* text, size_t text_len, uint32_t flags,
                                          int32_t* out_tokens, size_t capacity, size_t* out_count);

@@ -109,7 +109,17 @@ basalt_status basalt_sampler_chain_sample(basalt_sampler_chain* chain, const flo
         c.size = d.size();
         c.selected = -1;
         apply_all(chain, &c);
+        // A plugin's choice is checked before it is used: an index past the candidates, or an id outside the
+        // vocabulary, would otherwise reach the decode as an invalid token (or read past the array).
+        if (static_cast<uint64_t>(c.selected) >= c.size || c.size > d.size()) {
+            fail(BASALT_ERR_PLUGIN, "sampler '{}' selected candidate {} of {}", chain->names.back(), c.selected,
+                 c.size);
+        }
         const int32_t token = d[static_cast<size_t>(c.selected)].id;
+        if (token < 0 || static_cast<size_t>(token) >= n_vocab) {
+            fail(BASALT_ERR_PLUGIN, "sampler '{}' selected token {}, outside the vocabulary (0..{})",
+                 chain->names.back(), token, n_vocab - 1);
+        }
         accept_all(chain, token);
         *out_token = token;
     });

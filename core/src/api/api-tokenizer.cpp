@@ -1,6 +1,7 @@
 // C API: tokenization, detokenization and special tokens of a model's vocabulary.
 #include <basalt/basalt.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ const basalt::Tokenizer& tokenizer_of(const basalt_model* model) {
 // Copies text with a NUL into out when it fits; else reports the length needed.
 void emit_text(const std::string& text, char* out, size_t capacity, size_t* out_len) {
     if (out_len == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "out_len is NULL");
+    if (out == nullptr && capacity != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "out is NULL but capacity is {}", capacity);
     if (capacity < text.size() + 1 || out == nullptr) {
         *out_len = text.size();
         fail(BASALT_ERR_CAPACITY, "output buffer of {} bytes is too small: {} bytes + NUL needed", capacity,
@@ -40,6 +42,15 @@ basalt_status basalt_tokenize(const basalt_model* model, const char* text, size_
     return guard([&] {
         if (out_count == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_tokenize: out_count is NULL");
         if (text == nullptr && text_len != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_tokenize: text is NULL");
+        if (out_tokens == nullptr && capacity != 0) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_tokenize: out_tokens is NULL but capacity is {}", capacity);
+        }
+        if (text_len == SIZE_MAX) {
+            text_len = text == nullptr ? 0 : std::strlen(text);  // NUL-terminated
+        } else if (text_len > static_cast<size_t>(PTRDIFF_MAX)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_tokenize: text_len {} is not a length (SIZE_MAX: NUL-terminated)",
+                 text_len);
+        }
         const auto ids = tokenizer_of(model).tokenize(std::string_view(text == nullptr ? "" : text, text_len),
                                                       (flags & BASALT_TOKENIZE_ADD_SPECIAL) != 0,
                                                       (flags & BASALT_TOKENIZE_PARSE_SPECIAL) != 0);
