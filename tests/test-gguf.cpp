@@ -148,5 +148,5 @@ TEST_CASE("opening a missing file or a folder fails with the path", "[gguf]") {
         CHECK(e.status() == BASALT_ERR_NOT_FOUND);
         CHECK_THAT(e.what(), Contains("/nonexistent/model.gguf: cannot open"));
     }
-    CHECK_THROWS_WITH(gguf::open(testdata()), Contains("not a regular file"));
+    CHECK_THROWS_WITH(gguf::open(testdata()), Contains("is a directory, not a model file"));
 }

@@ -602,7 +602,8 @@ typedef struct basalt_quantize_report {
 } basalt_quantize_report;
 
 /*
- * Writes out_path: the GGUF at in_path with every weight matrix in `type` (f32, f16, bf16, q8_0, q4_0, q4_k,
+ * Writes out_path: the GGUF at in_path (a file, or a shipped model's name as basalt_model_load takes) with every
+ * weight matrix in `type` (f32, f16, bf16, q8_0, q4_0, q4_k,
  * q6_k), the tensor rule of llama-quantize --pure: 2-D/3-D "*weight" tensors except norms, the MoE router,
  * position embeddings and relative-attention bias. Metadata is kept (general.file_type updated). report may
  * be NULL. Thread-safe.

@@ -207,7 +207,9 @@ basalt_status basalt_model_quantize(const char* in_path, const char* out_path, b
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_quantize: in_path and out_path are required");
         }
         if (basalt::dtype_traits(type) == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "unknown tensor type id {}", type);
-        const basalt::QuantizeReport r = basalt::quantize_model(in_path, out_path, type);
+        // The input may be a shipped model's name ("target", "draft") as for basalt_model_load.
+        const basalt::QuantizeReport r =
+            basalt::quantize_model(basalt::resolve_model_path(in_path).string(), out_path, type);
         if (report != nullptr) {
             basalt_quantize_report out{};
             out.struct_size = sizeof(out);

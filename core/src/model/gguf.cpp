@@ -482,8 +482,27 @@ const TensorInfo* File::tensor(std::string_view name) const noexcept {
     return nullptr;
 }
 
+namespace {
+
+// What a path that is not a regular file is, for messages ("a directory", "a FIFO (named pipe)", ...).
+const char* file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    return "not a regular file";
+}
+
+}  // namespace
+
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string()) {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    // The type first: open() on a FIFO blocks until a writer appears, so a model path naming one would hang.
+    struct stat pre {};
+    if (::stat(path_.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode)) {
+        fail(BASALT_ERR_IO, "{}: is {}, not a model file", path_, file_kind(pre.st_mode));
+    }
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         const int err = errno;
         fail(err == ENOENT ? BASALT_ERR_NOT_FOUND : BASALT_ERR_IO, "{}: cannot open: {}", path_, std::strerror(err));
@@ -494,9 +513,9 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
         ::close(fd);
         fail(BASALT_ERR_IO, "{}: cannot stat: {}", path_, std::strerror(err));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {  // replaced between the stat and the open
         ::close(fd);
-        fail(BASALT_ERR_IO, "{}: not a regular file", path_);
+        fail(BASALT_ERR_IO, "{}: is {}, not a model file", path_, file_kind(st.st_mode));
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {

@@ -46,8 +46,10 @@ std::filesystem::path models_dir() {
 }
 
 std::filesystem::path resolve_model_path(const std::string& name) {
-    // Paths (and existing files) are left to the GGUF reader, whose errors name the file.
-    if (name.find('/') != std::string::npos || (!name.empty() && is_file(name))) return name;
+    // Paths (and anything that exists under that name: a file, or a directory or FIFO the reader refuses by
+    // kind) are left to the GGUF reader, whose errors name the file.
+    std::error_code ec;
+    if (name.find('/') != std::string::npos || (!name.empty() && std::filesystem::exists(name, ec))) return name;
     const std::string n = name.empty() ? kDefaultModel : name;
     const auto dir = models_dir();
     for (const std::string& candidate : {n, n + ".gguf", std::string(kShippedPrefix) + n + ".gguf"}) {
