@@ -50,6 +50,10 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds gpt2's {} learned positions", n_ctx_, hp.n_ctx_train);
     }
+    if (hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train && hp.arch != "gpt2") {
+        log::warn("context {} is above the {} positions the model was trained with: output past them degrades", n_ctx_,
+                  hp.n_ctx_train);
+    }
     n_seq_max_ = config.n_seq_max != 0 ? config.n_seq_max : config.n_parallel;
     const uint64_t slots = config.n_kv_slots != 0 ? config.n_kv_slots : uint64_t{n_ctx_} * config.n_parallel;
     if (slots > INT32_MAX) {
@@ -61,6 +65,7 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     sc.n_ctx = n_kv_slots_;
     sc.n_batch = config.max_batch_tokens;
     sc.n_seq_max = n_seq_max_;
+    sc.warn_context = false;  // warned above, per request
     sessions_[0] = std::make_unique<Session>(runtime.plugins, model, sc);
     if (second != nullptr) sessions_[1] = std::make_unique<Session>(runtime.plugins, *second, sc);
     block_size_ = std::max<uint32_t>(1, sessions_[0]->block_size());

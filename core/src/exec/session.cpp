@@ -49,6 +49,13 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         build_forward(c);  // throws the precise "not supported" error
     }
     n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
+    // One sequence past the trained context: positions the model never saw (several sequences sharing more
+    // slots is fine; the engine warns about its per-request context itself).
+    if (config.warn_context && config.n_seq_max <= 1 && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train &&
+        hp.arch != "gpt2") {
+        log::warn("context {} is above the {} positions the model was trained with: output past them degrades", n_ctx_,
+                  hp.n_ctx_train);
+    }
     // Learned position embeddings end at n_ctx_train: one sequence may not go past them (several sequences may
     // share more slots than that; decode checks each position).
     if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train && config.n_seq_max <= 1) {

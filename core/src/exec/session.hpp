@@ -29,6 +29,7 @@ struct SessionConfig {
     std::string kv_cache = "paged";
     std::vector<std::pair<std::string, std::string>> backend_params;
     std::vector<std::pair<std::string, std::string>> kv_params;
+    bool warn_context = true;  // warn when one sequence may pass the trained context (the engine warns itself)
 };
 
 class Session {
