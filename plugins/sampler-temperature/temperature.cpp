@@ -20,6 +20,7 @@ basalt_status temp_create(const basalt_host* /*host*/, const basalt_params* para
         const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
         p.expect_only({"t"});
         const float t = p.get_float("t", 1.f);
+        if (!(t >= 0.f)) p.bad("t", *p.find("t"), "a temperature >= 0 (0: greedy)");
         *out_instance = new Temperature{t};
     });
 }

@@ -25,6 +25,7 @@ basalt_status top_k_create(const basalt_host* /*host*/, const basalt_params* par
         const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
         p.expect_only({"k"});
         const long long k = p.get_int("k", 40);
+        if (k < 0) p.bad("k", *p.find("k"), "a count >= 0 (0: keep every candidate)");
         *out_instance = new TopK{k};
     });
 }

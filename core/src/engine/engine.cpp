@@ -1,9 +1,11 @@
 #include "engine/engine.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/decoder-host.hpp"
+#include "exec/sampler-chain.hpp"
 #include "host/host-services.hpp"
 #include "host/runtime.hpp"
 #include "model/model.hpp"
@@ -241,6 +243,25 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     r->handle = handle;
     r->text = TextStream(r->spec.stop);
 
+    // Token ids in the chain's parameters must exist in this model's vocabulary (a sampler cannot know it).
+    for (const SamplerSpec& entry : parse_sampler_chain(r->spec.samplers)) {
+        if (entry.name != "logit_bias") continue;
+        for (const auto& [key, value] : entry.params) {
+            if (key != "bias" && key != primary_key("logit_bias")) continue;
+            size_t at = 0;
+            while (at < value.size()) {
+                const size_t end = std::min(value.find(',', at), value.size());
+                const std::string item = value.substr(at, end - at);
+                const long long id = std::atoll(item.c_str());
+                if (id >= static_cast<long long>(n_vocab())) {
+                    fail(BASALT_ERR_INVALID_ARGUMENT,
+                         "sampler 'logit_bias': token {} is not in the vocabulary (0..{}) of this model", id,
+                         n_vocab() - 1);
+                }
+                at = end + 1;
+            }
+        }
+    }
     // The chain of sequence 0 (others are forked from it), created now so a bad chain fails the submit.
     basalt_sampler_chain* chain0 = nullptr;
     check(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));

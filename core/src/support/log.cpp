@@ -1,5 +1,7 @@
 #include "support/log.hpp"
 
+#include <cstdio>
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -13,7 +15,14 @@ namespace {
 basalt_log_level initial_level() noexcept {
     basalt_log_level lvl = BASALT_LOG_WARN;
     if (const char* env = std::getenv("BASALT_LOG"); env != nullptr && *env != '\0') {
-        if (!parse_level(env, &lvl)) lvl = BASALT_LOG_WARN;
+        if (!parse_level(env, &lvl)) {
+            lvl = BASALT_LOG_WARN;
+            // Not through write(): the level is being initialised. Once per process, on stderr.
+            std::fprintf(stderr,
+                         "basalt: warning: BASALT_LOG='%s' is not a log level (trace, debug, info, warn, "
+                         "error, off); using warn\n",
+                         env);
+        }
     }
     return lvl;
 }
@@ -22,6 +31,9 @@ std::atomic<basalt_log_level>& level_ref() noexcept {
     static std::atomic<basalt_log_level> lvl{initial_level()};
     return lvl;
 }
+
+// $BASALT_LOG is read when the library loads, so a bad value is reported even by a program that never logs.
+const bool kLevelRead = (level_ref(), true);
 
 struct Sink {
     std::mutex mutex;
