@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -113,4 +116,27 @@ TEST_CASE("tokenize and detokenize refuse buffers and lengths that cannot be rig
     CHECK_THAT(last_error(), Contains("out is NULL but capacity is 16"));
     CHECK(basalt_detokenize(model.m, ids.data(), n2, 0, nullptr, 0, &len) == BASALT_ERR_CAPACITY);
     CHECK(len > 0);
+}
+
+TEST_CASE("an error naming a corrupt key shows its control bytes escaped, not cut at a NUL", "[model-api]") {
+    std::ifstream in(golden("tiny-llama-f32.gguf"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string key = "general.architecture";
+    const size_t at = bytes.find(key);
+    REQUIRE(at != std::string::npos);
+    bytes[at + 7] = '\0';  // "general\0architecture"
+    bytes[at + 8] = '\x04';
+    // Its value type (the u32 after the key) made unknown: the reader's message names the key.
+    bytes[at + key.size()] = 13;
+    bytes[at + key.size() + 1] = bytes[at + key.size() + 2] = bytes[at + key.size() + 3] = 0;
+    const std::string tmp = (std::filesystem::temp_directory_path() / "basalt-corrupt-key.gguf").string();
+    {
+        std::ofstream out(tmp, std::ios::binary);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    basalt_model* m = nullptr;
+    CHECK(basalt_model_load(nullptr, tmp.c_str(), nullptr, &m) == BASALT_ERR_FORMAT);
+    CHECK(m == nullptr);
+    CHECK_THAT(last_error(), Contains("metadata 'general\\x00\\x04rchitecture' has unknown value type 13"));
+    std::filesystem::remove(tmp);
 }

@@ -7,9 +7,26 @@ thread_local std::string t_plugin_error;
 thread_local bool t_plugin_error_set = false;
 }  // namespace
 
+std::string printable(std::string_view message) {
+    std::string shown;
+    shown.reserve(message.size());
+    for (const char ch : message) {
+        const auto c = static_cast<unsigned char>(ch);
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+            static const char kHex[] = "0123456789abcdef";
+            shown += "\\x";
+            shown += kHex[c >> 4];
+            shown += kHex[c & 15];
+        } else {
+            shown += ch;
+        }
+    }
+    return shown;
+}
+
 void set_last_error(const std::string& message) noexcept {
     try {
-        t_last_error = message;
+        t_last_error = printable(message);
     } catch (...) {
         t_last_error.clear();  // out of memory while reporting: keep an empty message rather than throw
     }

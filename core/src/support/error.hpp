@@ -7,15 +7,20 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 namespace basalt {
 
-// An error with a status code; thrown inside the core, caught at the C API boundary.
+// The message with control bytes (NUL included, line breaks and tabs excepted) written as \xNN: a C string ends
+// at the first NUL, and bytes from a corrupt file must not garble a terminal.
+std::string printable(std::string_view message);
+
+// An error with a status code; thrown inside the core, caught at the C API boundary. Its message is printable().
 class Error : public std::runtime_error {
   public:
-    Error(basalt_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+    Error(basalt_status status, const std::string& message) : std::runtime_error(printable(message)), status_(status) {}
     basalt_status status() const noexcept { return status_; }
 
   private:
