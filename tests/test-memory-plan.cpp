@@ -102,8 +102,14 @@ TEST_CASE("an unusable KV type is refused with the reason", "[memory-plan]") {
     const auto g = open_golden("tiny-llama-f32.gguf");
     const ModelHparams hp = read_hparams(g.file);
     PlanRequest req;
-    req.k_type = BASALT_DTYPE_Q4_K;  // 256-value blocks do not divide the 32-value K row
-    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("K cache type q4_k") && Contains("row of 32 values"));
+    // Only what a session can store is planned (inspect used to plan q4_0 or i32 caches that run refuses).
+    req.k_type = BASALT_DTYPE_Q4_K;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("K cache type q4_k cannot be stored by a session"));
+    req.k_type = BASALT_DTYPE_F16;
+    req.v_type = BASALT_DTYPE_I32;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("V cache type i32 cannot be stored by a session"));
+    req.v_type = BASALT_DTYPE_Q4_0;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("V cache type q4_0 cannot be stored by a session"));
 }
 
 TEST_CASE("encoder-decoder and MoE hyper-parameters", "[memory-plan]") {

@@ -1,6 +1,8 @@
 #include "model/memory-plan.hpp"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "model/dtype.hpp"
 #include "support/error.hpp"
@@ -28,6 +30,15 @@ uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_
 }
 
 MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& req) {
+    // Plan only what a session can allocate: the types the attention ops read K and V in (kv-paged's k_type /
+    // v_type accept exactly these).
+    for (const auto& [which, type] : {std::pair{"K", req.k_type}, std::pair{"V", req.v_type}}) {
+        if (type != BASALT_DTYPE_F32 && type != BASALT_DTYPE_F16 && type != BASALT_DTYPE_Q8_0) {
+            const DtypeTraits* t = dtype_traits(type);
+            fail(BASALT_ERR_UNSUPPORTED, "{} cache type {} cannot be stored by a session (f32, f16 or q8_0)", which,
+                 t != nullptr ? t->name : std::to_string(type));
+        }
+    }
     MemoryPlan p;
     p.k_type = req.k_type;
     p.v_type = req.v_type;
