@@ -119,6 +119,12 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
         if (threads < 1 || threads > 1024) {
             p.bad("threads", *p.find("threads"), "a thread count in 1..1024");
         }
+        if (threads > hw) {
+            sdk::log(BASALT_LOG_WARN, kLabel,
+                     "threads " + std::to_string(threads) + " is above the " + std::to_string(hw) +
+                         " cores of this machine: expect it slower than " + std::to_string(hw) +
+                         " threads (the pool yields instead of spinning)");
+        }
         std::string isa = "auto";
         if (const char* env = std::getenv("BASALT_CPU_ISA"); env != nullptr && *env != '\0') isa = env;
         if (auto v = p.find("isa")) isa = std::string(*v);

@@ -1,6 +1,7 @@
 #include "thread-pool.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -26,6 +27,9 @@ constexpr uint64_t kField = (uint64_t{1} << 22) - 1;
 
 ThreadPool::ThreadPool(int n_threads)
     : n_threads_(n_threads < 1 ? 1 : n_threads),
+      // More threads than cores: a spinning thread holds a core another one needs to make progress.
+      oversubscribed_(std::thread::hardware_concurrency() != 0 &&
+                      static_cast<unsigned>(n_threads_) > std::thread::hardware_concurrency()),
       warm_(static_cast<size_t>(n_threads_)),
       spans_(static_cast<size_t>(n_threads_)) {
     threads_.reserve(static_cast<size_t>(n_threads_ - 1));
@@ -135,12 +139,19 @@ void ThreadPool::worker(int index) {
         uint64_t g = generation_.load(std::memory_order_acquire);
         // First a tight spin (no pause: a paused spinner notices a new op late, and in a VM a pause loop can
         // cost the vCPU its slice) that also takes warm-up requests, then a relaxed one, then sleep.
-        for (int spin = 0; g == seen && spin < kTightSpin; ++spin) {
+        // Oversubscribed, it only yields a few times before sleeping.
+        const int tight = oversubscribed_ ? 0 : kTightSpin;
+        const int relaxed = oversubscribed_ ? 16 : kSpin;
+        for (int spin = 0; g == seen && spin < tight; ++spin) {
             if (warm_pending(index)) warm_up(index);
             g = generation_.load(std::memory_order_acquire);
         }
-        for (int spin = 0; g == seen && spin < kSpin; ++spin) {
-            cpu_relax();
+        for (int spin = 0; g == seen && spin < relaxed; ++spin) {
+            if (oversubscribed_) {
+                std::this_thread::yield();
+            } else {
+                cpu_relax();
+            }
             g = generation_.load(std::memory_order_acquire);
         }
         if (g == seen) {
@@ -181,7 +192,7 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
     if (sleeping_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
     work(0, gen);
     for (int spin = 0; done_.load(std::memory_order_acquire) != n_tasks; ++spin) {
-        if (spin < kSpin) {
+        if (spin < kSpin && !oversubscribed_) {
             cpu_relax();
         } else {
             std::this_thread::yield();  // a worker holding a task was descheduled: give it the core

@@ -127,6 +127,7 @@ class ThreadPool {
     void work(int thread, uint64_t gen);
 
     int n_threads_;
+    bool oversubscribed_;  // more threads than cores: waiting threads yield instead of spinning
     std::vector<std::thread> threads_;
     std::mutex mutex_;
     std::condition_variable wake_;
