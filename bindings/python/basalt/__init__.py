@@ -81,6 +81,38 @@ def _str(s):
     return s.decode("utf-8", "replace") if s is not None else None
 
 
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _int(value, what, lo=_INT32_MIN, hi=_INT32_MAX):
+    """value as an int in [lo, hi]; TypeError (not an integer) or ValueError (out of range) naming `what`: ctypes
+    would silently wrap a value past 32 bits (2**32 + 300 reads as 300)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            import operator
+            value = operator.index(value)  # numpy integers and the like
+        except TypeError:
+            raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
+    if not lo <= value <= hi:
+        raise ValueError(f"{what} {value} is out of range ({lo}..{hi})")
+    return value
+
+
+def _ids(values, what):
+    """A sequence of token ids checked by _int, as a ctypes int32 array."""
+    checked = [_int(v, f"{what}[{i}]") for i, v in enumerate(values)]
+    return (c_int32 * len(checked))(*checked)
+
+
+def _text_bytes(text, what):
+    """str as UTF-8, or a bytes-like object; TypeError for anything else (an int would become NUL bytes)."""
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    raise TypeError(f"{what} must be str or bytes, not {type(text).__name__}")
+
+
 # ---- runtime -------------------------------------------------------------------------------------------------------
 
 
@@ -294,7 +326,7 @@ class Model(_Owned):
 
     def tokenize(self, text, add_special=True, parse_special=False):
         """The token ids of `text` (str or UTF-8 bytes)."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        data = _text_bytes(text, "tokenize: text")
         flags = (_capi.TOKENIZE_ADD_SPECIAL if add_special else 0) | (_capi.TOKENIZE_PARSE_SPECIAL
                                                                        if parse_special else 0)
         count = c_size_t()
@@ -320,7 +352,7 @@ class Model(_Owned):
 
     def detokenize_bytes(self, tokens, remove_special=False, unparse_special=False):
         """The UTF-8 bytes of `tokens` (a token may end inside a multi-byte character)."""
-        ids = (c_int32 * len(tokens))(*tokens)
+        ids = _ids(tokens, "detokenize: tokens")
         flags = (_capi.DETOKENIZE_REMOVE_SPECIAL if remove_special else 0) | (_capi.DETOKENIZE_UNPARSE_SPECIAL
                                                                                if unparse_special else 0)
         return self._text(lambda b, cap, n: self._lib.basalt_detokenize(self._h, ids, len(tokens), flags, b,
@@ -332,6 +364,7 @@ class Model(_Owned):
 
     def token_to_piece_bytes(self, token, special=False):
         """The UTF-8 bytes of one token."""
+        token = _int(token, "token_to_piece: token")
         return self._text(lambda b, cap, n: self._lib.basalt_token_to_piece(self._h, token, int(special), b,
                                                                               cap, n))
 
@@ -341,7 +374,8 @@ class Model(_Owned):
 
     def is_eog(self, token):
         """True when `token` ends generation (EOS, EOT, ...)."""
-        return self._lib.basalt_token_is_eog(self._h, token) != 0
+        h = self._h  # a closed model raises ValueError
+        return self._lib.basalt_token_is_eog(h, _int(token, "is_eog: token")) != 0
 
     def special_tokens(self):
         """The vocabulary's special tokens as a dict (-1 when absent)."""
@@ -419,9 +453,9 @@ class Session(_Owned):
             seq_ids = [seq_id] * n
         if len(positions) != n or len(seq_ids) != n:
             raise ValueError("decode: tokens, positions and seq_ids must have the same length")
-        tok = (c_int32 * n)(*tokens)
-        pos = (c_int32 * n)(*positions)
-        seq = (c_int32 * n)(*seq_ids)
+        tok = _ids(tokens, "decode: tokens")
+        pos = _ids(positions, "decode: positions")
+        seq = _ids(seq_ids, "decode: seq_ids")
         want = None
         if logits == "all":
             want = (c_int8 * n)(*([1] * n))
@@ -936,12 +970,12 @@ class Engine(_Owned):
                    (_capi.REQUEST_IGNORE_EOG if ignore_eog else 0))
         keep = []  # borrowed by basalt_engine_submit for the call
         if tokens is not None:
-            ids = (c_int32 * len(tokens))(*tokens)
+            ids = _ids(tokens, "submit: tokens")
             keep.append(ids)
             p.tokens = ids
             p.n_tokens = len(tokens)
         elif prompt is not None:
-            data = prompt.encode("utf-8") if isinstance(prompt, str) else bytes(prompt)
+            data = _text_bytes(prompt, "submit: prompt")
             keep.append(data)
             p.prompt = data
             p.prompt_len = len(data)
@@ -964,7 +998,7 @@ class Engine(_Owned):
             p.n_stop = len(stops)
         stop_tokens = list(stop_tokens)
         if stop_tokens:
-            arr = (c_int32 * len(stop_tokens))(*stop_tokens)
+            arr = _ids(stop_tokens, "submit: stop_tokens")
             keep.append(arr)
             p.stop_tokens = arr
             p.n_stop_tokens = len(stop_tokens)
@@ -1218,6 +1252,7 @@ _SESSION_ARGS = {"n_ctx": "ctx", "n_batch": "max_batch_tokens", "n_seq_max": "se
 
 def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args):
     """(tokens, text) of one request through an engine (the given one, or one made for the call)."""
+    n_predict = _int(n_predict, "n_predict", 0)  # -1 used to return '' silently
     if isinstance(engine, Session):
         raise TypeError("generate no longer takes a Session: pass engine=basalt.Engine(runtime, model) or nothing")
     own = []
@@ -1243,7 +1278,7 @@ def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args):
         tokens = model.tokenize(prompt)
         if not tokens:
             raise ValueError("the prompt tokenizes to nothing")
-        request = engine.submit(tokens=tokens, samplers=samplers, max_tokens=max(0, n_predict))
+        request = engine.submit(tokens=tokens, samplers=samplers, max_tokens=n_predict)
         own.append(request)
         return request.tokens(), request.text()
     finally:
