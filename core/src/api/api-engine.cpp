@@ -69,19 +69,8 @@ std::vector<int32_t> prompt_tokens(const basalt_model& model, const basalt_reque
     if (p.tokens != nullptr) return {p.tokens, p.tokens + p.n_tokens};
     if (p.prompt == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "the request has neither a prompt nor tokens");
     const size_t len = p.prompt_len == SIZE_MAX ? std::strlen(p.prompt) : p.prompt_len;
-    uint32_t flags = 0;
-    if ((p.flags & BASALT_REQUEST_NO_SPECIAL) == 0) flags |= BASALT_TOKENIZE_ADD_SPECIAL;
-    if ((p.flags & BASALT_REQUEST_PARSE_SPECIAL) != 0) flags |= BASALT_TOKENIZE_PARSE_SPECIAL;
-    size_t n = 0;
-    std::vector<int32_t> out(len + 8);
-    basalt_status st = basalt_tokenize(&model, p.prompt, len, flags, out.data(), out.size(), &n);
-    if (st == BASALT_ERR_CAPACITY) {
-        out.resize(n);
-        st = basalt_tokenize(&model, p.prompt, len, flags, out.data(), out.size(), &n);
-    }
-    if (st != BASALT_OK) throw basalt::Error(st, basalt::last_error());
-    out.resize(n);
-    return out;
+    return model.tok().tokenize(std::string_view(p.prompt, len), (p.flags & BASALT_REQUEST_NO_SPECIAL) == 0,
+                                (p.flags & BASALT_REQUEST_PARSE_SPECIAL) != 0);
 }
 
 }  // namespace
@@ -270,7 +259,7 @@ basalt_status basalt_request_read(basalt_request* request, int32_t* out_tokens, 
         Request& r = *request->r;
         std::lock_guard lock(r.mutex);
         const size_t n = std::min(capacity, r.unread_tokens.size());
-        std::copy_n(r.unread_tokens.begin(), n, out_tokens == nullptr ? nullptr : out_tokens);
+        std::copy_n(r.unread_tokens.begin(), n, out_tokens);
         r.unread_tokens.erase(r.unread_tokens.begin(), r.unread_tokens.begin() + static_cast<std::ptrdiff_t>(n));
         size_t len = std::min(text_capacity, r.unread_text.size());
         if (len < r.unread_text.size()) {

@@ -29,23 +29,18 @@ struct basalt_sampler_chain {
 
 namespace {
 
-// Re-throws the failure of a C API call made from inside another one, keeping its status and message.
-void check(basalt_status st) {
-    if (st != BASALT_OK) throw basalt::Error(st, basalt::last_error());
-}
-
 void require_chain(const basalt_sampler_chain* chain, const char* fn) {
     if (chain == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "{}: chain is NULL", fn);
 }
 
 // Applies every sampler in order; the last one must have selected a candidate.
 void apply_all(basalt_sampler_chain* chain, basalt_candidates* c) {
-    for (basalt_sampler* s : chain->samplers) check(basalt_sampler_apply(s, c));
+    for (basalt_sampler* s : chain->samplers) basalt::rethrow_if_failed(basalt_sampler_apply(s, c));
     if (c->selected < 0) fail(BASALT_ERR_PLUGIN, "sampler '{}' selected no token", chain->names.back());
 }
 
 void accept_all(basalt_sampler_chain* chain, int32_t token) {
-    for (basalt_sampler* s : chain->samplers) check(basalt_sampler_accept(s, token));
+    for (basalt_sampler* s : chain->samplers) basalt::rethrow_if_failed(basalt_sampler_accept(s, token));
 }
 
 }  // namespace
@@ -72,7 +67,7 @@ basalt_status basalt_sampler_chain_create(basalt_runtime* runtime, const char* s
         for (const basalt::SamplerSpec& entry : specs) {
             const basalt::ParamsView params(entry.params);
             basalt_sampler* s = nullptr;
-            check(basalt_sampler_create(runtime, entry.name.c_str(), &params.params, &s));
+            basalt::rethrow_if_failed(basalt_sampler_create(runtime, entry.name.c_str(), &params.params, &s));
             chain->samplers.push_back(s);
             chain->names.push_back(entry.name);
         }
@@ -143,7 +138,7 @@ basalt_status basalt_sampler_chain_accept(basalt_sampler_chain* chain, int32_t t
 basalt_status basalt_sampler_chain_reset(basalt_sampler_chain* chain) {
     return guard([&] {
         require_chain(chain, "basalt_sampler_chain_reset");
-        for (basalt_sampler* s : chain->samplers) check(basalt_sampler_reset(s));
+        for (basalt_sampler* s : chain->samplers) basalt::rethrow_if_failed(basalt_sampler_reset(s));
     });
 }
 
@@ -154,7 +149,7 @@ basalt_status basalt_sampler_chain_clone(const basalt_sampler_chain* chain, basa
         auto copy = std::make_unique<basalt_sampler_chain>();
         for (size_t i = 0; i < chain->samplers.size(); ++i) {
             basalt_sampler* s = nullptr;
-            check(basalt_sampler_clone(chain->samplers[i], &s));
+            basalt::rethrow_if_failed(basalt_sampler_clone(chain->samplers[i], &s));
             copy->samplers.push_back(s);
             copy->names.push_back(chain->names[i]);
         }

@@ -23,15 +23,11 @@ basalt_status call(Fn&& fn) noexcept {
     return st;
 }
 
-void check(basalt_status st) {
-    if (st != BASALT_OK) throw Error(st, last_error());
-}
-
 basalt_status host_sample(void* ctx, int32_t seq, const float* logits, int32_t* out_token) {
     return call([&] {
         Request& r = req(ctx);
         if (logits == nullptr || out_token == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "sample: NULL argument");
-        check(basalt_sampler_chain_sample(r.engine->chain(r, seq), logits, r.engine->n_vocab(), out_token));
+        rethrow_if_failed(basalt_sampler_chain_sample(r.engine->chain(r, seq), logits, r.engine->n_vocab(), out_token));
     });
 }
 
@@ -51,7 +47,8 @@ basalt_status host_distribution(void* ctx, int32_t seq, int32_t model, const flo
         c.size = d.size();
         c.selected = -1;
         const size_t n = basalt_sampler_chain_length(chain);
-        for (size_t i = 0; i + 1 < n; ++i) check(basalt_sampler_apply(basalt_sampler_chain_get(chain, i), &c));
+        for (size_t i = 0; i + 1 < n; ++i)
+            rethrow_if_failed(basalt_sampler_apply(basalt_sampler_chain_get(chain, i), &c));
         std::fill(probs, probs + nv, 0.f);
         float max_logit = -INFINITY;
         for (size_t i = 0; i < c.size; ++i) max_logit = std::max(max_logit, c.data[i].logit);
@@ -72,7 +69,7 @@ basalt_status host_distribution(void* ctx, int32_t seq, int32_t model, const flo
 basalt_status host_accept(void* ctx, int32_t seq, int32_t token) {
     return call([&] {
         Request& r = req(ctx);
-        check(basalt_sampler_chain_accept(r.engine->chain(r, seq), token));
+        rethrow_if_failed(basalt_sampler_chain_accept(r.engine->chain(r, seq), token));
     });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "engine/decoder-host.hpp"
 #include "exec/sampler-chain.hpp"
@@ -24,16 +25,17 @@ uint64_t round_up(uint64_t x, uint64_t m) {
     return (x + m - 1) / m * m;
 }
 
-// Re-throws the failure of a C API call made from inside the engine, keeping its status and message.
-void check(basalt_status st) {
-    if (st != BASALT_OK) throw Error(st, last_error());
-}
-
 }  // namespace
 
-Request::~Request() {
+void Request::release_plugin_objects() {
     for (basalt_sampler_chain* c : chains) basalt_sampler_chain_destroy(c);
+    chains.clear();
     if (dec_instance != nullptr && dec.destroy != nullptr) dec.destroy(dec_instance);
+    dec_instance = nullptr;
+}
+
+Request::~Request() {
+    release_plugin_objects();
 }
 
 Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_model* second,
@@ -99,13 +101,9 @@ Engine::~Engine() {
     for (auto& r : left) finish(*r, BASALT_FINISH_CANCELLED);
     for (auto& r : running_) release(*r);
     deliver(left);
-    for (auto& r : left) {
-        // The decoder and chains belong to plugins that may be unloaded with the runtime: free them now.
-        for (basalt_sampler_chain* c : r->chains) basalt_sampler_chain_destroy(c);
-        r->chains.clear();
-        if (r->dec_instance != nullptr) r->dec.destroy(r->dec_instance);
-        r->dec_instance = nullptr;
-    }
+    // Queued requests' decoders and chains belong to plugins that may be unloaded with the runtime: free them now
+    // (running ones were freed by release).
+    for (auto& r : left) r->release_plugin_objects();
 }
 
 void Engine::notify() {
@@ -142,7 +140,7 @@ void Engine::fork(Request& r, int32_t model, int32_t src, int32_t dst) {
     session(model).seq_fork(session_seq(r, model, src), session_seq(r, model, dst));
     if (model != 0) return;
     basalt_sampler_chain* copy = nullptr;
-    check(basalt_sampler_chain_clone(chain(r, src), &copy));
+    rethrow_if_failed(basalt_sampler_chain_clone(chain(r, src), &copy));
     auto& slot = r.chains[static_cast<size_t>(dst)];
     basalt_sampler_chain_destroy(slot);
     slot = copy;
@@ -170,21 +168,7 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
             r.finish_pending = BASALT_FINISH_STOP;
             return BASALT_ERR_CANCELLED;
         }
-        char small[64];
-        size_t len = 0;
-        std::string piece;
-        if (has_text_) {
-            basalt_status st = basalt_token_to_piece(&model_, token, 0, small, sizeof small, &len);
-            if (st == BASALT_ERR_CAPACITY) {
-                piece.resize(len + 1);
-                st = basalt_token_to_piece(&model_, token, 0, piece.data(), piece.size(), &len);
-                piece.resize(len);
-            } else if (st == BASALT_OK) {
-                piece.assign(small, len);
-            }
-            check(st);
-        }
-        const std::string released = r.text.push(piece);
+        const std::string released = r.text.push(has_text_ ? model_.tok().token_to_piece(token, false) : "");
         const auto now = Clock::now();
         {
             std::lock_guard lock(r.mutex);
@@ -201,16 +185,12 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
             r.generated_tokens += 1;
         }
         r.last_token = now;
-        r.generated += 1;
-        {
-            std::lock_guard lock(mutex_);
-            stats_.generated_tokens += 1;
-        }
+        ++step_generated_;  // into stats_ at the end of the step, under its lock once
         if (r.text.stopped()) {
             r.finish_pending = BASALT_FINISH_STOP;
             return BASALT_ERR_CANCELLED;
         }
-        if (r.spec.max_tokens >= 0 && r.generated >= r.spec.max_tokens) {
+        if (r.spec.max_tokens >= 0 && r.generated_tokens >= static_cast<uint64_t>(r.spec.max_tokens)) {
             r.finish_pending = BASALT_FINISH_LENGTH;
             return BASALT_ERR_CANCELLED;
         }
@@ -264,7 +244,7 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     }
     // The chain of sequence 0 (others are forked from it), created now so a bad chain fails the submit.
     basalt_sampler_chain* chain0 = nullptr;
-    check(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));
+    rethrow_if_failed(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));
     r->chains.push_back(chain0);
 
     const Component* c = runtime_.plugins.find(BASALT_COMPONENT_DECODER, r->spec.decoder);
@@ -364,11 +344,7 @@ void Engine::release(Request& r) {
     }
     kv_reserved_ -= r.kv_reserved;
     r.kv_reserved = 0;
-    // The decoder and chains are plugin objects: freed now, not when the caller frees the handle.
-    for (basalt_sampler_chain* c : r.chains) basalt_sampler_chain_destroy(c);
-    r.chains.clear();
-    if (r.dec_instance != nullptr) r.dec.destroy(r.dec_instance);
-    r.dec_instance = nullptr;
+    r.release_plugin_objects();  // now, not when the caller frees the handle
 }
 
 void Engine::finish(Request& r, int32_t reason, const std::string& error) {
@@ -383,16 +359,16 @@ void Engine::finish(Request& r, int32_t reason, const std::string& error) {
 }
 
 bool Engine::start(Request& r) {
+    if (r.spec.max_tokens == 0) {
+        finish(r, BASALT_FINISH_LENGTH);
+        return false;
+    }
     make_decoder_host(r);
     basalt_decoder_request dr{};
     dr.struct_size = sizeof(dr);
     dr.prompt = r.spec.prompt.data();
     dr.n_prompt = r.spec.prompt.size();
     dr.max_tokens = r.spec.max_tokens < 0 ? static_cast<int32_t>(n_ctx_) : r.spec.max_tokens;
-    if (r.spec.max_tokens == 0) {
-        finish(r, BASALT_FINISH_LENGTH);
-        return false;
-    }
     clear_plugin_error();
     if (const basalt_status st = r.dec.begin(r.dec_instance, &r.host, &dr); st != BASALT_OK) {
         finish(r, BASALT_FINISH_ERROR, fmt::format("decoder '{}': begin: {}", r.spec.decoder, plugin_error_message()));
@@ -503,24 +479,23 @@ size_t Engine::step() {
     std::vector<Row> rows[2];
     uint64_t budget = config_.max_batch_tokens;
     auto live = [](const Request& r) { return r.planned && r.done == BASALT_FINISH_NONE; };
-    std::vector<std::vector<size_t>> taken(running_.size());
-    for (size_t ri = 0; ri < running_.size() && budget > 0; ++ri) {
-        Request& r = *running_[ri];
+    // A one-token feed is a decode: only the first pass takes it (a later step if the budget ran out).
+    for (const auto& rp : running_) {
+        Request& r = *rp;
         if (!live(r)) continue;
         for (size_t f = 0; f < r.feeds.size() && budget > 0; ++f) {
             if (r.feeds[f].n_tokens != 1 || r.fed[f] != 0) continue;
             rows[r.feeds[f].model].push_back({&r, f, 0, 1});
-            taken[ri].push_back(f);
             budget -= 1;
         }
     }
     bool prefill_taken = false;
-    for (size_t ri = 0; ri < running_.size(); ++ri) {
-        Request& r = *running_[ri];
+    for (const auto& rp : running_) {
+        Request& r = *rp;
         if (!live(r)) continue;
         for (size_t f = 0; f < r.feeds.size(); ++f) {
             const size_t left = r.feeds[f].n_tokens - r.fed[f];
-            if (left == 0 || std::find(taken[ri].begin(), taken[ri].end(), f) != taken[ri].end()) continue;
+            if (left == 0 || r.feeds[f].n_tokens == 1) continue;
             size_t n = 0;
             if (config_.prefill_chunk == 0) {
                 if (left <= budget || !prefill_taken) n = left;  // whole prompts, never split
@@ -537,6 +512,7 @@ size_t Engine::step() {
     // One forward per model.
     uint64_t step_tokens = 0, prefill_tokens = 0;
     basalt_status forward_status = BASALT_OK;
+    std::string forward_error;
     for (int m = 0; m < 2; ++m) {
         if (rows[m].empty()) continue;
         std::vector<int32_t> tokens, positions, seqs;
@@ -567,9 +543,8 @@ size_t Engine::step() {
             sessions_[m]->decode(b);
         } catch (const Error& e) {
             forward_status = e.status();
-            for (const Row& row : rows[m]) {
-                finish(*row.r, BASALT_FINISH_ERROR, fmt::format("forward of model {} failed: {}", m, e.what()));
-            }
+            forward_error = fmt::format("forward of model {} failed: {}", m, e.what());
+            for (const Row& row : rows[m]) finish(*row.r, BASALT_FINISH_ERROR, forward_error);
             continue;
         }
         size_t out = 0;
@@ -648,6 +623,7 @@ size_t Engine::step() {
         }
         stats_.running = running_.size();
         stats_.queued = queue_.size();
+        stats_.generated_tokens += std::exchange(step_generated_, 0);  // what this step's consumes emitted
     }
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
@@ -658,7 +634,7 @@ size_t Engine::step() {
         idle_now_ = active == 0;
     }
     if (active == 0) idle_.notify_all();
-    if (forward_status != BASALT_OK) fail(forward_status, "a forward pass failed; its requests were finished");
+    if (forward_status != BASALT_OK) fail(forward_status, "{} (its requests finished with that error)", forward_error);
     return active;
 }
 

@@ -99,7 +99,8 @@ class Engine {
     uint64_t next_id_ = 1;
     EngineStats stats_;
     bool stopping_ = false;
-    bool idle_now_ = true;  // no request queued or running, and the last step's output delivered
+    uint64_t step_generated_ = 0;  // tokens emitted during this step (loop thread)
+    bool idle_now_ = true;         // no request queued or running, and the last step's output delivered
     bool in_step_ = false;
     std::thread thread_;
 };

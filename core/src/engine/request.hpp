@@ -57,7 +57,6 @@ struct Request {
     int32_t finish_pending = BASALT_FINISH_NONE;  // set by stop conditions during consume
     int32_t done = BASALT_FINISH_NONE;            // finished (published as `finish` once its output is delivered)
     TextStream text{};
-    int64_t generated = 0;
     Clock::time_point last_token{};
 
     // ---- shared state, under mutex ----
@@ -71,12 +70,16 @@ struct Request {
     std::string error;
     Clock::time_point submitted{}, admitted{}, first_token{}, finished_at{};
     bool has_admitted = false, has_first = false;
-    uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+    uint64_t prompt_tokens = 0, cached_tokens = 0;
+    uint64_t generated_tokens = 0;  // written by the loop thread only (under mutex), so it reads it without one
     std::vector<double> itl_ms;
     std::atomic<bool> cancel{false};
     bool in_callback = false;  // the loop thread is inside this request's callback
     std::thread::id callback_thread;
 
+    // Destroys the decoder instance and the sampler chains (plugin objects: before their plugins unload).
+    // Idempotent.
+    void release_plugin_objects();
     ~Request();
 };
 

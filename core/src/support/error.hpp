@@ -38,6 +38,11 @@ void set_last_error(const std::string& message) noexcept;
 // Returns the calling thread's last error message.
 const char* last_error() noexcept;
 
+// Re-throws the failure of a C API call made from inside libbasalt (status and the thread's message kept).
+inline void rethrow_if_failed(basalt_status status) {
+    if (status != BASALT_OK) throw Error(status, last_error());
+}
+
 // Stores the message a plugin reported through the host table (per thread) for the host to wrap.
 void set_plugin_error(basalt_status status, const char* message) noexcept;
 // Clears the per-thread plugin message; call before invoking a plugin entry point.
