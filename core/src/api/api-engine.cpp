@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/out-struct.hpp"
 #include "engine/engine.hpp"
 #include "exec/sampler-chain.hpp"
 #include "host/runtime.hpp"
@@ -191,8 +192,7 @@ basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine
         v.batch_tokens_max = s.batch_tokens_max;
         v.kv_slots = s.kv_slots;
         v.kv_slots_free = s.kv_slots_free;
-        std::memcpy(out, &v, std::min<size_t>(out->struct_size, sizeof(v)));
-        out->struct_size = std::min<uint32_t>(out->struct_size, sizeof(v));
+        basalt::api::write_sized(out, v);
     });
 }
 
@@ -320,8 +320,7 @@ basalt_status basalt_request_stats_get(const basalt_request* request, basalt_req
         const double gen_ms = r.has_first ? ms(r.first_token, end) : 0;
         v.tokens_per_s =
             r.generated_tokens >= 2 && gen_ms > 0 ? 1e3 * static_cast<double>(r.generated_tokens - 1) / gen_ms : 0;
-        std::memcpy(out, &v, std::min<size_t>(out->struct_size, sizeof(v)));
-        out->struct_size = std::min<uint32_t>(out->struct_size, sizeof(v));
+        basalt::api::write_sized(out, v);
     });
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "api/out-struct.hpp"
 #include "model/dtype.hpp"
 #include "model/memory-plan.hpp"
 #include "model/model-path.hpp"
@@ -15,16 +16,11 @@
 
 using basalt::fail;
 using basalt::guard;
+using basalt::api::write_sized;
 
 namespace {
 
 // Copies src into the caller's struct, only as far as its struct_size reaches.
-template <typename T>
-void write_sized(T* out, const T& src) {
-    const uint32_t size = out->struct_size;
-    std::memcpy(out, &src, std::min<size_t>(size, sizeof(T)));
-    out->struct_size = size;
-}
 
 std::string render(const basalt::gguf::Value& v) {
     using basalt::gguf::ValueType;
@@ -169,22 +165,7 @@ basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_par
             }
         }
         const basalt::MemoryPlan p = basalt::plan_memory(model->gguf.file, model->hparams, req);
-        basalt_memory_plan plan{};
-        plan.struct_size = sizeof(plan);
-        plan.n_ctx = p.n_ctx;
-        plan.n_batch = p.n_batch;
-        plan.k_type = p.k_type;
-        plan.v_type = p.v_type;
-        plan.weight_bytes = p.weight_bytes;
-        plan.kv_bytes_per_token = p.kv_bytes_per_token;
-        plan.kv_bytes = p.kv_bytes;
-        plan.scratch_bytes = p.scratch_bytes;
-        plan.total_bytes = p.total_bytes;
-        plan.n_seq_max = p.n_seq_max;
-        plan.kv_cells_full = p.kv_cells_full;
-        plan.kv_cells_window = p.kv_cells_window;
-        plan.logits_bytes = p.logits_bytes;
-        write_sized(out, plan);
+        write_sized(out, basalt::api::to_c(p));
     });
 }
 

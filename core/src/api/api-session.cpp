@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "api/out-struct.hpp"
 #include "exec/session.hpp"
 #include "host/runtime.hpp"
 #include "model/model.hpp"
@@ -112,25 +113,7 @@ basalt_status basalt_session_memory(const basalt_session* session, basalt_memory
         if (out->struct_size < offsetof(basalt_memory_plan, total_bytes) + sizeof(out->total_bytes)) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_memory_plan.struct_size {} is too small", out->struct_size);
         }
-        const basalt::MemoryPlan m = get(session).allocated();
-        basalt_memory_plan r{};
-        r.struct_size = sizeof(r);
-        r.n_ctx = m.n_ctx;
-        r.n_batch = m.n_batch;
-        r.k_type = m.k_type;
-        r.v_type = m.v_type;
-        r.weight_bytes = m.weight_bytes;
-        r.kv_bytes_per_token = m.kv_bytes_per_token;
-        r.kv_bytes = m.kv_bytes;
-        r.scratch_bytes = m.scratch_bytes;
-        r.total_bytes = m.total_bytes;
-        r.n_seq_max = m.n_seq_max;
-        r.kv_cells_full = m.kv_cells_full;
-        r.kv_cells_window = m.kv_cells_window;
-        r.logits_bytes = m.logits_bytes;
-        const uint32_t size = out->struct_size;
-        std::memcpy(out, &r, std::min<size_t>(size, sizeof(r)));
-        out->struct_size = size;
+        basalt::api::write_sized(out, basalt::api::to_c(get(session).allocated()));
     });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "api/out-struct.hpp"
 #include "model/model.hpp"
 #include "support/error.hpp"
 
@@ -94,9 +95,7 @@ basalt_status basalt_model_special_tokens(const basalt_model* model, basalt_spec
         s.nl = t.nl();
         s.add_bos = t.add_bos() ? 1 : 0;
         s.add_eos = t.add_eos() ? 1 : 0;
-        const uint32_t size = out->struct_size;
-        std::memcpy(out, &s, std::min<size_t>(size, sizeof(s)));
-        out->struct_size = size;
+        basalt::api::write_sized(out, s);
     });
 }
 

@@ -108,21 +108,16 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         const auto& file = model.gguf.file;
         const uint64_t data_begin = file.data_offset();
         const uint64_t file_size = model.gguf.map->size();
-        if (backend_.buffer_wrap_file != nullptr && file_size > 0) {
-            // The mapping is read-only and private: the backend may drop pages it stops reading (repacked weights).
-            check_status(
-                backend_.buffer_wrap_file(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
-                "buffer_wrap_file");
+        // The mapping is read-only and private: wrap_file lets the backend drop pages it stops reading (repacked
+        // weights); wrap_host is the same without that.
+        const bool as_file = backend_.buffer_wrap_file != nullptr;
+        const auto wrap = as_file ? backend_.buffer_wrap_file : backend_.buffer_wrap_host;
+        if (wrap != nullptr && file_size > 0) {
+            check_status(wrap(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
+                         as_file ? "buffer_wrap_file" : "buffer_wrap_host");
             owned_buffers_.push_back(weights_buffer_);
             weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, data_begin);
             weight_buffer_bytes_ = file_size;
-        } else if (backend_.buffer_wrap_host != nullptr && file_size > 0) {
-            check_status(
-                backend_.buffer_wrap_host(backend_instance_, model.gguf.map->data(), file_size, &weights_buffer_),
-                "buffer_wrap_host");
-            weight_buffer_bytes_ = file_size;
-            owned_buffers_.push_back(weights_buffer_);
-            weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, data_begin);
         } else {
             const uint64_t data_size = file_size > data_begin ? file_size - data_begin : 0;
             check_status(backend_.buffer_alloc(backend_instance_, std::max<uint64_t>(data_size, 1),
@@ -347,6 +342,8 @@ void Session::decode(const basalt_batch& batch) {
     }
     // Validate everything before any work: ids, sequences, positions in order, context room.
     std::vector<uint32_t> expected = seq_len_;
+    // Learned position embeddings (gpt2) end at the trained context.
+    const uint32_t learned_positions = hp.arch == "gpt2" && hp.n_ctx_train != 0 ? hp.n_ctx_train : UINT32_MAX;
     for (size_t i = 0; i < n; ++i) {
         const int32_t tok = batch.tokens[i], seq = batch.seq_ids[i], pos = batch.positions[i];
         if (tok < 0 || static_cast<uint32_t>(tok) >= hp.n_vocab) {
@@ -363,9 +360,9 @@ void Session::decode(const basalt_batch& batch) {
                  e);
         }
         e += 1;
-        if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && e > hp.n_ctx_train) {
+        if (e > learned_positions) {
             fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than gpt2's {} learned positions", seq, e,
-                 hp.n_ctx_train);
+                 learned_positions);
         }
         if (e > n_ctx_) {
             fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than the context of {} (n_ctx)", seq, e,
@@ -512,11 +509,19 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     // Pairs of every sequence's list of `layer`, each padded (slot -1) to n_vis pairs: a multiple of kVisibleStep
     // (at most `cap`), so consecutive decode steps build graphs of one shape, which a backend can run again from
     // what it recorded (Vulkan replays its command buffer).
+    // A sequence sees at most what it holds after this chunk: the (slot, position) buffers are sized to the longest
+    // such sequence, once per call, not to the whole cache per sequence (a step of many short sequences over a big
+    // cache would zero megabytes).
+    size_t longest = 0;
+    {
+        std::vector<uint32_t> after(seq_len_);
+        for (int32_t s : seqs) longest = std::max<size_t>(longest, ++after[static_cast<size_t>(s)]);
+    }
     auto collect = [&](uint32_t layer, size_t cap, size_t& n_vis) {
         std::vector<std::vector<int32_t>> lists;
+        std::vector<int32_t> sl(std::min(cap, longest)), ps(sl.size());
         for (int32_t s : order) {
             size_t count = 0;
-            std::vector<int32_t> sl(cap), ps(cap);
             clear_plugin_error();
             const basalt_status vs = kv_.visible(kv_instance_, s, layer, sl.data(), ps.data(), sl.size(), &count);
             if (vs != BASALT_OK) {
