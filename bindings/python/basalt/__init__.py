@@ -37,6 +37,7 @@ import codecs
 import copy
 import ctypes
 import itertools
+import operator
 import threading
 import time
 import weakref
@@ -89,7 +90,6 @@ def _int(value, what, lo=_INT32_MIN, hi=_INT32_MAX):
     would silently wrap a value past 32 bits (2**32 + 300 reads as 300)."""
     if isinstance(value, bool) or not isinstance(value, int):
         try:
-            import operator
             value = operator.index(value)  # numpy integers and the like
         except TypeError:
             raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
@@ -417,16 +417,8 @@ class Session(_Owned):
         p = _capi.SessionParams()
         p.struct_size = ctypes.sizeof(p)
         p.n_ctx, p.n_batch, p.n_seq_max, p.n_threads = n_ctx, n_batch, n_seq_max, n_threads
-        p.backend = backend.encode() if backend else None
-        p.kv_cache = kv_cache.encode() if kv_cache else None
-        bp = dict(backend_params or {})
-        if device is not None:
-            bp["device"] = str(int(device))
         keep = []  # the ctypes arrays must live until basalt_session_create returns
-        if bp:
-            p.backend_params = ctypes.pointer(_params(bp, keep))
-        if kv_params:
-            p.kv_params = ctypes.pointer(_params(kv_params, keep))
+        _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
         handle = c_void_p()
         _check(self._lib.basalt_session_create(runtime._h, model._h, byref(p), byref(handle)))
         self._own(handle, self._lib.basalt_session_free, [runtime, model])
@@ -769,18 +761,26 @@ class RequestError(BasaltError):
         self.request = request
 
 
+def _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep):
+    """Fills the backend/cache fields shared by basalt_session_params and basalt_engine_params; the ctypes objects
+    they point to are appended to keep (which must outlive the create call)."""
+    p.backend = backend.encode() if backend else None
+    p.kv_cache = kv_cache.encode() if kv_cache else None
+    bp = dict(backend_params or {})
+    if device is not None:
+        bp["device"] = str(_int(device, "device", 0))
+    if bp:
+        p.backend_params = ctypes.pointer(_params(bp, keep))
+    if kv_params:
+        p.kv_params = ctypes.pointer(_params(kv_params, keep))
+
+
 def _u32(name, value):
-    v = int(value)
-    if not 0 <= v <= 0xFFFFFFFF:
-        raise ValueError(f"{name} = {value} is out of range (0..4294967295)")
-    return v
+    return _int(value, name, 0, 0xFFFFFFFF)
 
 
-def _i32(name, value, low=-0x80000000):
-    v = int(value)
-    if not low <= v <= 0x7FFFFFFF:
-        raise ValueError(f"{name} = {value} is out of range ({low}..2147483647)")
-    return v
+def _i32(name, value, low=_INT32_MIN):
+    return _int(value, name, low)
 
 
 class _Callback:
@@ -916,16 +916,8 @@ class Engine(_Owned):
         p.max_batch_tokens = _u32("max_batch_tokens", max_batch_tokens)
         p.prefill_chunk = _u32("prefill_chunk", prefill_chunk)
         p.n_threads = _u32("threads", threads)
-        p.backend = backend.encode() if backend else None
-        p.kv_cache = kv_cache.encode() if kv_cache else None
-        bp = dict(backend_params or {})
-        if device is not None:
-            bp["device"] = str(int(device))
         keep = []  # the ctypes arrays must live until basalt_engine_create returns
-        if bp:
-            p.backend_params = ctypes.pointer(_params(bp, keep))
-        if kv_params:
-            p.kv_params = ctypes.pointer(_params(kv_params, keep))
+        _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
         p.second_model = second_model._h if second_model is not None else None
         handle = c_void_p()
         _check(self._lib.basalt_engine_create(runtime._h, model._h, byref(p), byref(handle)))
