@@ -140,20 +140,17 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
     p.k = k;
     p.stride = stride;
     p.buffer = buffer;
-    if (buffer->file_pages) {
-        // Packed in slices of about 8 MiB of source, each slice's mapped pages dropped once it is packed: the peak
-        // holds even a large matrix (a 262k-row embedding) about once, not twice.
-        const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
-        const auto row_bytes = static_cast<uint64_t>(k / kQK) * sizeof(BlockQ8_0);
-        for (int64_t g0 = 0; g0 < groups; g0 += slice) {
-            const int64_t g1 = std::min(groups, g0 + slice);
-            pool.parallel_for(g1 - g0,
-                              [&](int64_t g, int) { pack_group(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
-            const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
-            release_pages(w + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);
-        }
-    } else {
-        pool.parallel_for(groups, [&](int64_t g, int) { pack_group(w, rows, k, stride, g, p.data + g * gb); });
+    // Packed in slices of about 8 MiB of source; from a file mapping, each slice's pages are dropped once it is
+    // packed, so the peak holds even a large matrix (a 262k-row embedding) about once, not twice.
+    const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
+    const auto row_bytes = static_cast<uint64_t>(k / kQK) * sizeof(BlockQ8_0);
+    for (int64_t g0 = 0; g0 < groups; g0 += slice) {
+        const int64_t g1 = std::min(groups, g0 + slice);
+        pool.parallel_for(g1 - g0,
+                          [&](int64_t g, int) { pack_group(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
+        if (!buffer->file_pages) continue;
+        const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
+        release_pages(w + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);
     }
     return &map_.emplace(w, p).first->second;
 }
