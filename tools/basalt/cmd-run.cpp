@@ -1,7 +1,10 @@
 // `basalt run`: generate text from a prompt through the engine (one request), streaming it, with prefill/decode
 // speed on stderr.
 #include <iostream>
+#include <memory>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
 #include "handles.hpp"
@@ -32,6 +35,19 @@ int sampler_chain_text(const po::variables_map& vm, std::string& out) {
         vm.count("temp") ? vm["temp"].as<float>() : 0.8f, vm.count("top-k") ? vm["top-k"].as<long long>() : 40,
         vm.count("top-p") ? vm["top-p"].as<float>() : 0.95f, vm.count("seed") ? vm["seed"].as<long long>() : -1);
     return kExitOk;
+}
+
+// Text of tokens (for n-best hypotheses, which are not streamed).
+std::string text_of(const basalt_model* model, const std::vector<int32_t>& tokens) {
+    std::string out;
+    for (int32_t t : tokens) out += piece(model, t, false);
+    return out;
+}
+
+// Collects the streamed text (for --json).
+void collect_text(basalt_request* /*request*/, const int32_t* /*tokens*/, size_t /*n_tokens*/, const char* text,
+                  size_t text_len, int32_t /*finish_reason*/, void* user_data) {
+    static_cast<std::string*>(user_data)->append(text, text_len);
 }
 
 // Prints each piece of text as the engine streams it.
@@ -69,11 +85,20 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     std::string chain_text;
     const int chain_rc = sampler_chain_text(vm, chain_text);
     if (chain_rc != kExitOk) return chain_rc;
+    const std::string decoder = vm["decoder"].as<std::string>();
+    basalt_decoder_needs needs{};
+    if (!decoder_needs(rt.get(), decoder, needs)) return kExitUsage;
+    std::unique_ptr<Model> second;
+    if (!load_second_model(vm, second)) return kExitError;
     SessionStrings keep;
-    const basalt_engine_params ep = engine_params(vm, keep);
+    basalt_engine_params ep = engine_params(vm, keep);
+    ep.n_seq_max = needs.n_seq;  // beams: one cache sequence each (the KV slots follow: n_ctx x n_seq_max)
+    ep.second_model = second ? second->get() : nullptr;
     Engine engine(rt.get(), model.get(), ep);
     if (!engine.ok()) return kExitError;
 
+    const bool as_json = vm["json"].as<bool>();
+    std::string streamed;
     std::vector<std::string> stops;
     if (vm.count("stop") != 0) stops = vm["stop"].as<std::vector<std::string>>();
     std::vector<const char*> stop_ptrs;
@@ -83,17 +108,19 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     rp.tokens = prompt.data();
     rp.n_tokens = prompt.size();
     rp.samplers = chain_text.c_str();
+    rp.decoder = decoder.c_str();
     rp.max_tokens = static_cast<int32_t>(vm["n-predict"].as<long long>());
-    rp.seed = -1;
+    rp.seed = vm.count("seed") != 0 ? vm["seed"].as<long long>() : -1;
     rp.stop = stop_ptrs.data();
     rp.n_stop = stop_ptrs.size();
-    rp.callback = print_text;
+    rp.callback = as_json ? collect_text : print_text;
+    rp.user_data = &streamed;
     RequestHandle request;
     if (const basalt_status st = basalt_engine_submit(engine.get(), &rp, &request.r); st != BASALT_OK) {
         print_error(basalt_last_error());
         return st == BASALT_ERR_FORMAT ? kExitUsage : kExitError;  // a malformed chain is a command-line error
     }
-    if (vm["echo"].as<bool>()) {
+    if (vm["echo"].as<bool>() && !as_json) {
         for (int32_t t : prompt) std::cout << piece(model.get(), t, false);
         std::cout.flush();
     }
@@ -103,13 +130,41 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     }
     const int32_t reason = basalt_request_finish_reason(request.r);
     if (reason == BASALT_FINISH_ERROR) {
-        std::cout << '\n';
+        if (!as_json) std::cout << '\n';
         print_error(basalt_request_error(request.r));
         return kExitError;
     }
     basalt_request_stats st{};
     st.struct_size = sizeof(st);
     basalt_request_stats_get(request.r, &st);
+    if (as_json) {
+        nlohmann::json out;
+        out["text"] = streamed;
+        out["finish_reason"] = basalt_finish_reason_name(reason);
+        nlohmann::json hyps = nlohmann::json::array();
+        for (size_t h = 0; h < basalt_request_n_hypotheses(request.r); ++h) {
+            size_t n = 0;
+            float score = 0.f;
+            basalt_request_hypothesis(request.r, h, nullptr, 0, &n, &score);
+            std::vector<int32_t> toks(n);
+            basalt_request_hypothesis(request.r, h, toks.data(), toks.size(), &n, &score);
+            if (h == 0) out["tokens"] = toks;
+            hyps.push_back(
+                {{"tokens", toks}, {"text", h == 0 ? streamed : text_of(model.get(), toks)}, {"score", score}});
+        }
+        if (!out.contains("tokens")) out["tokens"] = nlohmann::json::array();
+        out["hypotheses"] = hyps;
+        nlohmann::json dstats = nlohmann::json::object();
+        const char* name = nullptr;
+        double value = 0;
+        for (size_t i = 0; basalt_request_decoder_stat(request.r, i, &name, &value) == BASALT_OK; ++i)
+            dstats[name] = value;
+        out["decoder"] = {{"spec", decoder}, {"stats", dstats}};
+        out["usage"] = {{"prompt_tokens", st.prompt_tokens}, {"completion_tokens", st.generated_tokens}};
+        out["timings"] = {{"ttft_ms", st.ttft_ms}, {"total_ms", st.total_ms}, {"tokens_per_s", st.tokens_per_s}};
+        std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+        return kExitOk;
+    }
     std::cout << '\n';
     const double prefill_s = st.ttft_ms / 1e3;
     const double decode_s = (st.total_ms - st.ttft_ms) / 1e3;
@@ -122,7 +177,8 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
 
 const Registrar kRun{Command{
     "run", "generate text from a prompt",
-    "basalt run [-m MODEL] [-p TEXT] [-n N] [--samplers CHAIN | --temp T --top-k K --top-p P --seed S] [--backend cpu]",
+    "basalt run [-m MODEL] [-p TEXT] [-n N] [--samplers CHAIN | --temp T --top-k K --top-p P --seed S] "
+    "[--decoder NAME:k=v,...] [--draft|--amateur MODEL] [--json] [--backend cpu]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->default_value("target"),
                         "GGUF model file, or a shipped model's name (target, draft)")(
@@ -135,7 +191,11 @@ const Registrar kRun{Command{
             "top-p", po::value<float>(), "shorthand: top-p of that chain (default 0.95)")(
             "seed", po::value<long long>(), "shorthand: seed of that chain's dist (default random)")(
             "echo", po::bool_switch(), "print the prompt before the generated text")(
-            "stop", po::value<std::vector<std::string>>(), "stop string (repeatable): the text ends before it");
+            "stop", po::value<std::vector<std::string>>(), "stop string (repeatable): the text ends before it")(
+            "json", po::bool_switch(),
+            "print one JSON object instead of streaming: text, tokens, finish_reason, hypotheses (n-best with "
+            "scores), decoder figures, usage, timings");
+        add_decoder_options(d);
         add_session_options(d);
     },
     run_run}};

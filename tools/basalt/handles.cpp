@@ -87,6 +87,35 @@ void add_session_options(po::options_description& d) {
                                         "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu");
 }
 
+void add_decoder_options(po::options_description& d) {
+    d.add_options()("decoder", po::value<std::string>()->default_value("sample"),
+                    "decoding strategy NAME[:key=value,...]: sample, beam:width=4,length_penalty=1.0, "
+                    "speculative:k=4, contrastive:alpha=0.1 (docs/decoding.md)")(
+        "draft", po::value<std::string>(), "draft model for speculative decoding (a file or a shipped name: draft)")(
+        "amateur", po::value<std::string>(), "amateur model for contrastive decoding (a file or a shipped name)");
+}
+
+bool load_second_model(const po::variables_map& vm, std::unique_ptr<Model>& out) {
+    if (vm.count("draft") != 0 && vm.count("amateur") != 0) {
+        print_error("give --draft or --amateur, not both: the engine attaches one second model");
+        return false;
+    }
+    const char* key = vm.count("draft") != 0 ? "draft" : (vm.count("amateur") != 0 ? "amateur" : nullptr);
+    if (key == nullptr) return true;
+    out = std::make_unique<Model>(vm[key].as<std::string>());
+    return out->ok();
+}
+
+bool decoder_needs(basalt_runtime* rt, const std::string& spec, basalt_decoder_needs& out) {
+    out = basalt_decoder_needs{};
+    out.struct_size = sizeof(out);
+    if (basalt_decoder_requirements(rt, spec.c_str(), &out) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return false;
+    }
+    return true;
+}
+
 basalt_session_params session_params(const po::variables_map& vm, SessionStrings& keep) {
     keep.kv_type = vm["kv-type"].as<std::string>();
     keep.keys = {"k_type", "v_type"};

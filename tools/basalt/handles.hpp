@@ -3,6 +3,7 @@
 
 #include <basalt/basalt.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,13 @@ std::string piece(const basalt_model* model, int32_t token, bool special);
 bool parse_ids(const std::string& s, std::vector<int32_t>& out);
 // Session options shared by run/eval/perplexity/bench.
 void add_session_options(po::options_description& d);
+// Decoding-strategy options of run and batch: --decoder SPEC, --draft MODEL, --amateur MODEL.
+void add_decoder_options(po::options_description& d);
+// Loads the second model that --draft or --amateur names (not both) into out (left empty when neither is given);
+// false after printing why.
+bool load_second_model(const po::variables_map& vm, std::unique_ptr<Model>& out);
+// What decoder spec ("NAME[:key=value,...]") needs for one request; false after printing the library's message.
+bool decoder_needs(basalt_runtime* rt, const std::string& spec, basalt_decoder_needs& out);
 // Storage the params point into; must outlive the basalt_session_params.
 struct SessionStrings {
     std::string kv_type;

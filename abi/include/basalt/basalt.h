@@ -401,7 +401,7 @@ typedef struct basalt_engine_params {
     uint32_t n_ctx;            /* positions one request's sequence may hold; 0: training context, at most 4096 */
     uint32_t n_parallel;       /* requests running at once; 0: 1 */
     uint32_t n_seq_max;        /* cache sequences of the session (beams need several); 0: n_parallel */
-    uint32_t n_kv_slots;       /* KV slots shared by all sequences; 0: n_ctx x n_parallel */
+    uint32_t n_kv_slots;       /* KV slots shared by all sequences; 0: n_ctx x n_seq_max */
     uint32_t max_batch_tokens; /* token budget of one step; 0: 512 */
     uint32_t prefill_chunk;    /* longest prefill piece per step; 0: whole prompts (never split) */
     uint32_t n_threads;        /* backend threads; 0: the backend's default */
@@ -457,6 +457,20 @@ typedef struct basalt_request_params {
     basalt_request_callback callback; /* may be NULL (poll instead) */
     void* user_data;                  /* passed to callback; borrowed until the request finishes */
 } basalt_request_params;
+
+/* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */
+typedef struct basalt_decoder_needs {
+    uint32_t struct_size;
+    uint32_t n_seq;     /* request-local sequences (beam search: its width): n_seq_max and n_kv_slots must allow them */
+    uint32_t n_models;  /* 2 when it needs the engine's second_model (speculative with a draft, contrastive) */
+    uint32_t n_outputs; /* hypotheses it gives (n-best) */
+} basalt_decoder_needs;
+
+/* Creates decoder `decoder` ("NAME[:key=value,...]"; NULL: "sample") from the runtime's plugins, asks what it
+ * needs and destroys it: size an engine for a request before creating it. Unknown decoders (naming those
+ * loaded) and refused parameters fail as basalt_engine_submit would. Thread-safe. */
+BASALT_API basalt_status basalt_decoder_requirements(basalt_runtime* runtime, const char* decoder,
+                                                     basalt_decoder_needs* out);
 
 /*
  * Queues a request; it starts when admission allows (FIFO). Everything is checked first: the prompt
@@ -541,6 +555,21 @@ typedef struct basalt_request_stats {
 BASALT_API basalt_status basalt_request_stats_get(const basalt_request* request, basalt_request_stats* out);
 /* Copies up to capacity inter-token latencies (ms, in order) into out; *out_n gets the total count. Thread-safe. */
 BASALT_API basalt_status basalt_request_itl(const basalt_request* request, double* out, size_t capacity, size_t* out_n);
+/* Number of hypotheses the request's decoder has given: 0 before its first output, 1 for a plain request, up
+ * to n-best for beam search (best first once finished). Thread-safe. */
+BASALT_API size_t basalt_request_n_hypotheses(const basalt_request* request);
+/* Copies hypothesis index's tokens into out_tokens (capacity entries) and its score into *out_score (may be
+ * NULL; the decoder's score, e.g. beam's length-normalised log-probability; 0 for plain sampling); *out_n gets
+ * its token count. capacity 0 with out_tokens NULL asks for the count; a smaller buffer is BASALT_ERR_CAPACITY
+ * with nothing copied. Hypothesis 0 is the request's output: every token it emitted, read or not. An index past
+ * the last is BASALT_ERR_NOT_FOUND. Thread-safe. */
+BASALT_API basalt_status basalt_request_hypothesis(const basalt_request* request, size_t index, int32_t* out_tokens,
+                                                   size_t capacity, size_t* out_n, float* out_score);
+/* The index-th named figure the request's decoder recorded (speculative: "drafted", "accepted",
+ * "acceptance_rate"...): *out_name is borrowed until the handle is freed. An index past the last is
+ * BASALT_ERR_NOT_FOUND (iterate from 0). Thread-safe. */
+BASALT_API basalt_status basalt_request_decoder_stat(const basalt_request* request, size_t index, const char** out_name,
+                                                     double* out_value);
 
 /* ---- tokenization ---------------------------------------------------------------------------------------------- */
 

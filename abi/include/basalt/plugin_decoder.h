@@ -16,7 +16,9 @@
  * that nothing implemented or called. ABI 1.1 keeps its slot (now
  * `reserved_run`, ignored) so the table's first fields keep their offsets, and
  * appends the step-wise entries. The host refuses a decoder table that ends
- * before `consume` (a 1.0 table), naming the file and the sizes.
+ * before `consume` (a 1.0 table), naming the file and the sizes. ABI 1.2 appends
+ * fields to the host (set_stat), the request (seed, chain flags) and the info
+ * (flags); each side checks struct_size before touching them.
  */
 #ifndef BASALT_PLUGIN_DECODER_H
 #define BASALT_PLUGIN_DECODER_H
@@ -101,12 +103,19 @@ typedef struct basalt_decoder_host {
     basalt_status (*seq_truncate)(void* ctx, int32_t model, int32_t seq, uint32_t n_keep);
     /* Number of positions sequence seq of `model` holds. */
     uint32_t (*seq_length)(void* ctx, int32_t model, int32_t seq);
-    /* Delivers n tokens of the output (n-best index `hypothesis`, 0 for a single output). The engine applies the
-     * request's stop conditions and streams the text; it returns BASALT_ERR_CANCELLED when the request must stop
-     * (a stop condition matched or the caller cancelled): the decoder then finishes. */
+    /* Delivers n tokens of the output (n-best index `hypothesis`, 0 for a single output) with that hypothesis'
+     * score so far (the last score given counts). Hypothesis 0 is the request's output: the engine applies the
+     * request's stop conditions and streams its text; it returns BASALT_ERR_CANCELLED when the request must
+     * stop (a stop condition matched or the caller cancelled): the decoder then finishes. Hypotheses 1.. (up to
+     * the info's n_outputs) are stored as given, for basalt_request_hypothesis. */
     basalt_status (*emit)(void* ctx, int32_t hypothesis, const int32_t* tokens, size_t n, float score);
     /* Non-zero when token ends generation (EOS/EOT or one of the request's stop tokens). */
     int32_t (*is_end_of_generation)(void* ctx, int32_t token);
+
+    /* since 1.2 (check struct_size) */
+    /* Records a figure of the request's decoding under name (e.g. "accepted", "acceptance_rate"); the last value
+     * per name is kept and readable through basalt_request_decoder_stat. name is copied. */
+    basalt_status (*set_stat)(void* ctx, const char* name, double value);
 } basalt_decoder_host;
 
 /* The request as the decoder sees it at begin. Borrowed for the begin call (copy the prompt). */
@@ -117,7 +126,26 @@ typedef struct basalt_decoder_request {
     size_t n_prompt;
     int32_t max_tokens; /* upper bound on emitted tokens per hypothesis */
     int32_t reserved1;
+
+    /* since 1.2 (check struct_size) */
+    int64_t seed;         /* the request's seed (-1: none given; draw one) for a decoder's own random choices */
+    uint32_t chain_flags; /* BASALT_DECODER_CHAIN_* */
+    uint32_t reserved2;
 } basalt_decoder_request;
+
+/* What the engine tells a decoder about the request's sampler chain (basalt_decoder_request.chain_flags). */
+enum {
+    /* The chain selects with `greedy`: sample() is the argmax of what distribution() gives. */
+    BASALT_DECODER_CHAIN_GREEDY = 1u << 0
+};
+
+/* Decoder needs (basalt_decoder_info.flags). */
+enum {
+    /* Every sampler of the request's chain must be BASALT_SAMPLER_DRAFT_SAFE (its output depends on the logits
+     * and the accepted history only): speculative verification applies the chain to draft and target rows.
+     * The engine refuses other chains at submit, naming the samplers. */
+    BASALT_DECODER_NEEDS_DRAFT_SAFE = 1u << 0
+};
 
 /* What a decoder instance needs; filled by requirements (caller sets struct_size). */
 typedef struct basalt_decoder_info {
@@ -125,6 +153,10 @@ typedef struct basalt_decoder_info {
     uint32_t n_seq;     /* request-local sequences it will use at most (beams: width x 2 for forks) */
     uint32_t n_models;  /* 1, or 2 when it needs the second model (speculative, contrastive) */
     uint32_t n_outputs; /* hypotheses it emits (n-best) */
+
+    /* since 1.2 (check struct_size) */
+    uint32_t flags; /* BASALT_DECODER_NEEDS_* */
+    uint32_t reserved0;
 } basalt_decoder_info;
 
 typedef struct basalt_decoder_iface {

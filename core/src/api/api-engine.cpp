@@ -34,6 +34,13 @@ struct basalt_request {
 
 namespace {
 
+// "NAME[:key=value,...]" (the sampler-chain entry syntax) as a name and its parameters.
+basalt::SamplerSpec decoder_spec(const char* text) {
+    auto entries = basalt::parse_sampler_chain(text);
+    if (entries.size() != 1) fail(BASALT_ERR_FORMAT, "bad decoder spec '{}': give one NAME[:key=value,...]", text);
+    return std::move(entries[0]);
+}
+
 Engine& get(basalt_engine* e) {
     if (e == nullptr || !e->e) fail(BASALT_ERR_INVALID_ARGUMENT, "engine is NULL");
     return *e->e;
@@ -115,6 +122,23 @@ void basalt_engine_destroy(basalt_engine* engine) {
     delete engine;
 }
 
+basalt_status basalt_decoder_requirements(basalt_runtime* runtime, const char* decoder, basalt_decoder_needs* out) {
+    return guard([&] {
+        if (runtime == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_decoder_requirements: runtime is NULL");
+        if (out == nullptr || !BASALT_HAS_FIELD(out, basalt_decoder_needs, n_outputs)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_decoder_requirements: out is NULL or its struct_size too small");
+        }
+        const basalt::SamplerSpec d = decoder_spec(decoder != nullptr && decoder[0] != '\0' ? decoder : "sample");
+        basalt_decoder_iface table{};
+        void* instance = nullptr;
+        const basalt_decoder_info info = basalt::engine::create_decoder(*runtime, d.name, d.params, table, instance);
+        table.destroy(instance);
+        out->n_seq = info.n_seq;
+        out->n_models = info.n_models;
+        out->n_outputs = info.n_outputs;
+    });
+}
+
 basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_params* params, basalt_request** out) {
     return guard([&] {
         Engine& e = get(engine);
@@ -128,18 +152,16 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
         spec.prompt = prompt_tokens(e.model(), *params);
         spec.samplers = seeded_chain(params->samplers != nullptr ? params->samplers : "greedy", params->seed);
         if (params->decoder != nullptr && params->decoder[0] != '\0') {
-            const auto entries = basalt::parse_sampler_chain(params->decoder);
-            if (entries.size() != 1) {
-                fail(BASALT_ERR_FORMAT, "bad decoder spec '{}': give one NAME[:key=value,...]", params->decoder);
-            }
-            spec.decoder = entries[0].name;
-            spec.decoder_params = entries[0].params;
+            basalt::SamplerSpec d = decoder_spec(params->decoder);
+            spec.decoder = std::move(d.name);
+            spec.decoder_params = std::move(d.params);
         }
         if (params->max_tokens < -1) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "max_tokens {} is out of range (-1: until the context is full)",
                  params->max_tokens);
         }
         spec.max_tokens = params->max_tokens;
+        spec.seed = params->seed;
         if (params->n_stop_tokens > 0 && params->stop_tokens == nullptr) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "stop_tokens is NULL for {} entries", params->n_stop_tokens);
         }
@@ -331,6 +353,54 @@ basalt_status basalt_request_itl(const basalt_request* request, double* out, siz
         std::lock_guard lock(r.mutex);
         std::copy_n(r.itl_ms.begin(), std::min(capacity, r.itl_ms.size()), out);
         if (out_n != nullptr) *out_n = r.itl_ms.size();
+    });
+}
+
+size_t basalt_request_n_hypotheses(const basalt_request* request) {
+    if (request == nullptr || !request->r) return 0;
+    std::lock_guard lock(request->r->mutex);
+    return request->r->hypotheses.size();
+}
+
+basalt_status basalt_request_hypothesis(const basalt_request* request, size_t index, int32_t* out_tokens,
+                                        size_t capacity, size_t* out_n, float* out_score) {
+    return guard([&] {
+        const Request& r = get(request);
+        if (out_n == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_hypothesis: out_n is NULL");
+        if (capacity > 0 && out_tokens == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_hypothesis: out_tokens is NULL with capacity {}",
+                 capacity);
+        }
+        std::lock_guard lock(r.mutex);
+        if (index >= r.hypotheses.size()) {
+            fail(BASALT_ERR_NOT_FOUND, "hypothesis {} does not exist (the request has {})", index, r.hypotheses.size());
+        }
+        const auto& h = r.hypotheses[index];
+        *out_n = h.tokens.size();
+        if (out_score != nullptr) *out_score = h.score;
+        if (capacity < h.tokens.size()) {
+            if (capacity == 0 && out_tokens == nullptr) return;  // asking for the count
+            fail(BASALT_ERR_CAPACITY, "hypothesis {} has {} tokens, the buffer holds {}", index, h.tokens.size(),
+                 capacity);
+        }
+        std::copy(h.tokens.begin(), h.tokens.end(), out_tokens);
+    });
+}
+
+basalt_status basalt_request_decoder_stat(const basalt_request* request, size_t index, const char** out_name,
+                                          double* out_value) {
+    return guard([&] {
+        const Request& r = get(request);
+        if (out_name == nullptr || out_value == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_decoder_stat: out_name and out_value are required");
+        }
+        std::lock_guard lock(r.mutex);
+        if (index >= r.decoder_stats.size()) {
+            fail(BASALT_ERR_NOT_FOUND, "decoder figure {} does not exist (the request has {})", index,
+                 r.decoder_stats.size());
+        }
+        *out_name = r.decoder_stats[index].first.c_str();
+        *out_value = r.decoder_stats[index].second;
     });
 }
 

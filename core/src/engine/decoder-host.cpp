@@ -100,13 +100,20 @@ uint32_t host_seq_length(void* ctx, int32_t model, int32_t seq) {
     }
 }
 
-basalt_status host_emit(void* ctx, int32_t hypothesis, const int32_t* tokens, size_t n, float /*score*/) {
+basalt_status host_emit(void* ctx, int32_t hypothesis, const int32_t* tokens, size_t n, float score) {
     basalt_status result = BASALT_OK;
     const basalt_status st = call([&] {
         if (tokens == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "emit: tokens is NULL");
-        result = req(ctx).engine->emit(req(ctx), hypothesis, tokens, n);
+        result = req(ctx).engine->emit(req(ctx), hypothesis, tokens, n, score);
     });
     return st != BASALT_OK ? st : result;
+}
+
+basalt_status host_set_stat(void* ctx, const char* name, double value) {
+    return call([&] {
+        if (name == nullptr || name[0] == '\0') fail(BASALT_ERR_INVALID_ARGUMENT, "set_stat: the name is empty");
+        req(ctx).engine->set_stat(req(ctx), name, value);
+    });
 }
 
 int32_t host_is_eog(void* ctx, int32_t token) {
@@ -133,6 +140,7 @@ void make_decoder_host(Request& r) {
     h.seq_length = host_seq_length;
     h.emit = host_emit;
     h.is_end_of_generation = host_is_eog;
+    h.set_stat = host_set_stat;
 }
 
 }  // namespace basalt::engine

@@ -27,6 +27,44 @@ uint64_t round_up(uint64_t x, uint64_t m) {
 
 }  // namespace
 
+basalt_decoder_info create_decoder(basalt_runtime& runtime, const std::string& name,
+                                   const std::vector<std::pair<std::string, std::string>>& params,
+                                   basalt_decoder_iface& table, void*& instance) {
+    const Component* c = runtime.plugins.find(BASALT_COMPONENT_DECODER, name);
+    if (c == nullptr) {
+        std::string names;
+        for (const auto& comp : runtime.plugins.components()) {
+            if (comp.kind == BASALT_COMPONENT_DECODER) names += (names.empty() ? "" : ", ") + comp.name;
+        }
+        fail(BASALT_ERR_NOT_FOUND, "no decoder named '{}' is loaded (available: {})", name,
+             names.empty() ? "none" : names);
+    }
+    table = read_table<basalt_decoder_iface>(*c);
+    const ParamsView p(params);
+    clear_plugin_error();
+    instance = nullptr;
+    const basalt_status st = table.create(host_services(), &p.params, &instance);
+    if (st != BASALT_OK || instance == nullptr) {
+        instance = nullptr;
+        const std::string why = plugin_error_message().empty() ? "create failed" : plugin_error_message();
+        if (why.rfind("decoder '", 0) == 0) fail(st != BASALT_OK ? st : BASALT_ERR_PLUGIN, "{}", why);
+        fail(st != BASALT_OK ? st : BASALT_ERR_PLUGIN, "decoder '{}': {}", name, why);
+    }
+    basalt_decoder_info info{};
+    info.struct_size = sizeof(info);
+    clear_plugin_error();
+    if (const basalt_status rs = table.requirements(instance, &info); rs != BASALT_OK) {
+        const std::string why = plugin_error_message();
+        table.destroy(instance);
+        instance = nullptr;
+        fail(rs, "decoder '{}': requirements: {}", name, why);
+    }
+    info.n_seq = std::max<uint32_t>(1, info.n_seq);
+    info.n_models = std::max<uint32_t>(1, info.n_models);
+    info.n_outputs = std::max<uint32_t>(1, info.n_outputs);
+    return info;
+}
+
 void Request::release_plugin_objects() {
     for (basalt_sampler_chain* c : chains) basalt_sampler_chain_destroy(c);
     chains.clear();
@@ -59,10 +97,10 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
                   hp.n_ctx_train);
     }
     n_seq_max_ = config.n_seq_max != 0 ? config.n_seq_max : config.n_parallel;
-    const uint64_t slots = config.n_kv_slots != 0 ? config.n_kv_slots : uint64_t{n_ctx_} * config.n_parallel;
+    const uint64_t slots = config.n_kv_slots != 0 ? config.n_kv_slots : uint64_t{n_ctx_} * n_seq_max_;
     if (slots > INT32_MAX) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "KV slots {} (n_ctx {} x n_parallel {}) exceed the slot range", slots, n_ctx_,
-             config.n_parallel);
+        fail(BASALT_ERR_INVALID_ARGUMENT, "KV slots {} (n_ctx {} x n_seq_max {}) exceed the slot range", slots, n_ctx_,
+             n_seq_max_);
     }
     n_kv_slots_ = static_cast<uint32_t>(slots);
     SessionConfig sc = config.session;
@@ -151,8 +189,38 @@ bool Engine::is_eog(const Request& r, int32_t token) const {
     return std::find(r.spec.stop_tokens.begin(), r.spec.stop_tokens.end(), token) != r.spec.stop_tokens.end();
 }
 
-basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n) {
-    if (hypothesis != 0) return BASALT_OK;  // n-best alternatives: kept by the decoder, not streamed
+void Engine::set_stat(Request& r, const std::string& name, double value) {
+    std::lock_guard lock(r.mutex);
+    for (auto& [key, v] : r.decoder_stats) {
+        if (key == name) {
+            v = value;
+            return;
+        }
+    }
+    r.decoder_stats.emplace_back(name, value);
+}
+
+basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n, float score) {
+    if (hypothesis < 0 || static_cast<uint32_t>(hypothesis) >= std::max<uint32_t>(1, r.info.n_outputs)) {
+        fail(BASALT_ERR_PLUGIN, "decoder '{}' emitted hypothesis {}, it declared {} output(s)", r.spec.decoder,
+             hypothesis, std::max<uint32_t>(1, r.info.n_outputs));
+    }
+    for (size_t i = 0; i < n; ++i) {
+        if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= n_vocab()) {
+            fail(BASALT_ERR_PLUGIN, "decoder '{}' emitted token {}, outside the vocabulary (0..{})", r.spec.decoder,
+                 tokens[i], n_vocab() - 1);
+        }
+    }
+    {
+        std::lock_guard lock(r.mutex);
+        if (r.hypotheses.size() <= static_cast<size_t>(hypothesis)) r.hypotheses.resize(hypothesis + 1);
+        r.hypotheses[static_cast<size_t>(hypothesis)].score = score;
+        if (hypothesis != 0) {  // n-best alternatives: stored as given, not streamed
+            auto& h = r.hypotheses[static_cast<size_t>(hypothesis)].tokens;
+            h.insert(h.end(), tokens, tokens + n);
+            return BASALT_OK;
+        }
+    }
     if (r.finish_pending != BASALT_FINISH_NONE) return BASALT_ERR_CANCELLED;
     if (r.cancel.load()) {
         r.finish_pending = BASALT_FINISH_CANCELLED;
@@ -160,10 +228,6 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
     }
     for (size_t i = 0; i < n; ++i) {
         const int32_t token = tokens[i];
-        if (token < 0 || static_cast<size_t>(token) >= n_vocab()) {
-            fail(BASALT_ERR_PLUGIN, "decoder '{}' emitted token {}, outside the vocabulary (0..{})", r.spec.decoder,
-                 token, n_vocab() - 1);
-        }
         if (is_eog(r, token)) {
             r.finish_pending = BASALT_FINISH_STOP;
             return BASALT_ERR_CANCELLED;
@@ -174,6 +238,7 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
             std::lock_guard lock(r.mutex);
             r.unread_tokens.push_back(token);
             r.new_tokens.push_back(token);
+            r.hypotheses[0].tokens.push_back(token);
             r.unread_text += released;
             r.new_text += released;
             if (!r.has_first) {
@@ -247,36 +312,23 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     rethrow_if_failed(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));
     r->chains.push_back(chain0);
 
-    const Component* c = runtime_.plugins.find(BASALT_COMPONENT_DECODER, r->spec.decoder);
-    if (c == nullptr) {
-        std::string names;
-        for (const auto& comp : runtime_.plugins.components()) {
-            if (comp.kind == BASALT_COMPONENT_DECODER) names += (names.empty() ? "" : ", ") + comp.name;
-        }
-        fail(BASALT_ERR_NOT_FOUND, "no decoder named '{}' is loaded (available: {})", r->spec.decoder,
-             names.empty() ? "none" : names);
-    }
-    r->dec = read_table<basalt_decoder_iface>(*c);
-    {
-        const ParamsView p(r->spec.decoder_params);
-        clear_plugin_error();
-        const basalt_status st = r->dec.create(host_services(), &p.params, &r->dec_instance);
-        if (st != BASALT_OK || r->dec_instance == nullptr) {
-            r->dec_instance = nullptr;
-            fail(st != BASALT_OK ? st : BASALT_ERR_PLUGIN, "decoder '{}': {}", r->spec.decoder,
-                 plugin_error_message().empty() ? "create failed" : plugin_error_message());
-        }
-    }
-    r->info.struct_size = sizeof(r->info);
-    clear_plugin_error();
-    if (const basalt_status st = r->dec.requirements(r->dec_instance, &r->info); st != BASALT_OK) {
-        fail(st, "decoder '{}': requirements: {}", r->spec.decoder, plugin_error_message());
-    }
-    r->info.n_seq = std::max<uint32_t>(1, r->info.n_seq);
-    r->info.n_models = std::max<uint32_t>(1, r->info.n_models);
+    r->info = create_decoder(runtime_, r->spec.decoder, r->spec.decoder_params, r->dec, r->dec_instance);
     if (r->info.n_models > 1 && !sessions_[1]) {
         fail(BASALT_ERR_INVALID_ARGUMENT,
              "decoder '{}' needs a second model (a draft or amateur) and the engine has none", r->spec.decoder);
+    }
+    if (BASALT_HAS_FIELD(&r->info, basalt_decoder_info, flags) && (r->info.flags & BASALT_DECODER_NEEDS_DRAFT_SAFE)) {
+        std::string unsafe;
+        for (size_t i = 0; i < basalt_sampler_chain_length(chain0); ++i) {
+            if ((basalt_sampler_flags(basalt_sampler_chain_get(chain0, i)) & BASALT_SAMPLER_DRAFT_SAFE) == 0)
+                unsafe += (unsafe.empty() ? "'" : ", '") + std::string(basalt_sampler_chain_name(chain0, i)) + "'";
+        }
+        if (!unsafe.empty()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "decoder '{}' verifies drafts with the sampler chain, and sampler {} is not draft-safe (its output "
+                 "depends on more than the logits and the accepted tokens): drop it or use decoder 'sample'",
+                 r->spec.decoder, unsafe);
+        }
     }
     if (r->info.n_seq > n_seq_max_) {
         fail(BASALT_ERR_CAPACITY, "decoder '{}' needs {} sequences, the engine has {} (n_seq_max)", r->spec.decoder,
@@ -369,6 +421,19 @@ bool Engine::start(Request& r) {
     dr.prompt = r.spec.prompt.data();
     dr.n_prompt = r.spec.prompt.size();
     dr.max_tokens = r.spec.max_tokens < 0 ? static_cast<int32_t>(n_ctx_) : r.spec.max_tokens;
+    dr.seed = r.spec.seed;
+    if (dr.seed < 0) {  // the chain's own dist seed, so a seeded chain reproduces a decoder's draws too
+        for (const SamplerSpec& entry : parse_sampler_chain(r.spec.samplers)) {
+            for (const auto& [key, value] : entry.params) {
+                if (entry.name == "dist" && (key == "seed" || key == primary_key("dist")))
+                    dr.seed = std::atoll(value.c_str());
+            }
+        }
+    }
+    basalt_sampler_chain* c0 = r.chains[0];
+    const size_t n_samplers = basalt_sampler_chain_length(c0);
+    if (n_samplers > 0 && std::string(basalt_sampler_chain_name(c0, n_samplers - 1)) == "greedy")
+        dr.chain_flags |= BASALT_DECODER_CHAIN_GREEDY;
     clear_plugin_error();
     if (const basalt_status st = r.dec.begin(r.dec_instance, &r.host, &dr); st != BASALT_OK) {
         finish(r, BASALT_FINISH_ERROR, fmt::format("decoder '{}': begin: {}", r.spec.decoder, plugin_error_message()));

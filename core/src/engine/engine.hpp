@@ -37,6 +37,13 @@ struct EngineStats {
     uint64_t batch_tokens_max = 0, kv_slots = 0, kv_slots_free = 0;
 };
 
+// Creates an instance of decoder `name` with params (table and instance out; the instance is the caller's, freed
+// with table.destroy) and returns its requirements (n_seq, n_models, n_outputs at least 1). Throws Error naming an
+// unknown decoder (and the loaded ones) or a parameter the decoder refused.
+basalt_decoder_info create_decoder(basalt_runtime& runtime, const std::string& name,
+                                   const std::vector<std::pair<std::string, std::string>>& params,
+                                   basalt_decoder_iface& table, void*& instance);
+
 class Engine {
   public:
     Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_model* second, const EngineConfig& config);
@@ -64,7 +71,8 @@ class Engine {
     int32_t session_seq(Request& r, int32_t model, int32_t seq) const;
     basalt_sampler_chain* chain(Request& r, int32_t seq) const;
     void fork(Request& r, int32_t model, int32_t src, int32_t dst);
-    basalt_status emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n);
+    basalt_status emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n, float score);
+    void set_stat(Request& r, const std::string& name, double value);
     bool is_eog(const Request& r, int32_t token) const;
 
   private:

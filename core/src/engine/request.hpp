@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -27,11 +28,18 @@ struct RequestSpec {
     std::string decoder = "sample";   // component name
     std::vector<std::pair<std::string, std::string>> decoder_params;
     int32_t max_tokens = -1;
+    int64_t seed = -1;  // the request's seed (also applied to the chain's dist entries), for the decoder's draws
     std::vector<int32_t> stop_tokens;
     std::vector<std::string> stop;
     bool ignore_eog = false;
     basalt_request_callback callback = nullptr;
     void* user_data = nullptr;
+};
+
+// One output of a request's decoder: hypothesis 0 is the streamed output, 1.. the n-best alternatives.
+struct Hypothesis {
+    std::vector<int32_t> tokens;
+    float score = 0.f;
 };
 
 struct Request {
@@ -73,6 +81,8 @@ struct Request {
     uint64_t prompt_tokens = 0, cached_tokens = 0;
     uint64_t generated_tokens = 0;  // written by the loop thread only (under mutex), so it reads it without one
     std::vector<double> itl_ms;
+    std::vector<Hypothesis> hypotheses;                        // grows as the decoder emits them
+    std::deque<std::pair<std::string, double>> decoder_stats;  // deque: names stay put (borrowed by the C API)
     std::atomic<bool> cancel{false};
     bool in_callback = false;  // the loop thread is inside this request's callback
     std::thread::id callback_thread;
