@@ -99,8 +99,8 @@ std::pair<std::vector<int32_t>, int32_t> solo(basalt_runtime* rt, const basalt_m
     return {tokens_of(r.r), basalt_request_finish_reason(r.r)};
 }
 
-const char* const kPrompts[] = {"The cat", "Once upon a time there was", "A fool and his money",
-                                "You will be", "Q: What is the answer?\nA:"};
+const char* const kPrompts[] = {"The cat", "Once upon a time there was", "A fool and his money", "You will be",
+                                "Q: What is the answer?\nA:"};
 
 }  // namespace
 
@@ -118,9 +118,9 @@ TEST_CASE("greedy speculative decoding equals plain greedy decoding token for to
         for (const char* prompt : kPrompts) {
             const auto want = solo(rt.rt, target.m, nullptr, request(prompt, 40, "greedy", "sample"));
             REQUIRE(want.first.size() > 0);
-            for (const char* dec : {"speculative:k=1", "speculative:k=4", "speculative:k=7",
-                                    "speculative:k=6,adaptive=1", "speculative:source=ngram,k=5",
-                                    "speculative:source=ngram,ngram_max=1"}) {
+            for (const char* dec :
+                 {"speculative:k=1", "speculative:k=4", "speculative:k=7", "speculative:k=6,adaptive=1",
+                  "speculative:source=ngram,k=5", "speculative:source=ngram,ngram_max=1"}) {
                 CAPTURE(pair.target, pair.draft, prompt, dec);
                 const auto got = solo(rt.rt, target.m, draft.m, request(prompt, 40, "greedy", dec));
                 CHECK(got == want);
@@ -184,7 +184,8 @@ std::map<std::pair<int32_t, int32_t>, double> joint(basalt_runtime* rt, const ba
     for (size_t t0 = 0; t0 < nv; ++t0) {
         if (p0[t0] < floor) continue;  // its cells go to the pooled rest
         REQUIRE(basalt_session_seq_truncate(s, 0, static_cast<uint32_t>(prompt.size())) == BASALT_OK);
-        const std::vector<float> l1 = test::decode_rows(s, {static_cast<int32_t>(t0)}, static_cast<int32_t>(prompt.size()), 0);
+        const std::vector<float> l1 =
+            test::decode_rows(s, {static_cast<int32_t>(t0)}, static_cast<int32_t>(prompt.size()), 0);
         const std::vector<double> p1 = chain_probs(l1.data(), nv, top_k);
         for (size_t t1 = 0; t1 < nv; ++t1) {
             if (p1[t1] > 0) out[{static_cast<int32_t>(t0), static_cast<int32_t>(t1)}] = p0[t0] * p1[t1];
@@ -280,20 +281,17 @@ TEST_CASE("speculative requests refuse chains that are not draft-safe and need a
     {
         Engine e(rt.rt, target.m, draft.m);
         Request r;
-        CHECK(submit(e.e, request("The cat", 8, "penalties:repeat=1.2;top_k:5;dist", "speculative"),
-                                   &r.r) == BASALT_ERR_INVALID_ARGUMENT);
+        CHECK(submit(e.e, request("The cat", 8, "penalties:repeat=1.2;top_k:5;dist", "speculative"), &r.r) ==
+              BASALT_ERR_INVALID_ARGUMENT);
         CHECK_THAT(test::last_error(), Contains("'penalties'") && Contains("not draft-safe"));
-        CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative:k=0"), &r.r) ==
-              BASALT_ERR_INVALID_ARGUMENT);
+        CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative:k=0"), &r.r) == BASALT_ERR_INVALID_ARGUMENT);
         CHECK_THAT(test::last_error(), Contains("'k'"));
-        CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative:draft=1"), &r.r) ==
-              BASALT_ERR_INVALID_ARGUMENT);
+        CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative:draft=1"), &r.r) == BASALT_ERR_INVALID_ARGUMENT);
         CHECK_THAT(test::last_error(), Contains("unknown parameter 'draft'") && Contains("accepted: k, adaptive"));
     }
     Engine e(rt.rt, target.m, nullptr);
     Request r;
-    CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative"), &r.r) ==
-          BASALT_ERR_INVALID_ARGUMENT);
+    CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative"), &r.r) == BASALT_ERR_INVALID_ARGUMENT);
     CHECK_THAT(test::last_error(), Contains("needs a second model"));
     // Prompt lookup needs no second model.
     CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative:source=ngram"), &r.r) == BASALT_OK);
@@ -317,7 +315,8 @@ TEST_CASE("speculative requests sharing batches with plain ones give their solo 
                         {"Q: What is", "greedy", "speculative:source=ngram", -1},
                         {"The dog", "min_p:p=0.05;dist", "speculative:k=2,adaptive=1", 11}};
     std::vector<std::pair<std::vector<int32_t>, int32_t>> want;
-    for (const Job& j : jobs) want.push_back(solo(rt.rt, target.m, draft.m, request(j.prompt, 30, j.chain, j.decoder, j.seed)));
+    for (const Job& j : jobs)
+        want.push_back(solo(rt.rt, target.m, draft.m, request(j.prompt, 30, j.chain, j.decoder, j.seed)));
     Engine e(rt.rt, target.m, draft.m, 6);
     std::vector<Request> rs(std::size(jobs));
     for (size_t i = 0; i < std::size(jobs); ++i) {

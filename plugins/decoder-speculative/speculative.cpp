@@ -34,7 +34,7 @@ struct Config {
 struct Speculative {
     Config cfg;
     const basalt_decoder_host* host = nullptr;
-    bool greedy = true;  // the verification in use (Auto resolved at begin)
+    bool greedy = true;        // the verification in use (Auto resolved at begin)
     std::vector<int32_t> ctx;  // prompt + emitted tokens
     size_t prompt_len = 0;
     uint32_t target_len = 0;  // tokens of ctx in the target's cache (all but the last once decoding)
@@ -45,11 +45,11 @@ struct Speculative {
     Phase phase = Phase::Prefill;
     int32_t finish = BASALT_FINISH_NONE;
 
-    std::vector<int32_t> drafts;          // proposed this round
-    std::vector<std::vector<float>> q;    // the draft's distribution at each proposal (stochastic, model source)
-    std::vector<int32_t> feed;            // tokens of the current plan's feed(s)
-    std::vector<int32_t> draft_feed;      // tokens fed to the draft this round
-    std::vector<float> p, residual;       // scratch, n_vocab
+    std::vector<int32_t> drafts;        // proposed this round
+    std::vector<std::vector<float>> q;  // the draft's distribution at each proposal (stochastic, model source)
+    std::vector<int32_t> feed;          // tokens of the current plan's feed(s)
+    std::vector<int32_t> draft_feed;    // tokens fed to the draft this round
+    std::vector<float> p, residual;     // scratch, n_vocab
     std::mt19937_64 rng;
 
     uint64_t drafted = 0, accepted = 0, verifies = 0, target_tokens = 0;
@@ -159,16 +159,24 @@ basalt_status spec_create(const basalt_host* /*host*/, const basalt_params* para
         if (c.k < 1 || c.k > 64) p.bad("k", *p.find("k"), "a draft length from 1 to 64");
         c.adaptive = p.get_bool("adaptive", false);
         if (auto v = p.find("source")) {
-            if (*v == "model") c.source = Source::Model;
-            else if (*v == "ngram") c.source = Source::Ngram;
-            else p.bad("source", *v, "'model' (the engine's second model drafts) or 'ngram' (prompt lookup)");
+            if (*v == "model")
+                c.source = Source::Model;
+            else if (*v == "ngram")
+                c.source = Source::Ngram;
+            else
+                p.bad("source", *v, "'model' (the engine's second model drafts) or 'ngram' (prompt lookup)");
         }
         if (auto v = p.find("verify")) {
-            if (*v == "auto") c.verify = Verify::Auto;
-            else if (*v == "greedy") c.verify = Verify::Greedy;
-            else if (*v == "stochastic") c.verify = Verify::Stochastic;
-            else if (*v == "accept_all") c.verify = Verify::AcceptAll;
-            else p.bad("verify", *v, "auto, greedy, stochastic or accept_all (a broken verifier, for tests)");
+            if (*v == "auto")
+                c.verify = Verify::Auto;
+            else if (*v == "greedy")
+                c.verify = Verify::Greedy;
+            else if (*v == "stochastic")
+                c.verify = Verify::Stochastic;
+            else if (*v == "accept_all")
+                c.verify = Verify::AcceptAll;
+            else
+                p.bad("verify", *v, "auto, greedy, stochastic or accept_all (a broken verifier, for tests)");
         }
         c.ngram_max = static_cast<int>(p.get_int("ngram_max", 3));
         c.ngram_min = static_cast<int>(p.get_int("ngram_min", 1));
