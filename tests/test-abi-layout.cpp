@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.1, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.2, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -154,7 +154,8 @@ PIN(basalt_kv_cache_iface, seq_fork, 56);
 PIN(basalt_kv_cache_iface, prefix_attach, 64);
 PIN(basalt_kv_cache_iface, free_slots, 72);
 PIN(basalt_kv_cache_iface, seq_truncate, 80); /* since 1.1 */
-PIN_SIZE(basalt_kv_cache_iface, 88);
+PIN(basalt_kv_cache_iface, seq_set_salt, 88); /* since 1.2 */
+PIN_SIZE(basalt_kv_cache_iface, 96);
 
 PIN(basalt_batch, n_tokens, 8);
 PIN(basalt_batch, tokens, 16);
@@ -223,14 +224,16 @@ PIN(basalt_request_params, seed, 64);
 PIN(basalt_request_params, stop, 88);
 PIN(basalt_request_params, callback, 104);
 PIN(basalt_request_params, user_data, 112);
-PIN_SIZE(basalt_request_params, 120);
+PIN(basalt_request_params, cache_salt, 120);
+PIN_SIZE(basalt_request_params, 128);
 PIN(basalt_request_stats, prompt_tokens, 8);
 PIN(basalt_request_stats, queue_ms, 32);
 PIN(basalt_request_stats, tokens_per_s, 88);
 PIN_SIZE(basalt_request_stats, 96);
 PIN(basalt_engine_stats, steps, 8);
 PIN(basalt_engine_stats, kv_slots_free, 72);
-PIN_SIZE(basalt_engine_stats, 80);
+PIN(basalt_engine_stats, cached_tokens, 80);
+PIN_SIZE(basalt_engine_stats, 88);
 
 PIN(basalt_activations, layer, 4);
 PIN(basalt_activations, n_tokens, 8);

@@ -327,7 +327,7 @@ void PagedCache::reserve(basalt_kv_reservation* r) {
         q.length += batch_added_[static_cast<size_t>(s)];
         if (ring_ != 0 && q.length > ring_) q.ring_lo = std::max(q.ring_lo, q.length - ring_);
         for (size_t k = start / block_size_; (k + 1) * block_size_ <= q.length; ++k) {
-            index_.on_full(q.blocks[k], k > 0 ? q.blocks[k - 1] : -1);
+            index_.on_full(q.blocks[k], k > 0 ? q.blocks[k - 1] : -1, q.salt);
         }
     }
     r->out_n_copies = n_copies;
@@ -381,6 +381,7 @@ void PagedCache::drop(int32_t seq_id) {
     q.blocks.clear();
     q.length = 0;
     q.ring_lo = 0;
+    q.salt = 0;
 }
 
 void PagedCache::fork(int32_t src_id, int32_t dst_id) {
@@ -399,6 +400,7 @@ void PagedCache::fork(int32_t src_id, int32_t dst_id) {
     dst.blocks.assign(src.blocks.begin(), src.blocks.end());
     for (int32_t b : dst.blocks) pool_.retain(b);
     dst.length = src.length;
+    dst.salt = src.salt;
     if (ring_ != 0) {
         // The copy runs before the next batch's writes (whichever sequences it has), so it reads src as it is now.
         const auto r = static_cast<int32_t>(ring_);
@@ -422,7 +424,7 @@ void PagedCache::prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_t
         return;
     }
     matched_.clear();
-    index_.match(tokens, n_tokens, matched_);  // matched_ has capacity n_blocks: a chain never repeats a block
+    index_.match(tokens, n_tokens, q.salt, matched_);  // matched_ has capacity n_blocks: a chain never repeats a block
     if (q.blocks.capacity() < matched_.size()) q.blocks.reserve(matched_.size());  // may throw: no change
     q.blocks.assign(matched_.begin(), matched_.end());
     for (int32_t b : q.blocks) pool_.retain(b);  // a cached block leaves the LRU list
@@ -457,6 +459,15 @@ void PagedCache::truncate(int32_t seq_id, uint32_t n_keep) {
     // away when it is still shared, or forgets the entry before overwriting it in place.
     q.length = n_keep;
     if (n_keep == 0) q.ring_lo = 0;
+}
+
+void PagedCache::set_salt(int32_t seq_id, uint64_t salt) {
+    Sequence& q = sequence(seq_id, "seq_set_salt");
+    if (q.length != 0 || !q.blocks.empty()) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "seq_set_salt: sequence " + std::to_string(seq_id) + " is not empty (holds " + str(q.length) + " tokens)");
+    }
+    q.salt = salt;
 }
 
 }  // namespace basalt::kv_paged

@@ -52,6 +52,8 @@ class PagedCache {
     void prefix_attach(int32_t seq_id, const int32_t* tokens, size_t n_tokens, size_t* out_n_matched);
     // Forgets positions >= n_keep (see basalt_kv_cache_iface::seq_truncate).
     void truncate(int32_t seq_id, uint32_t n_keep);
+    // Sets an empty sequence's prefix-cache salt (see basalt_kv_cache_iface::seq_set_salt).
+    void set_salt(int32_t seq_id, uint64_t salt);
     size_t free_slots() const noexcept { return pool_.n_free() * block_size_; }
     uint32_t ring() const noexcept { return ring_; }
 
@@ -60,6 +62,7 @@ class PagedCache {
         std::vector<int32_t> blocks;  // block table: block k holds positions [k*block_size, (k+1)*block_size)
         uint32_t length = 0;          // tokens held; positions 0 .. length-1
         uint32_t ring_lo = 0;         // lowest position whose window-layer K/V are still in the ring
+        uint64_t salt = 0;            // prefix-cache salt: its full blocks match only sequences with the same salt
     };
 
     Sequence& sequence(int32_t seq_id, const char* call);

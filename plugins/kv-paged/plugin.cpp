@@ -98,6 +98,10 @@ basalt_status paged_seq_truncate(void* cache, int32_t seq_id, uint32_t n_keep) {
     return basalt::sdk::guard([&] { self(cache).truncate(seq_id, n_keep); });
 }
 
+basalt_status paged_seq_set_salt(void* cache, int32_t seq_id, uint64_t salt) {
+    return basalt::sdk::guard([&] { self(cache).set_salt(seq_id, salt); });
+}
+
 size_t paged_free_slots(void* cache) {
     return cache == nullptr ? 0 : static_cast<const PagedCache*>(cache)->free_slots();
 }
@@ -115,6 +119,7 @@ const basalt_kv_cache_iface kIface = {
     paged_prefix_attach,
     paged_free_slots,
     paged_seq_truncate,
+    paged_seq_set_salt,
 };
 
 const basalt_component_desc kComponent = {

@@ -61,10 +61,10 @@ void PrefixIndex::copy_prefix(int32_t src, int32_t dst, uint32_t n) noexcept {
     meta_[static_cast<size_t>(dst)].known = meta_[static_cast<size_t>(src)].known;
 }
 
-void PrefixIndex::on_full(int32_t block, int32_t prev) noexcept {
+void PrefixIndex::on_full(int32_t block, int32_t prev, uint64_t salt) noexcept {
     Meta& m = meta_[static_cast<size_t>(block)];
     if (!m.known) return;
-    uint64_t seed = kRootSeed;
+    uint64_t seed = salt == 0 ? kRootSeed : splitmix(kRootSeed ^ salt);
     int32_t parent = -1;
     uint32_t parent_gen = 0;
     if (prev >= 0) {
@@ -78,7 +78,8 @@ void PrefixIndex::on_full(int32_t block, int32_t prev) noexcept {
     if (it != by_hash_.end()) {
         const int32_t twin = it->second;
         Meta& t = meta_[static_cast<size_t>(twin)];
-        if (t.parent == parent && t.parent_gen == parent_gen && same_tokens(twin, block_tokens(block))) {
+        if (t.parent == parent && t.parent_gen == parent_gen && t.salt == salt &&
+            same_tokens(twin, block_tokens(block))) {
             m.canon = twin;  // a twin already holds this prefix
             m.canon_gen = t.gen;
             return;
@@ -97,14 +98,15 @@ void PrefixIndex::on_full(int32_t block, int32_t prev) noexcept {
         }
     }
     m.registered = true;
+    m.salt = salt;
     m.parent = parent;
     m.parent_gen = parent_gen;
     m.canon = block;
     m.canon_gen = m.gen;
 }
 
-void PrefixIndex::match(const int32_t* tokens, size_t n, std::vector<int32_t>& out) const {
-    uint64_t h = kRootSeed;
+void PrefixIndex::match(const int32_t* tokens, size_t n, uint64_t salt, std::vector<int32_t>& out) const {
+    uint64_t h = salt == 0 ? kRootSeed : splitmix(kRootSeed ^ salt);
     int32_t prev = -1;
     for (size_t k = 0; (k + 1) * block_size_ <= n; ++k) {
         const int32_t* chunk = tokens + k * block_size_;
@@ -113,7 +115,7 @@ void PrefixIndex::match(const int32_t* tokens, size_t n, std::vector<int32_t>& o
         if (it == by_hash_.end()) break;
         const int32_t b = it->second;
         const Meta& m = meta_[static_cast<size_t>(b)];
-        if (m.parent != prev) break;
+        if (m.parent != prev || m.salt != salt) break;
         if (prev >= 0 && m.parent_gen != meta_[static_cast<size_t>(prev)].gen) break;
         if (!same_tokens(b, chunk)) break;
         out.push_back(b);

@@ -32,17 +32,19 @@ class PrefixIndex {
     }
     // Copy on write: dst receives the first n token ids of src.
     void copy_prefix(int32_t src, int32_t dst, uint32_t n) noexcept;
-    // Called when `block` became full; prev is the block before it in the sequence (-1 for the first block).
-    void on_full(int32_t block, int32_t prev) noexcept;
+    // Called when `block` became full; prev is the block before it in the sequence (-1 for the first block),
+    // salt the sequence's (a chain hashes under its salt: sequences with different salts never match).
+    void on_full(int32_t block, int32_t prev, uint64_t salt) noexcept;
 
     bool registered(int32_t block) const noexcept { return meta_[static_cast<size_t>(block)].registered; }
-    // Appends to out the longest chain of registered blocks holding exactly tokens[0 .. k*block_size).
-    // out must have capacity for n / block_size more entries (no allocation here).
-    void match(const int32_t* tokens, size_t n, std::vector<int32_t>& out) const;
+    // Appends to out the longest chain of registered blocks holding exactly tokens[0 .. k*block_size), registered
+    // under salt. out must have capacity for n / block_size more entries (no allocation here).
+    void match(const int32_t* tokens, size_t n, uint64_t salt, std::vector<int32_t>& out) const;
 
   private:
     struct Meta {
         uint64_t hash = 0;        // chain hash of the prefix ending with this block (valid when full and known)
+        uint64_t salt = 0;        // the salt of the sequence that registered it (checked, not only hashed)
         int32_t parent = -1;      // registered block before this one (registered blocks only), -1 at the root
         uint32_t parent_gen = 0;  // parent's generation when linked; a reused parent breaks the chain
         uint32_t gen = 0;         // bumped each time the block is handed out again

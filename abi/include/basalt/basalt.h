@@ -374,6 +374,18 @@ BASALT_API basalt_status basalt_session_seq_fork(basalt_session* session, int32_
  * A failed call changes nothing. One thread per session at a time.
  */
 BASALT_API basalt_status basalt_session_seq_truncate(basalt_session* session, int32_t seq_id, uint32_t n_keep);
+/*
+ * Prefix caching (since 1.2): attaches to empty sequence seq_id the longest chain of cached full blocks whose
+ * tokens are a prefix of tokens[0 .. n_tokens) and were indexed under the sequence's salt; *out_n_matched gets
+ * the tokens now held (a multiple of the block size, 0 when nothing matches or the manager caches no
+ * prefixes). The next decode continues at position *out_n_matched. Blocks of dropped sequences stay cached
+ * until their room is needed (least recently used first). One thread per session at a time.
+ */
+BASALT_API basalt_status basalt_session_prefix_attach(basalt_session* session, int32_t seq_id, const int32_t* tokens,
+                                                      size_t n_tokens, size_t* out_n_matched);
+/* Sets the prefix-cache salt of an empty sequence (since 1.2; 0: none): its blocks match only sequences with the
+ * same salt. Forks keep it, drop clears it. One thread per session at a time. */
+BASALT_API basalt_status basalt_session_seq_set_salt(basalt_session* session, int32_t seq_id, uint64_t salt);
 
 /* ---- engine: requests, continuous batching, decoders ------------------------------------------------------- */
 
@@ -392,7 +404,11 @@ typedef struct basalt_request basalt_request;
 enum {
     /* Run the step loop on a thread of the engine's own (started by basalt_engine_create, joined by destroy):
      * callers only submit, poll and wait. Without it the caller drives the loop (basalt_engine_step/_run). */
-    BASALT_ENGINE_OWN_THREAD = 1u << 0
+    BASALT_ENGINE_OWN_THREAD = 1u << 0,
+    /* Turn prefix caching off (since 1.2): by default a request's prompt reuses the K/V of the longest cached
+     * chain of full blocks holding the same tokens (with the same cache_salt), computed by earlier or running
+     * requests; only the rest is computed. */
+    BASALT_ENGINE_NO_PREFIX_CACHE = 1u << 1
 };
 
 typedef struct basalt_engine_params {
@@ -456,6 +472,9 @@ typedef struct basalt_request_params {
     size_t n_stop;
     basalt_request_callback callback; /* may be NULL (poll instead) */
     void* user_data;                  /* passed to callback; borrowed until the request finishes */
+    /* since 1.2 */
+    const char* cache_salt; /* prefix-cache isolation: requests share cached K/V only with the same salt (NULL or
+                               "": the shared default); e.g. one salt per tenant. Copied. */
 } basalt_request_params;
 
 /* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */
@@ -502,6 +521,9 @@ typedef struct basalt_engine_stats {
     uint64_t batch_tokens_max; /* largest step (tokens over both models) */
     uint64_t kv_slots;         /* the cache's capacity */
     uint64_t kv_slots_free;    /* not reserved by running requests (what admission can still give) */
+    /* since 1.2 */
+    uint64_t cached_tokens; /* prompt tokens reused from the prefix cache instead of computed; hit rate =
+                               cached_tokens / (cached_tokens + prompt_tokens) */
 } basalt_engine_stats;
 
 /* Writes the engine's counters into *out. Thread-safe. */

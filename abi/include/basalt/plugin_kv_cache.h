@@ -113,6 +113,12 @@ typedef struct basalt_kv_cache_iface {
      * n_keep == length is a no-op; n_keep > length is BASALT_ERR_INVALID_ARGUMENT. A manager with capped window
      * storage refuses (BASALT_ERR_UNSUPPORTED) a cut back past what that storage still holds. All or nothing. */
     basalt_status (*seq_truncate)(void* cache, int32_t seq_id, uint32_t n_keep);
+    /* since 1.2 */
+    /* Optional (NULL: no salts; the host then refuses requests that set one). Sets the prefix-cache salt of an
+     * empty sequence (0: none): its full blocks are indexed under it and prefix_attach matches only blocks indexed
+     * under the same salt, so requests of different tenants never share K/V. seq_fork copies the salt, seq_drop
+     * clears it. A sequence that is not empty is BASALT_ERR_INVALID_ARGUMENT. */
+    basalt_status (*seq_set_salt)(void* cache, int32_t seq_id, uint64_t salt);
 } basalt_kv_cache_iface;
 
 #define BASALT_KV_CACHE_IFACE_MIN_SIZE (offsetof(basalt_kv_cache_iface, seq_fork) + sizeof(void*))

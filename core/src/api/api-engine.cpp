@@ -99,6 +99,7 @@ basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* 
                      params->struct_size);
             }
             cfg.own_thread = (params->flags & BASALT_ENGINE_OWN_THREAD) != 0;
+            cfg.prefix_cache = (params->flags & BASALT_ENGINE_NO_PREFIX_CACHE) == 0;
             cfg.n_ctx = params->n_ctx;
             if (params->n_parallel != 0) cfg.n_parallel = params->n_parallel;
             cfg.n_seq_max = params->n_seq_max;
@@ -175,6 +176,13 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
             spec.stop.emplace_back(params->stop[i]);
         }
         spec.ignore_eog = (params->flags & BASALT_REQUEST_IGNORE_EOG) != 0;
+        if (BASALT_HAS_FIELD(params, basalt_request_params, cache_salt) && params->cache_salt != nullptr &&
+            params->cache_salt[0] != '\0') {
+            uint64_t h = 1469598103934665603ULL;  // FNV-1a: stable across runs and builds
+            for (const char* c = params->cache_salt; *c != '\0'; ++c)
+                h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
+            spec.cache_salt = h == 0 ? 1 : h;
+        }
         spec.callback = params->callback;
         spec.user_data = params->user_data;
         auto h = std::make_unique<basalt_request>();
@@ -214,6 +222,7 @@ basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine
         v.batch_tokens_max = s.batch_tokens_max;
         v.kv_slots = s.kv_slots;
         v.kv_slots_free = s.kv_slots_free;
+        v.cached_tokens = s.cached_tokens;
         basalt::api::write_sized(out, v);
     });
 }

@@ -121,4 +121,17 @@ basalt_status basalt_session_seq_truncate(basalt_session* session, int32_t seq_i
     return guard([&] { get(session).seq_truncate(seq_id, n_keep); });
 }
 
+basalt_status basalt_session_prefix_attach(basalt_session* session, int32_t seq_id, const int32_t* tokens,
+                                           size_t n_tokens, size_t* out_n_matched) {
+    return guard([&] {
+        if (out_n_matched == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_prefix_attach: out_n_matched is NULL");
+        *out_n_matched = get(session).prefix_attach(seq_id, tokens, n_tokens);
+    });
+}
+
+basalt_status basalt_session_seq_set_salt(basalt_session* session, int32_t seq_id, uint64_t salt) {
+    return guard([&] { get(session).seq_set_salt(seq_id, salt); });
+}
+
 }  // extern "C"

@@ -374,6 +374,9 @@ void Engine::admit(const std::shared_ptr<Request>& r) {
             free_seqs_[m].pop_back();
         }
     }
+    for (int m = 0; m < 2; ++m) {
+        for (int32_t sid : r->seq_ids[m]) sessions_[m]->seq_set_salt(sid, r->spec.cache_salt);
+    }
     r->kv_reserved = worst_case_slots(*r);
     kv_reserved_ += r->kv_reserved;
     running_.push_back(r);
@@ -439,7 +442,31 @@ bool Engine::start(Request& r) {
         finish(r, BASALT_FINISH_ERROR, fmt::format("decoder '{}': begin: {}", r.spec.decoder, plugin_error_message()));
         return false;
     }
-    return replan(r);
+    if (!replan(r)) return false;
+    if (config_.prefix_cache) attach_prefixes(r);
+    return true;
+}
+
+void Engine::attach_prefixes(Request& r) {
+    uint64_t hit = 0;
+    for (size_t f = 0; f < r.feeds.size(); ++f) {
+        const basalt_decoder_feed& feed = r.feeds[f];
+        // A prompt feed of a fresh sequence, whose rows (but the last) need no logits: the last token is always
+        // computed, so the decoder gets its logits.
+        if (feed.n_tokens < 2 || feed.logits == BASALT_DECODER_LOGITS_ALL) continue;
+        const int32_t sid = r.seq_ids[feed.model][static_cast<size_t>(feed.seq)];
+        Session& s = *sessions_[feed.model];
+        if (s.seq_length(sid) != 0) continue;
+        const uint32_t matched = s.prefix_attach(sid, feed.tokens, feed.n_tokens - 1);
+        r.fed[f] = r.cached[f] = matched;
+        if (feed.model == 0) hit = std::max<uint64_t>(hit, matched);
+    }
+    {
+        std::lock_guard lock(r.mutex);
+        r.cached_tokens = hit;
+    }
+    std::lock_guard lock(mutex_);
+    stats_.cached_tokens += hit;
 }
 
 bool Engine::replan(Request& r) {
@@ -475,6 +502,7 @@ bool Engine::replan(Request& r) {
     }
     r.feeds.resize(plan.n_feeds);
     r.fed.assign(plan.n_feeds, 0);
+    r.cached.assign(plan.n_feeds, 0);
     r.logits.resize(plan.n_feeds);
     for (auto& l : r.logits) l.clear();
     r.direct.assign(plan.n_feeds, nullptr);
@@ -622,7 +650,7 @@ size_t Engine::step() {
                 const bool last = k + 1 == f.n_tokens;
                 if (f.logits == BASALT_DECODER_LOGITS_ALL || (f.logits == BASALT_DECODER_LOGITS_LAST && last)) {
                     const float* l = sessions_[m]->logits(out++);
-                    if (row.first == 0 && row.count == f.n_tokens) {
+                    if (row.first == r.cached[row.feed] && row.first + row.count == f.n_tokens) {
                         // The whole feed is in this step: its rows are contiguous in the session's logits, which
                         // stay valid until that session's next decode (after consume).
                         if (i == 0 || f.logits == BASALT_DECODER_LOGITS_LAST) r.direct[row.feed] = l;

@@ -29,12 +29,13 @@ struct EngineConfig {
     uint32_t max_batch_tokens = 512;
     uint32_t prefill_chunk = 0;  // 0: whole prompts
     bool own_thread = false;
-    SessionConfig session;  // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)
+    bool prefix_cache = true;  // attach prompts to cached blocks at their start
+    SessionConfig session;     // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)
 };
 
 struct EngineStats {
     uint64_t steps = 0, queued = 0, running = 0, finished = 0, prompt_tokens = 0, generated_tokens = 0;
-    uint64_t batch_tokens_max = 0, kv_slots = 0, kv_slots_free = 0;
+    uint64_t batch_tokens_max = 0, kv_slots = 0, kv_slots_free = 0, cached_tokens = 0;
 };
 
 // Creates an instance of decoder `name` with params (table and instance out; the instance is the caller's, freed
@@ -78,8 +79,9 @@ class Engine {
   private:
     bool admissible(const Request& r) const;
     void admit(const std::shared_ptr<Request>& r);
-    bool start(Request& r);   // create the decoder, begin, first plan; false if it finished at once
-    bool replan(Request& r);  // plan after consume; false when finished
+    bool start(Request& r);            // create the decoder, begin, first plan; false if it finished at once
+    bool replan(Request& r);           // plan after consume; false when finished
+    void attach_prefixes(Request& r);  // the first plan's prompt feeds reuse cached blocks
     void finish(Request& r, int32_t reason, const std::string& error = {});
     void release(Request& r);  // sequences and KV room back
     void deliver(const std::vector<std::shared_ptr<Request>>& touched);

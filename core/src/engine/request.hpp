@@ -32,6 +32,7 @@ struct RequestSpec {
     std::vector<int32_t> stop_tokens;
     std::vector<std::string> stop;
     bool ignore_eog = false;
+    uint64_t cache_salt = 0;  // prefix-cache salt (0: the shared default)
     basalt_request_callback callback = nullptr;
     void* user_data = nullptr;
 };
@@ -57,7 +58,8 @@ struct Request {
     std::vector<int32_t> seq_ids[2];            // request-local sequence -> session sequence id, per model
     uint64_t kv_reserved = 0;                   // slots counted against the cache at admission
     std::vector<basalt_decoder_feed> feeds;     // the current plan
-    std::vector<size_t> fed;                    // tokens of each feed computed so far
+    std::vector<size_t> fed;                    // tokens of each feed computed (or found in the prefix cache) so far
+    std::vector<size_t> cached;                 // tokens of each feed found in the prefix cache
     std::vector<std::vector<float>> logits;     // rows of a feed computed over several steps, copied
     std::vector<const float*> direct;           // rows of a feed computed in one step: the session's own
     std::vector<size_t> direct_rows;

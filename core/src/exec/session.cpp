@@ -312,6 +312,38 @@ void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
     seq_len_[static_cast<size_t>(seq)] = n_keep;
 }
 
+uint32_t Session::prefix_attach(int32_t seq, const int32_t* tokens, size_t n) {
+    if (seq_length(seq) != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: sequence {} is not empty", seq);
+    if (tokens == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: tokens is NULL");
+    if (kv_.prefix_attach == nullptr || n == 0) return 0;
+    size_t matched = 0;
+    clear_plugin_error();
+    const basalt_status st = kv_.prefix_attach(kv_instance_, seq, tokens, std::min<size_t>(n, n_ctx_), &matched);
+    if (st != BASALT_OK) {
+        fail(st, "KV cache manager '{}': prefix_attach: {}", config_.kv_cache,
+             plugin_error_message().empty() ? status_name(st) : plugin_error_message());
+    }
+    if (matched > n)
+        fail(BASALT_ERR_PLUGIN, "KV cache manager '{}' matched {} of {} tokens", config_.kv_cache, matched, n);
+    seq_len_[static_cast<size_t>(seq)] = static_cast<uint32_t>(matched);
+    return static_cast<uint32_t>(matched);
+}
+
+void Session::seq_set_salt(int32_t seq, uint64_t salt) {
+    if (seq_length(seq) != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "seq_set_salt: sequence {} is not empty", seq);
+    if (kv_.seq_set_salt == nullptr) {
+        if (salt == 0) return;
+        fail(BASALT_ERR_UNSUPPORTED, "KV cache manager '{}' does not implement seq_set_salt (an ABI 1.2 entry)",
+             config_.kv_cache);
+    }
+    clear_plugin_error();
+    const basalt_status st = kv_.seq_set_salt(kv_instance_, seq, salt);
+    if (st != BASALT_OK) {
+        fail(st, "KV cache manager '{}': seq_set_salt: {}", config_.kv_cache,
+             plugin_error_message().empty() ? status_name(st) : plugin_error_message());
+    }
+}
+
 size_t Session::free_slots() const {
     if (kv_.free_slots != nullptr) return kv_.free_slots(kv_instance_);
     uint64_t used = 0;

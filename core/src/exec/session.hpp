@@ -53,6 +53,12 @@ class Session {
     // Forgets positions >= n_keep of seq (rejected draft tokens). Fails naming the manager when its table lacks
     // seq_truncate, and naming both figures when n_keep exceeds the sequence's length; n_keep == length: no-op.
     void seq_truncate(int32_t seq, uint32_t n_keep);
+    // Attaches to empty sequence seq the longest chain of cached full blocks holding a prefix of tokens (at most
+    // n tokens); returns the tokens now held (0 when the manager has no prefix_attach or nothing matches).
+    uint32_t prefix_attach(int32_t seq, const int32_t* tokens, size_t n);
+    // Sets an empty sequence's prefix-cache salt (0: none). A salt other than 0 fails naming the manager when its
+    // table lacks seq_set_salt (an ABI 1.2 entry).
+    void seq_set_salt(int32_t seq, uint64_t salt);
     // Tokens per block of the cache manager's layout.
     uint32_t block_size() const { return layout_.block_size; }
     // Slots the manager still has free (its free_slots entry), or n_ctx minus the tokens held when it has none.
