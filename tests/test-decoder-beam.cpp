@@ -35,7 +35,14 @@ struct Setting {
     int32_t max_tokens = 16;
     std::vector<int32_t> stop_tokens;
     uint32_t n_ctx = 128;
+    double repeat = 1.0;  // != 1: the chain is penalties:repeat=R,last_n=64;greedy (each beam's own history)
 
+    std::string chain() const {
+        if (repeat == 1.0) return "greedy";
+        std::ostringstream s;
+        s << "penalties:repeat=" << repeat << ",last_n=64;greedy";
+        return s.str();
+    }
     std::string spec() const {
         std::ostringstream s;
         s << "beam:width=" << width << ",length_penalty=" << alpha << ",early_stopping=" << early
@@ -83,31 +90,50 @@ class Oracle {
     size_t n_vocab() const { return n_vocab_; }
     const basalt_model* model() const { return model_; }
 
-    const std::vector<double>& logprobs(const std::vector<int32_t>& tokens) {
+    // The last row's logits of tokens decoded from position 0 of an emptied sequence.
+    const std::vector<float>& logits(const std::vector<int32_t>& tokens) {
         auto it = memo_.find(tokens);
         if (it != memo_.end()) return it->second;
         uint32_t held = 0;
         REQUIRE(basalt_session_seq_length(session_, 0, &held) == BASALT_OK);
         if (held > 0) REQUIRE(basalt_session_seq_drop(session_, 0) == BASALT_OK);
         const std::vector<float> rows = test::decode_rows(session_, tokens, 0, 0);
-        const float* last = rows.data() + rows.size() - n_vocab_;
-        double mx = -INFINITY;
-        for (size_t v = 0; v < n_vocab_; ++v) mx = std::max(mx, double{last[v]});
+        std::vector<float> last(rows.end() - static_cast<std::ptrdiff_t>(n_vocab_), rows.end());
+        return memo_.emplace(tokens, std::move(last)).first->second;
+    }
+
+    // log_softmax (float64) of the next-token logits after prompt + generated, the tokens of `generated` penalised
+    // as the penalties sampler does with repeat (llama.cpp's rule; the prompt is not in the window).
+    std::vector<double> logprobs(const std::vector<int32_t>& prompt, const std::vector<int32_t>& generated,
+                                 double repeat = 1.0) {
+        std::vector<int32_t> all = prompt;
+        all.insert(all.end(), generated.begin(), generated.end());
+        const std::vector<float>& l = logits(all);
+        std::vector<double> x(l.begin(), l.end());
+        if (repeat != 1.0) {
+            std::vector<bool> seen(n_vocab_, false);
+            const size_t from = generated.size() > 64 ? generated.size() - 64 : 0;
+            for (size_t i = from; i < generated.size(); ++i) seen[static_cast<size_t>(generated[i])] = true;
+            for (size_t v = 0; v < n_vocab_; ++v) {
+                // The sampler works in float: penalise the float logit as it does.
+                if (seen[v])
+                    x[v] = l[v] > 0 ? double{l[v] / static_cast<float>(repeat)}
+                                    : double{l[v] * static_cast<float>(repeat)};
+            }
+        }
+        const double mx = *std::max_element(x.begin(), x.end());
         double sum = 0;
-        for (size_t v = 0; v < n_vocab_; ++v) sum += std::exp(double{last[v]} - mx);
-        std::vector<double> lp(n_vocab_);
-        for (size_t v = 0; v < n_vocab_; ++v) lp[v] = double{last[v]} - mx - std::log(sum);
-        return memo_.emplace(tokens, std::move(lp)).first->second;
+        for (double v : x) sum += std::exp(v - mx);
+        for (double& v : x) v = v - mx - std::log(sum);
+        return x;
     }
 
     // Greedy continuation (argmax, ties: lower id) of n tokens.
-    std::vector<int32_t> greedy(std::vector<int32_t> tokens, size_t n) {
+    std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, size_t n) {
         std::vector<int32_t> out;
         for (size_t i = 0; i < n; ++i) {
-            const auto& lp = logprobs(tokens);
-            const auto t = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
-            out.push_back(t);
-            tokens.push_back(t);
+            const auto lp = logprobs(prompt, out);
+            out.push_back(static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin()));
         }
         return out;
     }
@@ -116,7 +142,7 @@ class Oracle {
     basalt_model* model_ = nullptr;
     basalt_session* session_ = nullptr;
     size_t n_vocab_ = 0;
-    std::map<std::vector<int32_t>, std::vector<double>> memo_;
+    std::map<std::vector<int32_t>, std::vector<float>> memo_;
 };
 
 // Textbook beam search with Hugging Face's rules (docs/decoding.md): full candidate lists, no cache.
@@ -155,9 +181,7 @@ RefResult reference(Oracle& o, const std::vector<int32_t>& prompt, const Setting
         r.rounds += 1;
         std::vector<Cand> all;
         for (size_t b = 0; b < beams.size(); ++b) {
-            std::vector<int32_t> seq = prompt;
-            seq.insert(seq.end(), beams[b].toks.begin(), beams[b].toks.end());
-            const auto& lp = o.logprobs(seq);
+            const auto lp = o.logprobs(prompt, beams[b].toks, s.repeat);
             for (size_t t = 0; t < lp.size(); ++t) all.push_back({beams[b].sum + lp[t], b, static_cast<int32_t>(t)});
         }
         std::sort(all.begin(), all.end(), [](const Cand& a, const Cand& b) {
@@ -315,6 +339,7 @@ Outcome run_beam(basalt_runtime* rt, const basalt_model* m, const std::vector<in
     Job j;
     j.prompt = prompt;
     j.decoder = s.spec();
+    j.samplers = s.chain();
     j.max_tokens = s.max_tokens;
     j.stop_tokens = s.stop_tokens;
     return solo(rt, m, j, s.n_ctx, s.width);
@@ -322,7 +347,8 @@ Outcome run_beam(basalt_runtime* rt, const basalt_model* m, const std::vector<in
 
 // The plugin's hypotheses, scores and figures against the reference's.
 void compare(const Outcome& got, const RefResult& want, const Setting& s) {
-    INFO(s.spec() << " max_tokens " << s.max_tokens << " n_ctx " << s.n_ctx << " stop tokens " << s.stop_tokens.size());
+    INFO(s.spec() << " chain " << s.chain() << " max_tokens " << s.max_tokens << " n_ctx " << s.n_ctx << " stop tokens "
+                  << s.stop_tokens.size());
     REQUIRE(got.hyps.size() == want.best.size());
     for (size_t h = 0; h < want.best.size(); ++h) {
         CAPTURE(h);
@@ -406,9 +432,10 @@ TEST_CASE("beam search stops at the context and at max_tokens as the reference d
     Oracle oracle(rt.rt, test::golden_model(kModel));
     test::Model model(test::golden_model(kModel));
     const std::vector<int32_t> prompt = prefix(9);
+    // Width 6: more feeds than the engine's first plan array holds (the decoder asks for a bigger one).
     for (int32_t max_tokens : {-1, 1, 7}) {
         Setting s;
-        s.width = 3;
+        s.width = max_tokens == 7 ? 3 : 6;
         s.n_best = 3;
         s.max_tokens = max_tokens;
         s.n_ctx = 16;  // room for 16 - 9 + 1 = 8 generated tokens
@@ -417,6 +444,29 @@ TEST_CASE("beam search stops at the context and at max_tokens as the reference d
         compare(got, want, s);
         if (max_tokens < 0) CHECK(got.hyps[0].tokens.size() == 8);
     }
+}
+
+TEST_CASE("each beam's chain keeps its own history through forks (repetition penalty)", "[decoder][beam]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Oracle oracle(rt.rt, test::golden_model(kModel));
+    test::Model model(test::golden_model(kModel));
+    int changed = 0;  // cases where the penalty changes the best hypothesis
+    for (size_t plen : {2u, 6u, 10u}) {
+        const std::vector<int32_t> prompt = prefix(plen);
+        for (double repeat : {1.5, 3.0}) {
+            Setting s;
+            s.width = 3;
+            s.n_best = 3;
+            s.max_tokens = 20;
+            s.repeat = repeat;
+            const RefResult want = reference(oracle, prompt, s);
+            compare(run_beam(rt.rt, model.m, prompt, s), want, s);
+            Setting plain = s;
+            plain.repeat = 1.0;
+            changed += reference(oracle, prompt, plain).best[0].tokens != want.best[0].tokens ? 1 : 0;
+        }
+    }
+    CHECK(changed > 0);
 }
 
 TEST_CASE("length_penalty changes the winner, as in the reference", "[decoder][beam]") {
@@ -481,7 +531,7 @@ TEST_CASE("beam search of width 1 is greedy decoding", "[decoder][beam]") {
     }
 }
 
-TEST_CASE("beams of one request share batches with other requests; each gets its solo output", "[decoder][beam]") {
+TEST_CASE("beams of one request share batches with other requests, each getting its solo output", "[decoder][beam]") {
     test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
     test::Model model(test::golden_model(kModel));
     const std::vector<Job> jobs = {
