@@ -150,7 +150,7 @@ enum {
 /* What a decoder instance needs; filled by requirements (caller sets struct_size). */
 typedef struct basalt_decoder_info {
     uint32_t struct_size;
-    uint32_t n_seq;     /* request-local sequences it will use at most (beams: width x 2 for forks) */
+    uint32_t n_seq;     /* request-local sequences it will use at most (beams: the width; drops go before forks) */
     uint32_t n_models;  /* 1, or 2 when it needs the second model (speculative, contrastive) */
     uint32_t n_outputs; /* hypotheses it emits (n-best) */
 
