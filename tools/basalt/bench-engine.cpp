@@ -5,6 +5,8 @@
 //  chunked  4 streams decoding while a 2,000-token prompt arrives: the streams' p50/p99 inter-token latency
 //           with chunking off and at the chunks given, against no arrival, and the long request's TTFT;
 //  streams  aggregate decode tokens/s with 1, 4 and 16 concurrent requests;
+//  prefix   time to first token of a request whose long prompt prefix (--long-prompt) another request computed
+//           before (a prefix-cache hit) against the same request on an empty cache (a miss);
 //  decoders one request's decode tokens/s with plain sampling and with each --decoders spec (speculative with
 //           --draft), the ratio to plain, and the decoder's figures (acceptance rate).
 #include "bench-engine.hpp"
@@ -399,6 +401,54 @@ int bench_decoders(const po::variables_map& vm, const basalt_model* model, Runti
     return kExitOk;
 }
 
+// ---- prefix cache -----------------------------------------------------------------------------------------------
+
+int bench_prefix(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+    const auto n_prefix = static_cast<size_t>(vm["long-prompt"].as<long long>());
+    const int reps = static_cast<int>(vm["repetitions"].as<long long>());
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    basalt_model_describe(model, &info);
+    const std::vector<int32_t> prefix = random_tokens(n_prefix, info.n_vocab, 400);
+    auto with_suffix = [&](uint32_t seed) {
+        std::vector<int32_t> t = prefix;
+        for (int32_t x : random_tokens(16, info.n_vocab, seed)) t.push_back(x);
+        return t;
+    };
+    std::vector<double> miss, hit, ratio;
+    uint64_t cached = 0;
+    for (int r = 0; r < reps; ++r) {
+        SessionStrings keep;
+        basalt_engine_params ep = engine_params(vm, keep);
+        ep.n_ctx = static_cast<uint32_t>(n_prefix + 16 + 8);
+        Engine engine(rt.get(), model, ep);
+        if (!engine.ok()) return kExitError;
+        // The miss: the first request on an empty cache. The hit: another suffix after the same prefix.
+        double ttft[2] = {0, 0};
+        for (int k = 0; k < 2; ++k) {
+            basalt_request* q = submit(engine.get(), with_suffix(500 + static_cast<uint32_t>(r * 2 + k)), 1);
+            if (q == nullptr || !check(basalt_engine_run(engine.get()))) return kExitError;
+            const basalt_request_stats s = stats_of(q);
+            ttft[k] = s.ttft_ms;
+            if (k == 1) cached = s.cached_tokens;
+            basalt_request_free(q);
+        }
+        miss.push_back(ttft[0]);
+        hit.push_back(ttft[1]);
+        ratio.push_back(ttft[1] / ttft[0]);
+    }
+    if (vm["json"].as<bool>()) {
+        std::cout << "{\"mode\":\"prefix\",\"prefix_tokens\":" << n_prefix << ",\"cached_tokens\":" << cached
+                  << ",\"ttft_miss_ms\":" << median(miss) << ",\"ttft_hit_ms\":" << median(hit)
+                  << ",\"hit_vs_miss\":" << median(ratio) << "}\n";
+    } else {
+        std::cout << std::fixed << std::setprecision(2) << "prefix " << n_prefix << " tokens + 16: TTFT miss "
+                  << median(miss) << " ms, hit " << median(hit) << " ms (" << cached << " tokens reused), hit/miss "
+                  << std::setprecision(3) << median(ratio) << " (median of " << reps << " interleaved rounds)\n";
+    }
+    return kExitOk;
+}
+
 int run_engine_bench(const po::variables_map& vm, const GlobalOptions& g) {
     Runtime rt(g);
     if (!rt.ok()) return kExitError;
@@ -409,7 +459,8 @@ int run_engine_bench(const po::variables_map& vm, const GlobalOptions& g) {
     if (mode == "chunked") return bench_chunked(vm, model.get(), rt);
     if (mode == "streams") return bench_streams(vm, model.get(), rt);
     if (mode == "decoders") return bench_decoders(vm, model.get(), rt);
-    print_error("basalt bench: unknown --mode '" + mode + "' (pp-tg, ragged, chunked, streams, decoders)");
+    if (mode == "prefix") return bench_prefix(vm, model.get(), rt);
+    print_error("basalt bench: unknown --mode '" + mode + "' (pp-tg, ragged, chunked, streams, decoders, prefix)");
     return kExitUsage;
 }
 

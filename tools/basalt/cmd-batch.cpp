@@ -32,6 +32,7 @@ struct Job {
     std::vector<std::string> stop;
     std::vector<const char*> stop_ptrs;
     int64_t seed = -1;
+    std::string cache_salt;
     RequestHandle request;
 };
 
@@ -44,10 +45,12 @@ std::string parse_job(const std::string& text, Job& job) {
         return std::string("not valid JSON: ") + e.what();
     }
     if (!j.is_object()) return "a request must be a JSON object";
-    static const char* const kKeys[] = {"id", "prompt", "tokens", "max_tokens", "samplers", "decoder", "stop", "seed"};
+    static const char* const kKeys[] = {"id",      "prompt", "tokens", "max_tokens", "samplers",
+                                        "decoder", "stop",   "seed",   "cache_salt"};
     for (const auto& [key, value] : j.items()) {
         if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
-            return "unknown field '" + key + "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed)";
+            return "unknown field '" + key +
+                   "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt)";
         }
     }
     job.id = j.contains("id") ? j["id"] : json(job.line);
@@ -93,6 +96,11 @@ std::string parse_job(const std::string& text, Job& job) {
         } else {
             return "'stop' must be a string or an array of strings";
         }
+    }
+    if (j.contains("cache_salt")) {
+        if (!j["cache_salt"].is_string())
+            return "'cache_salt' must be a string (requests share cached K/V only with the same salt)";
+        job.cache_salt = j["cache_salt"].get<std::string>();
     }
     if (j.contains("seed")) {
         if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < -1) {
@@ -185,6 +193,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             rp.decoder = job->decoder.empty() ? nullptr : job->decoder.c_str();
             rp.max_tokens = job->max_tokens;
             rp.seed = job->seed;
+            rp.cache_salt = job->cache_salt.empty() ? nullptr : job->cache_salt.c_str();
             for (const auto& s : job->stop) job->stop_ptrs.push_back(s.c_str());
             rp.stop = job->stop_ptrs.data();
             rp.n_stop = job->stop_ptrs.size();
@@ -280,7 +289,12 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     std::cerr << "batch: " << jobs.size() + rejected << " requests (" << failed << " failed), prompt " << prompt_tokens
               << " tokens, generated " << generated << " tokens in " << wall << " s ("
               << (wall > 0 ? static_cast<double>(generated) / wall : 0.0) << " t/s), " << es.steps
-              << " steps, largest step " << es.batch_tokens_max << " tokens\n";
+              << " steps, largest step " << es.batch_tokens_max << " tokens, prefix cache " << es.cached_tokens
+              << " prompt tokens reused ("
+              << (es.cached_tokens + es.prompt_tokens > 0 ? 100.0 * static_cast<double>(es.cached_tokens) /
+                                                                static_cast<double>(es.cached_tokens + es.prompt_tokens)
+                                                          : 0.0)
+              << " % hit rate)\n";
     return failed > 0 || step_status != BASALT_OK ? kExitError : kExitOk;
 }
 
@@ -293,14 +307,16 @@ const Registrar kBatch{Command{
                         "GGUF model file, or a shipped model's name (target, draft)")(
             "requests,r", po::value<std::string>()->required(),
             "JSON lines: {\"id\", \"prompt\" | \"tokens\", \"max_tokens\" (64), \"samplers\", \"decoder\", \"stop\", "
-            "\"seed\"}; - reads stdin")("max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
-                                        "token budget of one step (default: --batch, 512)")(
+            "\"seed\", \"cache_salt\"}; - reads stdin")("max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
+                                                        "token budget of one step (default: --batch, 512)")(
             "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),
             "longest prefill piece per request and step (0: whole prompts)")(
             "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests running at once")(
             "draft", po::value<std::string>(),
             "draft model for speculative requests (a file or a shipped name: draft)")(
-            "amateur", po::value<std::string>(), "amateur model for contrastive requests (a file or a shipped name)");
+            "amateur", po::value<std::string>(), "amateur model for contrastive requests (a file or a shipped name)")(
+            "no-prefix-cache", po::bool_switch(),
+            "compute every prompt in full (no reuse of cached K/V across requests)");
         add_session_options(d);
     },
     run_batch}};

@@ -198,8 +198,8 @@ const Registrar kBench{Command{
             "latency while a long prompt arrives), streams (aggregate decode at several concurrencies), decoders (one "
             "request's decode speed per decoding "
             "strategy)")("long-prompt", int_option("long-prompt", 1, 1 << 20)->default_value(2000),
-                         "chunked: the arriving prompt")("chunks", po::value<std::vector<long long>>()->multitoken(),
-                                                         "chunked: chunk sizes (default 0 256 64)")(
+                         "chunked: the arriving prompt; prefix: the shared prefix")(
+            "chunks", po::value<std::vector<long long>>()->multitoken(), "chunked: chunk sizes (default 0 256 64)")(
             "streams", po::value<std::vector<long long>>()->multitoken(), "streams: concurrencies (default 1 4 16)")(
             "decoders", po::value<std::vector<std::string>>()->multitoken(),
             "decoders: specs measured against plain sampling (default speculative:k=4)")(

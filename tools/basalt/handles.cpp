@@ -175,6 +175,7 @@ basalt_engine_params engine_params(const po::variables_map& vm, SessionStrings& 
     p.kv_cache = sp.kv_cache;
     p.backend_params = sp.backend_params;
     p.kv_params = sp.kv_params;
+    if (vm.count("no-prefix-cache") != 0 && vm["no-prefix-cache"].as<bool>()) p.flags |= BASALT_ENGINE_NO_PREFIX_CACHE;
     return p;
 }
 

@@ -887,7 +887,9 @@ class Engine(_Owned):
     sequences (0: ctx x seq_max); max_batch_tokens: token budget of a step (0: 512); prefill_chunk: longest
     prefill piece per step (0: whole prompts); threads: backend threads (0: its default); backend, kv_cache:
     component names (None: "cpu", "paged"); device, backend_params, kv_params: as for Session; second_model: a
-    draft or amateur Model with the same vocabulary, for decoders that need one.
+    draft or amateur Model with the same vocabulary, for decoders that need one. prefix_cache=False: prompts never
+    reuse the K/V cached by earlier requests (by default the longest cached chain of full blocks with the same
+    tokens and cache_salt is reused; stats()["cached_tokens"] counts it).
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
@@ -900,7 +902,7 @@ class Engine(_Owned):
 
     def __init__(self, runtime, model, *, second_model=None, ctx=0, parallel=1, seq_max=0, kv_slots=0,
                  max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
-                 device=None, backend_params=None, kv_params=None):
+                 device=None, backend_params=None, kv_params=None, prefix_cache=True):
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model
@@ -908,7 +910,8 @@ class Engine(_Owned):
         self.own_thread = bool(own_thread)
         p = _capi.EngineParams()
         p.struct_size = ctypes.sizeof(p)
-        p.flags = _capi.ENGINE_OWN_THREAD if own_thread else 0
+        p.flags = ((_capi.ENGINE_OWN_THREAD if own_thread else 0) |
+                   (0 if prefix_cache else _capi.ENGINE_NO_PREFIX_CACHE))
         p.n_ctx = _u32("ctx", ctx)
         p.n_parallel = _u32("parallel", parallel)
         p.n_seq_max = _u32("seq_max", seq_max)
@@ -937,7 +940,8 @@ class Engine(_Owned):
         _live_engines.add(self)
 
     def submit(self, prompt=None, tokens=None, samplers="greedy", decoder=None, max_tokens=-1, seed=-1, stop=(),
-               stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False):
+               stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False,
+               cache_salt=None):
         """Queues a request and returns its Request; it starts when admission allows (FIFO).
 
         prompt: text (str or UTF-8 bytes; tokenized with BOS as the vocabulary asks unless add_special=False;
@@ -946,6 +950,8 @@ class Engine(_Owned):
         "NAME[:key=value,...]" (None: "sample"). max_tokens: -1 until the context is full. seed: given to every
         "dist" without a seed of its own (-1: none). stop: stop strings (the text ends before the first match);
         stop_tokens: extra end-of-generation ids; ignore_eog: do not stop at the vocabulary's end tokens.
+        cache_salt: a str isolating this request's prefix-cache entries (requests share cached K/V only with the
+        same salt, e.g. one per tenant; None: the shared default).
 
         callback(request, tokens, text, finish_reason) is called after each step that produced output for the
         request (tokens: list of ids, text: str, finish_reason: None while running, the reason's name on the
@@ -975,6 +981,10 @@ class Engine(_Owned):
             samplers = samplers.spec
         p.samplers = samplers.encode() if samplers is not None else None
         p.decoder = decoder.encode() if decoder else None
+        if cache_salt is not None:
+            salt = _text_bytes(cache_salt, "submit: cache_salt")
+            keep.append(salt)
+            p.cache_salt = salt
         p.max_tokens = _i32("max_tokens", max_tokens)
         seed = int(seed)
         if not -0x8000000000000000 <= seed <= 0x7FFFFFFFFFFFFFFF:
@@ -1049,7 +1059,7 @@ class Engine(_Owned):
 
     def stats(self):
         """Engine-wide counters: steps, queued, running, finished, prompt_tokens, generated_tokens,
-        batch_tokens_max, kv_slots, kv_slots_free."""
+        batch_tokens_max, kv_slots, kv_slots_free, cached_tokens (prompt tokens reused from the prefix cache)."""
         s = _capi.EngineStats()
         s.struct_size = ctypes.sizeof(s)
         _check(self._lib.basalt_engine_stats_get(self._h, byref(s)))

@@ -45,6 +45,7 @@ DETOKENIZE_REMOVE_SPECIAL = 1 << 0
 DETOKENIZE_UNPARSE_SPECIAL = 1 << 1
 
 ENGINE_OWN_THREAD = 1 << 0
+ENGINE_NO_PREFIX_CACHE = 1 << 1
 REQUEST_NO_SPECIAL = 1 << 0
 REQUEST_PARSE_SPECIAL = 1 << 1
 REQUEST_IGNORE_EOG = 1 << 2
@@ -127,7 +128,8 @@ class RequestParams(Structure):
                 ("tokens", POINTER(c_int32)), ("n_tokens", c_size_t), ("samplers", c_char_p), ("decoder", c_char_p),
                 ("max_tokens", c_int32), ("reserved0", c_int32), ("seed", c_int64),
                 ("stop_tokens", POINTER(c_int32)), ("n_stop_tokens", c_size_t), ("stop", POINTER(c_char_p)),
-                ("n_stop", c_size_t), ("callback", RequestCallbackFn), ("user_data", c_void_p)]
+                ("n_stop", c_size_t), ("callback", RequestCallbackFn), ("user_data", c_void_p),
+                ("cache_salt", c_char_p)]
 
 
 class DecoderNeeds(Structure):
@@ -145,7 +147,7 @@ class EngineStats(Structure):
     _fields_ = [("struct_size", c_uint32), ("reserved0", c_uint32), ("steps", c_uint64), ("queued", c_uint64),
                 ("running", c_uint64), ("finished", c_uint64), ("prompt_tokens", c_uint64),
                 ("generated_tokens", c_uint64), ("batch_tokens_max", c_uint64), ("kv_slots", c_uint64),
-                ("kv_slots_free", c_uint64)]
+                ("kv_slots_free", c_uint64), ("cached_tokens", c_uint64)]
 
 
 HostLogFn = CFUNCTYPE(None, c_void_p, c_int32, c_char_p, c_char_p)
