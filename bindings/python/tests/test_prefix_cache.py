@@ -1,0 +1,46 @@
+"""Prefix caching from Python: a second request with the same prompt reuses the cached blocks (counted in its
+stats and the engine's), gives the same output, cache_salt isolates, prefix_cache=False turns it off."""
+import os
+import unittest
+
+import basalt
+
+MODELS = os.environ.get("BASALT_TEST_MODELS", "")
+LLAMA = os.path.join(MODELS, "tiny-llama-f32.gguf")
+PROMPT = list(range(1, 101))  # 100 tokens: 6 full blocks of 16 and 4 more
+
+
+class PrefixCacheTest(unittest.TestCase):
+    def run_twice(self, **engine_args):
+        with basalt.Runtime() as rt, basalt.Model(LLAMA, rt) as model:
+            with basalt.Engine(rt, model, ctx=256, **engine_args) as engine:
+                first = engine.submit(tokens=PROMPT, max_tokens=8)
+                first_tokens = first.tokens()
+                second = engine.submit(tokens=PROMPT, max_tokens=8)
+                other = engine.submit(tokens=PROMPT, max_tokens=8, cache_salt="tenant-x")
+                out = (first_tokens, second.tokens(), second.stats()["cached_tokens"], other.tokens(),
+                       other.stats()["cached_tokens"], engine.stats()["cached_tokens"])
+                return out
+
+    def test_hit_equals_miss_and_salts_isolate(self):
+        first, second, cached, other, other_cached, engine_cached = self.run_twice()
+        self.assertEqual(second, first)
+        self.assertEqual(cached, 96)
+        self.assertEqual(other, first)
+        self.assertEqual(other_cached, 0)
+        self.assertEqual(engine_cached, 96)
+
+    def test_off(self):
+        first, second, cached, _, _, engine_cached = self.run_twice(prefix_cache=False)
+        self.assertEqual(second, first)
+        self.assertEqual(cached, 0)
+        self.assertEqual(engine_cached, 0)
+
+    def test_bad_salt(self):
+        with basalt.Runtime() as rt, basalt.Model(LLAMA, rt) as model, basalt.Engine(rt, model) as engine:
+            with self.assertRaisesRegex(TypeError, "cache_salt must be str or bytes"):
+                engine.submit(tokens=PROMPT, max_tokens=1, cache_salt=5)
+
+
+if __name__ == "__main__":
+    unittest.main()
