@@ -4,7 +4,10 @@
 36 mixed requests (prompt lengths from 1 to ~200 tokens, 1 to 80 new tokens, greedy and seeded chains with
 penalties/top-k/top-p/min-p/typical, stop strings, one that fills the context) are run one by one with
 `basalt run`, then all together with `basalt batch` at prefill chunk 0, 16 and 256 and parallel 1 and 8: text
-and finish reason must match for every request. Usage: batch-vs-run.py BASALT MODEL WORKDIR
+and finish reason must match for every request. With SECOND (a draft/amateur model), a third of the requests
+use the other decoders (speculative with the draft and with prompt lookup, beam search, contrastive decoding
+when its plugin is loaded), sharing the batches with the plain ones; beam requests must also give the same
+n-best hypotheses. Usage: batch-vs-run.py BASALT MODEL WORKDIR [SECOND]
 """
 import json
 import os
@@ -12,7 +15,14 @@ import subprocess
 import sys
 
 exe, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
+second = sys.argv[4] if len(sys.argv) > 4 else None
 os.makedirs(work, exist_ok=True)
+loaded = subprocess.run([exe, "plugins"], capture_output=True, check=True).stdout.decode()
+decoders = []
+if second:
+    decoders = ["speculative:k=3", "beam:width=3,n_best=2", "speculative:source=ngram,k=4"]
+    if "contrastive" in loaded:
+        decoders.append("contrastive:alpha=0.1")
 
 words = ("the stranger opened the wooden box and found a letter from an old friend who had left the city "
          "many years ago without a word ").split()
@@ -35,6 +45,11 @@ for i in range(36):
         req["seed"] = 100 + i
     if stops[i % len(stops)]:
         req["stop"] = stops[i % len(stops)]
+    if decoders and i % 3 == 2:
+        req["decoder"] = decoders[(i // 3) % len(decoders)]
+        if req["decoder"].startswith("speculative") and "penalties" in req["samplers"]:
+            req["samplers"] = "greedy"  # speculation refuses chains that are not draft-safe
+            req.pop("seed", None)
     requests.append(req)
 # One request runs into the context (the default model has 256 positions).
 requests.append({"id": "ctx", "prompt": " ".join(words * 2), "max_tokens": 400, "samplers": "greedy"})
@@ -45,16 +60,19 @@ for req in requests:
     chain = req["samplers"]
     if "seed" in req:
         chain += ":seed=%d" % req["seed"]
-    cmd = [exe, "run", "-m", model, "-p", req["prompt"], "-n", str(req["max_tokens"]), "--samplers", chain]
+    cmd = [exe, "run", "-m", model, "-p", req["prompt"], "-n", str(req["max_tokens"]), "--samplers", chain, "--json"]
     for s in req.get("stop", []):
         cmd += ["--stop", s]
+    if "decoder" in req:
+        cmd += ["--decoder", req["decoder"]]
+        if not req["decoder"].startswith(("beam", "speculative:source=ngram")):
+            cmd += ["--draft", second]
     p = subprocess.run(cmd, capture_output=True)
     if p.returncode != 0:
         sys.exit("basalt run failed for %s: %s" % (req["id"], p.stderr.decode(errors="replace")))
-    out = p.stdout.decode("utf-8", "replace")
-    assert out.endswith("\n"), out
-    why = p.stderr.decode().rsplit("stop: ", 1)[1].strip()
-    expected[req["id"]] = (out[:-1], reasons[why])
+    out = json.loads(p.stdout.decode("utf-8"))
+    hyps = [(h["tokens"], round(h["score"], 4)) for h in out["hypotheses"]] if len(out["hypotheses"]) > 1 else None
+    expected[req["id"]] = (out["text"], out["finish_reason"], hyps)
 
 lines = os.path.join(work, "batch-requests.jsonl")
 with open(lines, "w") as f:
@@ -65,13 +83,16 @@ failures = 0
 for chunk in (0, 16, 256):
     for parallel in (1, 8):
         cmd = [exe, "batch", "-m", model, "--requests", lines, "--chunk", str(chunk), "--parallel", str(parallel)]
+        if second:
+            cmd += ["--draft", second]
         p = subprocess.run(cmd, capture_output=True)
         if p.returncode != 0:
             sys.exit("basalt batch failed (chunk %d, parallel %d): %s" % (chunk, parallel, p.stderr.decode()))
         got = {}
         for line in p.stdout.decode("utf-8").splitlines():
             r = json.loads(line)
-            got[r["id"]] = (r["text"], r["finish_reason"])
+            hyps = [(h["tokens"], round(h["score"], 4)) for h in r["hypotheses"]] if "hypotheses" in r else None
+            got[r["id"]] = (r["text"], r["finish_reason"], hyps)
         for rid, want in expected.items():
             if got.get(rid) != want:
                 failures += 1
@@ -80,6 +101,8 @@ for chunk in (0, 16, 256):
         print("chunk %3d parallel %d: %d requests, %s" % (chunk, parallel, len(got), p.stderr.decode().strip()))
 finish = sorted(set(v[1] for v in expected.values()))
 print("finish reasons covered:", finish)
+if decoders:
+    print("decoders covered:", sorted(set(r["decoder"] for r in requests if "decoder" in r)))
 if failures or finish != ["context", "length", "stop"]:
     sys.exit("%d mismatches" % failures)
 print("all %d requests identical to basalt run in all 6 configurations" % len(expected))
