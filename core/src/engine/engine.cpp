@@ -649,7 +649,17 @@ size_t Engine::step() {
         if (!live(r)) continue;
         bool done = true;
         for (size_t f = 0; f < r.feeds.size(); ++f) done = done && r.fed[f] == r.feeds[f].n_tokens;
-        if (!done) continue;
+        if (!done) {
+            // A feed finished in this step while another of the plan waits (two models' prompts under a small
+            // budget): its rows are the session's own only until that session's next decode, so keep a copy.
+            for (size_t f = 0; f < r.feeds.size(); ++f) {
+                if (r.direct[f] == nullptr) continue;
+                r.logits[f].assign(r.direct[f], r.direct[f] + r.direct_rows[f] * n_vocab());
+                r.direct[f] = nullptr;
+                r.direct_rows[f] = 0;
+            }
+            continue;
+        }
         touched.push_back(rp);
         r.planned = false;
         std::vector<basalt_decoder_result> results(r.feeds.size());
