@@ -311,6 +311,9 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     basalt_sampler_chain* chain0 = nullptr;
     rethrow_if_failed(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));
     r->chains.push_back(chain0);
+    // The prompt is the chain's history before the first draw (penalties, no_repeat_ngram count it), as in
+    // llama.cpp's generation loop and Hugging Face's input_ids; sequences forked later inherit it with the chain.
+    for (const int32_t t : r->spec.prompt) rethrow_if_failed(basalt_sampler_chain_accept(chain0, t));
 
     r->info = create_decoder(runtime_, r->spec.decoder, r->spec.decoder_params, r->dec, r->dec_instance);
     if (r->info.n_models > 1 && !sessions_[1]) {
