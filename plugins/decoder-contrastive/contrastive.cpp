@@ -30,6 +30,7 @@ struct Contrastive {
     double expert_logprob = 0;  // sum of log p_e of the emitted tokens (the score given to emit)
     double head_total = 0;      // plausible-set sizes summed over the steps, for the mean
     uint64_t steps = 0;
+    double lse_expert = 0;  // log-sum-exp of the last expert row
 };
 
 [[noreturn]] void fail(basalt_status st, const std::string& what) {
@@ -138,6 +139,7 @@ size_t contrast(Contrastive& c, const float* expert, const float* amateur) {
     const double lse_e = log_sum_exp(expert, n, 1.0, max_e);
     const double lse_a = log_sum_exp(amateur, n, 1.0 / c.tau, max_a);
     if (!std::isfinite(lse_e)) fail(BASALT_ERR_INVALID_ARGUMENT, "the expert's logits have no finite entry");
+    c.lse_expert = lse_e;
     // p_e(v) >= alpha * max p_e  <=>  logit_e(v) >= max logit_e + ln(alpha)
     const double threshold = max_e + std::log(c.alpha);
     size_t head = 0;
@@ -175,10 +177,8 @@ basalt_status cd_consume(void* d, const basalt_decoder_result* results, size_t n
     int32_t token = -1;
     st = c.host->sample(c.host->ctx, 0, c.scores.data(), &token);
     if (st != BASALT_OK) return st;  // the host recorded the message
-    if (token >= 0 && static_cast<size_t>(token) < c.scores.size()) {
-        double mx = 0;
-        c.expert_logprob += results[0].logits[token] - log_sum_exp(results[0].logits, c.scores.size(), 1.0, mx);
-    }
+    if (token >= 0 && static_cast<size_t>(token) < c.scores.size())
+        c.expert_logprob += results[0].logits[token] - c.lse_expert;
     c.head_total += static_cast<double>(head);
     c.steps += 1;
     if (BASALT_HAS_FIELD(c.host, basalt_decoder_host, set_stat) && c.host->set_stat != nullptr) {
