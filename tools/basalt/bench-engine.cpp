@@ -4,13 +4,16 @@
 //           padded rows computed, as a dense batch would): time per real token;
 //  chunked  4 streams decoding while a 2,000-token prompt arrives: the streams' p50/p99 inter-token latency
 //           with chunking off and at the chunks given, against no arrival, and the long request's TTFT;
-//  streams  aggregate decode tokens/s with 1, 4 and 16 concurrent requests.
+//  streams  aggregate decode tokens/s with 1, 4 and 16 concurrent requests;
+//  decoders one request's decode tokens/s with plain sampling and with each --decoders spec (speculative with
+//           --draft), the ratio to plain, and the decoder's figures (acceptance rate).
 #include "bench-engine.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -308,6 +311,94 @@ int bench_streams(const po::variables_map& vm, const basalt_model* model, Runtim
 
 }  // namespace
 
+// ---- decoders ---------------------------------------------------------------------------------------------------
+
+int bench_decoders(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+    std::vector<std::string> specs = {"sample"};
+    if (vm.count("decoders") != 0) {
+        for (const auto& d : vm["decoders"].as<std::vector<std::string>>()) specs.push_back(d);
+    } else {
+        specs.push_back("speculative:k=4");
+    }
+    std::unique_ptr<Model> second;
+    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
+    const auto n_gen = static_cast<int32_t>(vm["n-gen"].as<long long>());
+    const int reps = static_cast<int>(vm["repetitions"].as<long long>());
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    basalt_model_describe(model, &info);
+    // A text prompt when the model has a vocabulary (trained pairs accept more on real text), else random ids.
+    std::vector<int32_t> prompt;
+    const std::string text = vm["prompt"].as<std::string>();
+    size_t n_text = 0;
+    if (!text.empty() && basalt_tokenize(model, text.data(), text.size(), BASALT_TOKENIZE_ADD_SPECIAL, nullptr, 0,
+                                         &n_text) == BASALT_ERR_CAPACITY) {
+        prompt.resize(n_text);
+        basalt_tokenize(model, text.data(), text.size(), BASALT_TOKENIZE_ADD_SPECIAL, prompt.data(), prompt.size(),
+                        &n_text);
+    }
+    if (prompt.empty()) prompt = random_tokens(16, info.n_vocab, 300);
+    struct Row {
+        std::vector<double> tps;
+        std::vector<std::pair<std::string, double>> figures;
+    };
+    std::vector<Row> rows(specs.size());
+    for (int r = 0; r < reps; ++r) {
+        for (size_t d = 0; d < specs.size(); ++d) {  // interleaved: every decoder once per round
+            SessionStrings keep;
+            basalt_engine_params ep = engine_params(vm, keep);
+            ep.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 80);
+            ep.second_model = second ? second->get() : nullptr;
+            Engine engine(rt.get(), model, ep);
+            if (!engine.ok()) return kExitError;
+            basalt_request_params p{};
+            p.struct_size = sizeof(p);
+            p.tokens = prompt.data();
+            p.n_tokens = prompt.size();
+            p.samplers = "greedy";
+            p.decoder = specs[d].c_str();
+            p.max_tokens = n_gen;
+            p.seed = -1;
+            p.flags = BASALT_REQUEST_IGNORE_EOG;
+            RequestHandle q;
+            if (!check(basalt_engine_submit(engine.get(), &p, &q.r))) return kExitError;
+            if (!check(basalt_engine_run(engine.get()))) return kExitError;
+            if (basalt_request_finish_reason(q.r) == BASALT_FINISH_ERROR) {
+                print_error(basalt_request_error(q.r));
+                return kExitError;
+            }
+            rows[d].tps.push_back(stats_of(q.r).tokens_per_s);
+            rows[d].figures.clear();
+            const char* name = nullptr;
+            double value = 0;
+            for (size_t i = 0; basalt_request_decoder_stat(q.r, i, &name, &value) == BASALT_OK; ++i)
+                rows[d].figures.emplace_back(name, value);
+        }
+    }
+    const double plain = median(rows[0].tps);
+    for (size_t d = 0; d < specs.size(); ++d) {
+        const double t = median(rows[d].tps);
+        std::vector<double> ratios;
+        for (int r = 0; r < reps; ++r)
+            ratios.push_back(rows[d].tps[static_cast<size_t>(r)] / rows[0].tps[static_cast<size_t>(r)]);
+        if (vm["json"].as<bool>()) {
+            std::cout << "{\"mode\":\"decoders\",\"decoder\":\"" << specs[d] << "\",\"tokens_per_s\":" << t
+                      << ",\"vs_plain\":" << median(ratios);
+            for (const auto& [k, v] : rows[d].figures) std::cout << ",\"" << k << "\":" << v;
+            std::cout << "}\n";
+        } else {
+            std::cout << std::left << std::setw(34) << specs[d] << std::right << std::fixed << std::setprecision(1)
+                      << std::setw(9) << t << " t/s  (" << std::setprecision(2) << median(ratios) << "x plain";
+            for (const auto& [k, v] : rows[d].figures) {
+                if (k == "acceptance_rate" || k == "tokens_per_verify") std::cout << ", " << k << " " << v;
+            }
+            std::cout << ")\n";
+        }
+    }
+    (void)plain;
+    return kExitOk;
+}
+
 int run_engine_bench(const po::variables_map& vm, const GlobalOptions& g) {
     Runtime rt(g);
     if (!rt.ok()) return kExitError;
@@ -317,7 +408,8 @@ int run_engine_bench(const po::variables_map& vm, const GlobalOptions& g) {
     if (mode == "ragged") return bench_ragged(vm, model.get(), rt);
     if (mode == "chunked") return bench_chunked(vm, model.get(), rt);
     if (mode == "streams") return bench_streams(vm, model.get(), rt);
-    print_error("basalt bench: unknown --mode '" + mode + "' (pp-tg, ragged, chunked, streams)");
+    if (mode == "decoders") return bench_decoders(vm, model.get(), rt);
+    print_error("basalt bench: unknown --mode '" + mode + "' (pp-tg, ragged, chunked, streams, decoders)");
     return kExitUsage;
 }
 

@@ -123,18 +123,15 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     if (!rt.ok()) return kExitError;
     Model model(vm["model"].as<std::string>());
     if (!model.ok()) return kExitError;
-    SessionStrings keep;
-    basalt_engine_params ep = engine_params(vm, keep);
-    ep.n_parallel = static_cast<uint32_t>(vm["parallel"].as<long long>());
-    ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
-    if (vm.count("max-batch-tokens") != 0)
-        ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
-    Engine engine(rt.get(), model.get(), ep);
-    if (!engine.ok()) return kExitError;
+    std::unique_ptr<Model> second;
+    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
 
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::unique_ptr<Job>> jobs;
-    size_t failed = 0, rejected = 0, line_no = 0;
+    // Every line first: the engine's cache sequences are sized for the widest decoder asked for (beams).
+    std::vector<std::unique_ptr<Job>> parsed;
+    std::vector<std::string> why_not;
+    std::map<std::string, basalt_decoder_needs> needs;  // per decoder spec
+    uint32_t widest = 1;
+    size_t line_no = 0;
     std::string line;
     while (std::getline(*in, line)) {
         ++line_no;
@@ -142,6 +139,38 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
         auto job = std::make_unique<Job>();
         job->line = line_no;
         std::string why = parse_job(line, *job);
+        const std::string spec = job->decoder.empty() ? "sample" : job->decoder;
+        if (why.empty() && needs.count(spec) == 0) {
+            basalt_decoder_needs n{};
+            n.struct_size = sizeof(n);
+            if (basalt_decoder_requirements(rt.get(), spec.c_str(), &n) != BASALT_OK) {
+                why = basalt_last_error();
+            } else {
+                needs[spec] = n;
+            }
+        }
+        if (why.empty()) widest = std::max(widest, needs[spec].n_seq);
+        parsed.push_back(std::move(job));
+        why_not.push_back(why);
+    }
+
+    SessionStrings keep;
+    basalt_engine_params ep = engine_params(vm, keep);
+    ep.n_parallel = static_cast<uint32_t>(vm["parallel"].as<long long>());
+    ep.n_seq_max = ep.n_parallel * widest;
+    ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
+    ep.second_model = second ? second->get() : nullptr;
+    if (vm.count("max-batch-tokens") != 0)
+        ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
+    Engine engine(rt.get(), model.get(), ep);
+    if (!engine.ok()) return kExitError;
+
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::unique_ptr<Job>> jobs;
+    size_t failed = 0, rejected = 0;
+    for (size_t k = 0; k < parsed.size(); ++k) {
+        auto& job = parsed[k];
+        std::string why = why_not[k];
         if (why.empty()) {
             basalt_request_params rp{};
             rp.struct_size = sizeof(rp);
@@ -162,8 +191,9 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             if (basalt_engine_submit(engine.get(), &rp, &job->request.r) != BASALT_OK) why = basalt_last_error();
         }
         if (!why.empty()) {
-            std::cerr << "basalt batch: line " << line_no << ": " << why << '\n';
-            print_line(json{{"id", job->id.is_null() ? json(line_no) : job->id}, {"line", line_no}, {"error", why}});
+            std::cerr << "basalt batch: line " << job->line << ": " << why << '\n';
+            print_line(
+                json{{"id", job->id.is_null() ? json(job->line) : job->id}, {"line", job->line}, {"error", why}});
             ++failed;
             ++rejected;
             continue;
@@ -212,6 +242,28 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
                         {"cached_tokens", st.cached_tokens},
                         {"ttft_ms", st.ttft_ms},
                         {"tokens_per_s", st.tokens_per_s}};
+            if (basalt_request_n_hypotheses(r) > 1) {  // n-best (beam search): every hypothesis with its score
+                json hyps = json::array();
+                for (size_t h = 0; h < basalt_request_n_hypotheses(r); ++h) {
+                    size_t n = 0;
+                    float score = 0.f;
+                    basalt_request_hypothesis(r, h, nullptr, 0, &n, &score);
+                    std::vector<int32_t> ht(n);
+                    basalt_request_hypothesis(r, h, ht.data(), ht.size(), &n, &score);
+                    std::string htext;
+                    for (int32_t t : ht) htext += piece(model.get(), t, false);
+                    hyps.push_back({{"tokens", ht}, {"text", h == 0 ? text : htext}, {"score", score}});
+                }
+                out["hypotheses"] = hyps;
+            }
+            {
+                json figures = json::object();
+                const char* name = nullptr;
+                double value = 0;
+                for (size_t k = 0; basalt_request_decoder_stat(r, k, &name, &value) == BASALT_OK; ++k)
+                    figures[name] = value;
+                if (!figures.empty()) out["decoder_stats"] = figures;
+            }
             if (reason == BASALT_FINISH_ERROR) {
                 out["error"] = basalt_request_error(r);
                 std::cerr << "basalt batch: line " << jobs[i]->line << ": " << basalt_request_error(r) << '\n';
@@ -234,7 +286,8 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
 
 const Registrar kBatch{Command{
     "batch", "offline batch inference: JSON requests in, JSON results out",
-    "basalt batch -m MODEL --requests FILE.jsonl [--max-batch-tokens N] [--chunk N] [--parallel N]",
+    "basalt batch -m MODEL --requests FILE.jsonl [--max-batch-tokens N] [--chunk N] [--parallel N] [--draft|--amateur "
+    "MODEL]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->default_value("target"),
                         "GGUF model file, or a shipped model's name (target, draft)")(
@@ -244,7 +297,10 @@ const Registrar kBatch{Command{
                                         "token budget of one step (default: --batch, 512)")(
             "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),
             "longest prefill piece per request and step (0: whole prompts)")(
-            "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests running at once");
+            "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests running at once")(
+            "draft", po::value<std::string>(),
+            "draft model for speculative requests (a file or a shipped name: draft)")(
+            "amateur", po::value<std::string>(), "amateur model for contrastive requests (a file or a shipped name)");
         add_session_options(d);
     },
     run_batch}};

@@ -183,7 +183,8 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
 
 const Registrar kBench{Command{
     "bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
-    "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [-d 0] [--threads N] [--json] [--mode pp-tg|ragged|chunked|streams]",
+    "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [-d 0] [--threads N] [--json] [--mode "
+    "pp-tg|ragged|chunked|streams|decoders]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "n-prompt,p", int_option("n-prompt", 0, 1 << 20)->default_value(128), "prompt tokens (pp)")(
@@ -194,10 +195,17 @@ const Registrar kBench{Command{
             "json", po::bool_switch(), "print JSON")(
             "mode", po::value<std::string>()->default_value("pp-tg"),
             "pp-tg (llama-bench style), or an engine benchmark: ragged (ragged vs padded batch), chunked (streams' "
-            "latency while a long prompt arrives), streams (aggregate decode at several concurrencies)")(
-            "long-prompt", int_option("long-prompt", 1, 1 << 20)->default_value(2000), "chunked: the arriving prompt")(
-            "chunks", po::value<std::vector<long long>>()->multitoken(), "chunked: chunk sizes (default 0 256 64)")(
-            "streams", po::value<std::vector<long long>>()->multitoken(), "streams: concurrencies (default 1 4 16)");
+            "latency while a long prompt arrives), streams (aggregate decode at several concurrencies), decoders (one "
+            "request's decode speed per decoding "
+            "strategy)")("long-prompt", int_option("long-prompt", 1, 1 << 20)->default_value(2000),
+                         "chunked: the arriving prompt")("chunks", po::value<std::vector<long long>>()->multitoken(),
+                                                         "chunked: chunk sizes (default 0 256 64)")(
+            "streams", po::value<std::vector<long long>>()->multitoken(), "streams: concurrencies (default 1 4 16)")(
+            "decoders", po::value<std::vector<std::string>>()->multitoken(),
+            "decoders: specs measured against plain sampling (default speculative:k=4)")(
+            "draft", po::value<std::string>(), "decoders: the draft model (the bench model's own file drafts itself)")(
+            "prompt", po::value<std::string>()->default_value("Once upon a time"),
+            "decoders: prompt text (random ids when the model has no vocabulary)");
         add_session_options(d);
     },
     run_bench}};

@@ -89,7 +89,7 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     basalt_decoder_needs needs{};
     if (!decoder_needs(rt.get(), decoder, needs)) return kExitUsage;
     std::unique_ptr<Model> second;
-    if (!load_second_model(vm, second)) return kExitError;
+    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
     SessionStrings keep;
     basalt_engine_params ep = engine_params(vm, keep);
     ep.n_seq_max = needs.n_seq;  // beams: one cache sequence each (the KV slots follow: n_ctx x n_seq_max)

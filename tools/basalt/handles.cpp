@@ -95,15 +95,15 @@ void add_decoder_options(po::options_description& d) {
         "amateur", po::value<std::string>(), "amateur model for contrastive decoding (a file or a shipped name)");
 }
 
-bool load_second_model(const po::variables_map& vm, std::unique_ptr<Model>& out) {
+int load_second_model(const po::variables_map& vm, std::unique_ptr<Model>& out) {
     if (vm.count("draft") != 0 && vm.count("amateur") != 0) {
         print_error("give --draft or --amateur, not both: the engine attaches one second model");
-        return false;
+        return kExitUsage;
     }
     const char* key = vm.count("draft") != 0 ? "draft" : (vm.count("amateur") != 0 ? "amateur" : nullptr);
-    if (key == nullptr) return true;
+    if (key == nullptr) return kExitOk;
     out = std::make_unique<Model>(vm[key].as<std::string>());
-    return out->ok();
+    return out->ok() ? kExitOk : kExitError;
 }
 
 bool decoder_needs(basalt_runtime* rt, const std::string& spec, basalt_decoder_needs& out) {

@@ -76,8 +76,8 @@ void add_session_options(po::options_description& d);
 // Decoding-strategy options of run and batch: --decoder SPEC, --draft MODEL, --amateur MODEL.
 void add_decoder_options(po::options_description& d);
 // Loads the second model that --draft or --amateur names (not both) into out (left empty when neither is given);
-// false after printing why.
-bool load_second_model(const po::variables_map& vm, std::unique_ptr<Model>& out);
+// returns kExitOk, or after printing why kExitUsage (both given) or kExitError (the model failed to load).
+int load_second_model(const po::variables_map& vm, std::unique_ptr<Model>& out);
 // What decoder spec ("NAME[:key=value,...]") needs for one request; false after printing the library's message.
 bool decoder_needs(basalt_runtime* rt, const std::string& spec, basalt_decoder_needs& out);
 // Storage the params point into; must outlive the basalt_session_params.

@@ -49,7 +49,7 @@ from ._capi import (SAMPLER_ARGMAX_INVARIANT, SAMPLER_DRAFT_SAFE, SAMPLER_SELECT
 __all__ = [
     "BasaltError", "RequestError", "Runtime", "Model", "Session", "SamplerChain", "Engine", "Request", "Sampler",
     "SamplerError", "Candidates",
-    "generate", "generate_tokens", "version", "library_path", "SAMPLER_ARGMAX_INVARIANT", "SAMPLER_DRAFT_SAFE",
+    "generate", "generate_tokens", "decoder_requirements", "version", "library_path", "SAMPLER_ARGMAX_INVARIANT", "SAMPLER_DRAFT_SAFE",
     "SAMPLER_SELECTS", "TokenData"
 ]
 
@@ -884,7 +884,7 @@ class Engine(_Owned):
 
     ctx: positions one request may hold (0: the model's training context, at most 4096); parallel: requests
     running at once; seq_max: cache sequences (0: parallel; beams need more); kv_slots: KV slots shared by all
-    sequences (0: ctx x parallel); max_batch_tokens: token budget of a step (0: 512); prefill_chunk: longest
+    sequences (0: ctx x seq_max); max_batch_tokens: token budget of a step (0: 512); prefill_chunk: longest
     prefill piece per step (0: whole prompts); threads: backend threads (0: its default); backend, kv_cache:
     component names (None: "cpu", "paged"); device, backend_params, kv_params: as for Session; second_model: a
     draft or amateur Model with the same vocabulary, for decoders that need one.
@@ -1139,6 +1139,32 @@ class Request(_Owned):
         _check(self._lib.basalt_request_itl(h, buf, n.value, byref(n)))
         return list(buf[:n.value])
 
+    def hypotheses(self):
+        """The decoder's outputs as a list of dicts {"tokens", "text", "score"}: one for a plain request, the
+        n-best (best first) for beam search. The first is the request's output (its text is the streamed text,
+        stop strings applied); the others' text is their tokens detokenized. Drives or waits for the request."""
+        self._drain()
+        h, out = self._h, []
+        for i in range(self._lib.basalt_request_n_hypotheses(h)):
+            n, score = c_size_t(), ctypes.c_float()
+            _check(self._lib.basalt_request_hypothesis(h, i, None, 0, byref(n), byref(score)))
+            buf = (c_int32 * max(1, n.value))()
+            _check(self._lib.basalt_request_hypothesis(h, i, buf, n.value, byref(n), byref(score)))
+            toks = list(buf[:n.value])
+            text = self._all_bytes.decode("utf-8", "replace") if i == 0 else self._engine._model.detokenize(toks)
+            out.append({"tokens": toks, "text": text, "score": score.value})
+        return out
+
+    def decoder_stats(self):
+        """The figures the decoder recorded, as a dict (speculative: drafted, accepted, acceptance_rate,
+        verify_steps, tokens_per_verify, k). Up to now while running."""
+        h, out, i = self._h, {}, 0
+        name, value = c_char_p(), ctypes.c_double()
+        while self._lib.basalt_request_decoder_stat(h, i, byref(name), byref(value)) == _capi.OK:
+            out[name.value.decode()] = value.value
+            i += 1
+        return out
+
     # ---- output ----
 
     def _raise_callback_error(self):
@@ -1242,7 +1268,19 @@ class Request(_Owned):
 _SESSION_ARGS = {"n_ctx": "ctx", "n_batch": "max_batch_tokens", "n_seq_max": "seq_max", "n_threads": "threads"}
 
 
-def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args):
+def decoder_requirements(runtime, decoder):
+    """What decoder ("NAME[:key=value,...]") needs for one request, as a dict: n_seq (cache sequences; an
+    Engine's seq_max must allow them), n_models (2: it needs the Engine's second_model) and n_outputs (n-best).
+    An unknown decoder or a refused parameter raises BasaltError naming it."""
+    if not isinstance(runtime, Runtime):
+        raise TypeError("decoder_requirements: runtime must be a basalt.Runtime")
+    n = _capi.DecoderNeeds()
+    n.struct_size = ctypes.sizeof(n)
+    _check(_capi.lib().basalt_decoder_requirements(runtime._h, _text_bytes(decoder or "sample", "decoder"), byref(n)))
+    return {"n_seq": n.n_seq, "n_models": n.n_models, "n_outputs": n.n_outputs}
+
+
+def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder=None, draft=None):
     """(tokens, text) of one request through an engine (the given one, or one made for the call)."""
     n_predict = _int(n_predict, "n_predict", 0)  # -1 used to return '' silently
     if isinstance(engine, Session):
@@ -1265,12 +1303,19 @@ def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args):
                 model = Model(model, runtime)
                 own.append(model)
             args = {_SESSION_ARGS.get(k, k): v for k, v in engine_args.items()}
+            if decoder and "seq_max" not in args:  # beams: one cache sequence each
+                args["seq_max"] = decoder_requirements(runtime, decoder)["n_seq"]
+            if draft is not None:
+                if not isinstance(draft, Model):
+                    draft = Model(draft, runtime)
+                    own.append(draft)
+                args["second_model"] = draft
             engine = Engine(runtime, model, **args)
             own.append(engine)
         tokens = model.tokenize(prompt)
         if not tokens:
             raise ValueError("the prompt tokenizes to nothing")
-        request = engine.submit(tokens=tokens, samplers=samplers, max_tokens=n_predict)
+        request = engine.submit(tokens=tokens, samplers=samplers, decoder=decoder, max_tokens=n_predict)
         own.append(request)
         return request.tokens(), request.text()
     finally:
@@ -1278,16 +1323,20 @@ def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args):
             obj.close()
 
 
-def generate_tokens(model, prompt, n_predict, samplers="greedy", runtime=None, engine=None, **engine_args):
+def generate_tokens(model, prompt, n_predict, samplers="greedy", runtime=None, engine=None, *, decoder=None,
+                    draft=None, **engine_args):
     """Generates up to n_predict tokens after prompt (stopping at an end-of-generation token or a full context)
     through an Engine and returns their ids. model: a Model or a path (or a shipped model's name); samplers: a
     chain text or a SamplerChain (its text; the chain object's state is not used). engine: an Engine to submit
     to (else one is made for the call, with engine_args: Engine's keywords, or Session's n_ctx, n_batch,
-    n_seq_max, n_threads). A prompt longer than the context raises BasaltError."""
-    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args)[0]
+    n_seq_max, n_threads). decoder: "NAME[:key=value,...]" (beam:width=4, speculative:k=4, contrastive); draft:
+    the second model (a Model or a path/shipped name) speculative and contrastive decoding need; the engine made
+    for the call gets the sequences the decoder needs. A prompt longer than the context raises BasaltError."""
+    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder, draft)[0]
 
 
-def generate(model, prompt, n_predict=32, samplers="greedy", runtime=None, engine=None, **engine_args):
+def generate(model, prompt, n_predict=32, samplers="greedy", runtime=None, engine=None, *, decoder=None, draft=None,
+             **engine_args):
     """Generates up to n_predict tokens after prompt and returns their text (the prompt not included), through an
     Engine as generate_tokens. samplers: a chain text, e.g. "top_k:40;top_p:0.9;temp:0.7;dist:seed=42"."""
-    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args)[1]
+    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder, draft)[1]

@@ -130,6 +130,10 @@ class RequestParams(Structure):
                 ("n_stop", c_size_t), ("callback", RequestCallbackFn), ("user_data", c_void_p)]
 
 
+class DecoderNeeds(Structure):
+    _fields_ = [("struct_size", c_uint32), ("n_seq", c_uint32), ("n_models", c_uint32), ("n_outputs", c_uint32)]
+
+
 class RequestStats(Structure):
     _fields_ = [("struct_size", c_uint32), ("finish_reason", c_int32), ("prompt_tokens", c_uint64),
                 ("cached_tokens", c_uint64), ("generated_tokens", c_uint64), ("queue_ms", c_double),
@@ -253,6 +257,10 @@ def _declare(lib):
     fn("basalt_request_wait", st, c_void_p, c_int32)
     fn("basalt_request_stats_get", st, c_void_p, P(RequestStats))
     fn("basalt_request_itl", st, c_void_p, P(c_double), c_size_t, P(c_size_t))
+    fn("basalt_request_n_hypotheses", c_size_t, c_void_p)
+    fn("basalt_request_hypothesis", st, c_void_p, c_size_t, P(c_int32), c_size_t, P(c_size_t), P(c_float))
+    fn("basalt_request_decoder_stat", st, c_void_p, c_size_t, P(c_char_p), P(c_double))
+    fn("basalt_decoder_requirements", st, c_void_p, c_char_p, P(DecoderNeeds))
     fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
 
 

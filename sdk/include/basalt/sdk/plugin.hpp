@@ -40,6 +40,23 @@ class error : public std::runtime_error {
     basalt_status status_;
 };
 
+// A host service (a decoder host's sample, emit ...) failed and recorded its own message: guard() returns the
+// status without reporting anything over that message.
+class host_error : public std::exception {
+  public:
+    explicit host_error(basalt_status status) : status_(status) {}
+    basalt_status status() const noexcept { return status_; }
+    const char* what() const noexcept override { return "a host service failed"; }
+
+  private:
+    basalt_status status_;
+};
+
+// Throws host_error when a host service returned a failure (its message stays the host's).
+inline void check_host(basalt_status status) {
+    if (status != BASALT_OK) throw host_error(status);
+}
+
 // Reports `message` through the host (if any) and returns status.
 inline basalt_status report(basalt_status status, const char* message) noexcept {
     const basalt_host* h = host();
@@ -61,6 +78,8 @@ basalt_status guard(Fn&& fn) noexcept {
         }
     } catch (const error& e) {
         return report(e.status(), e.what());
+    } catch (const host_error& e) {
+        return e.status();
     } catch (const std::bad_alloc&) {
         return report(BASALT_ERR_OUT_OF_MEMORY, "out of memory");
     } catch (const std::exception& e) {

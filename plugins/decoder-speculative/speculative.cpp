@@ -1,0 +1,442 @@
+// decoder-speculative: speculative decoding, component decoder 'speculative'. A draft proposes k tokens, the
+// target (model 0) checks them in one multi-row forward, and the accepted ones plus one token of the target's
+// own are emitted per verification. Draft sources: the engine's second model (source=model) or prompt lookup
+// (source=ngram: the tokens that followed the latest earlier occurrence of the context's last n-gram).
+// Verification: greedy (accept while the target's chain picks the same token) or stochastic (accept x with
+// probability min(1, p(x)/q(x)), else sample norm(max(0, p - q)); a bonus token when all k pass), where p and q
+// are the target's and the draft's distributions after the request's chain: the output follows exactly the
+// distribution the chain alone gives. Rejected tokens are truncated from both caches. docs/decoding.md.
+#include <basalt/plugin_decoder.h>
+#include <basalt/sdk/plugin.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kLabel = "decoder 'speculative'";
+
+enum class Source { Model, Ngram };
+enum class Verify { Auto, Greedy, Stochastic, AcceptAll };
+enum class Phase { Prefill, Draft, Verify, Done };
+
+struct Config {
+    Source source = Source::Model;
+    Verify verify = Verify::Auto;
+    int k = 4;  // draft length (the largest, when adaptive)
+    bool adaptive = false;
+    int ngram_max = 3, ngram_min = 1;
+};
+
+struct Speculative {
+    Config cfg;
+    const basalt_decoder_host* host = nullptr;
+    bool greedy = true;        // the verification in use (Auto resolved at begin)
+    std::vector<int32_t> ctx;  // prompt + emitted tokens
+    size_t prompt_len = 0;
+    uint32_t target_len = 0;  // tokens of ctx in the target's cache (all but the last once decoding)
+    uint32_t draft_len = 0;   // tokens of ctx (then drafts) in the draft's cache
+    int32_t max_tokens = 0;
+    size_t emitted = 0;
+    int k = 4;  // draft length of the next round
+    Phase phase = Phase::Prefill;
+    int32_t finish = BASALT_FINISH_NONE;
+
+    std::vector<int32_t> drafts;        // proposed this round
+    std::vector<std::vector<float>> q;  // the draft's distribution at each proposal (stochastic, model source)
+    std::vector<int32_t> feed;          // tokens of the current plan's feed(s)
+    std::vector<int32_t> draft_feed;    // tokens fed to the draft this round
+    std::vector<float> p, residual;     // scratch, n_vocab
+    std::mt19937_64 rng;
+
+    uint64_t drafted = 0, accepted = 0, verifies = 0, target_tokens = 0;
+};
+
+Speculative& self(void* d) {
+    if (d == nullptr) throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": instance is NULL");
+    return *static_cast<Speculative*>(d);
+}
+
+[[noreturn]] void fail(basalt_status st, const std::string& what) {
+    throw basalt::sdk::error(st, std::string(kLabel) + ": " + what);
+}
+
+// A uniform double in [0, 1) from 53 random bits (the same on every platform, unlike std distributions).
+double uniform(std::mt19937_64& rng) {
+    return static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// Draws an index from weights w (not necessarily normalised; sum > 0).
+int32_t draw(const std::vector<float>& w, std::mt19937_64& rng) {
+    double sum = 0;
+    for (float x : w) sum += x;
+    double u = uniform(rng) * sum;
+    int32_t last = -1;
+    for (size_t i = 0; i < w.size(); ++i) {
+        if (w[i] <= 0.f) continue;
+        last = static_cast<int32_t>(i);
+        u -= w[i];
+        if (u < 0) return last;
+    }
+    return last;  // rounding left u >= 0: the last token with weight
+}
+
+// Calls a host service and turns its failure into an exception (the host recorded the message).
+void check(basalt_status st) {
+    basalt::sdk::check_host(st);
+}
+
+void set_stats(const Speculative& s) {
+    const basalt_decoder_host* h = s.host;
+    if (!BASALT_HAS_FIELD(h, basalt_decoder_host, set_stat) || h->set_stat == nullptr) return;
+    h->set_stat(h->ctx, "drafted", static_cast<double>(s.drafted));
+    h->set_stat(h->ctx, "accepted", static_cast<double>(s.accepted));
+    h->set_stat(h->ctx, "acceptance_rate",
+                s.drafted > 0 ? static_cast<double>(s.accepted) / static_cast<double>(s.drafted) : 0.0);
+    h->set_stat(h->ctx, "verify_steps", static_cast<double>(s.verifies));
+    h->set_stat(h->ctx, "tokens_per_verify",
+                s.verifies > 0 ? static_cast<double>(s.target_tokens) / static_cast<double>(s.verifies) : 0.0);
+    h->set_stat(h->ctx, "k", static_cast<double>(s.k));
+}
+
+// Emits one token; false when the request ends (a stop condition, max_tokens, cancel).
+bool emit(Speculative& s, int32_t token) {
+    s.ctx.push_back(token);
+    ++s.emitted;
+    const basalt_status st = s.host->emit(s.host->ctx, 0, &token, 1, 0.f);
+    if (st == BASALT_ERR_CANCELLED) {
+        s.phase = Phase::Done;
+        return false;
+    }
+    check(st);
+    return true;
+}
+
+// The longest draft this round may have: k, less when the context or max_tokens leaves less room (a verify
+// feeds the pending token plus the drafts to the target, and gives at most drafts + 1 tokens).
+int room(const Speculative& s) {
+    const long long by_ctx = static_cast<long long>(s.host->n_ctx) - static_cast<long long>(s.target_len) - 1;
+    const long long by_len = static_cast<long long>(s.max_tokens) - static_cast<long long>(s.emitted) - 1;
+    return static_cast<int>(std::max(0LL, std::min({static_cast<long long>(s.k), by_ctx, by_len})));
+}
+
+// Prompt lookup: the tokens that followed the latest earlier occurrence of the context's last n tokens (n from
+// ngram_max down to ngram_min), at most n_max of them.
+void propose_ngram(Speculative& s, int n_max) {
+    s.drafts.clear();
+    const size_t len = s.ctx.size();
+    for (int n = s.cfg.ngram_max; n >= s.cfg.ngram_min && s.drafts.empty(); --n) {
+        const auto un = static_cast<size_t>(n);
+        if (len < un + 1) continue;
+        const int32_t* key = s.ctx.data() + len - un;
+        for (size_t start = len - un; start-- > 0;) {  // latest occurrence first, excluding the suffix itself
+            if (!std::equal(key, key + un, s.ctx.data() + start)) continue;
+            for (size_t j = start + un; j < len && s.drafts.size() < static_cast<size_t>(n_max); ++j)
+                s.drafts.push_back(s.ctx[j]);
+            break;
+        }
+    }
+}
+
+// Starts a round after tokens were emitted: draft with the model, look up n-grams, or (no room) verify nothing.
+void next_round(Speculative& s) {
+    s.drafts.clear();
+    s.q.clear();
+    const int n = room(s);
+    if (n > 0 && s.cfg.source == Source::Ngram) propose_ngram(s, n);
+    s.phase = (n > 0 && s.cfg.source == Source::Model) ? Phase::Draft : Phase::Verify;
+}
+
+basalt_status spec_create(const basalt_host* /*host*/, const basalt_params* params, void** out) {
+    return basalt::sdk::guard([&] {
+        const basalt::sdk::params p(params, kLabel);
+        p.expect_only({"k", "adaptive", "source", "verify", "ngram_max", "ngram_min"});
+        Config c;
+        c.k = static_cast<int>(p.get_int("k", 4));
+        if (c.k < 1 || c.k > 64) p.bad("k", *p.find("k"), "a draft length from 1 to 64");
+        c.adaptive = p.get_bool("adaptive", false);
+        if (auto v = p.find("source")) {
+            if (*v == "model")
+                c.source = Source::Model;
+            else if (*v == "ngram")
+                c.source = Source::Ngram;
+            else
+                p.bad("source", *v, "'model' (the engine's second model drafts) or 'ngram' (prompt lookup)");
+        }
+        if (auto v = p.find("verify")) {
+            if (*v == "auto")
+                c.verify = Verify::Auto;
+            else if (*v == "greedy")
+                c.verify = Verify::Greedy;
+            else if (*v == "stochastic")
+                c.verify = Verify::Stochastic;
+            else if (*v == "accept_all")
+                c.verify = Verify::AcceptAll;
+            else
+                p.bad("verify", *v, "auto, greedy, stochastic or accept_all (a broken verifier, for tests)");
+        }
+        c.ngram_max = static_cast<int>(p.get_int("ngram_max", 3));
+        c.ngram_min = static_cast<int>(p.get_int("ngram_min", 1));
+        if (c.ngram_min < 1 || c.ngram_max < c.ngram_min || c.ngram_max > 32) {
+            p.bad("ngram_max", p.find("ngram_max").value_or(std::to_string(c.ngram_max)),
+                  "a length from ngram_min (>= 1) to 32");
+        }
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "out is NULL");
+        auto* s = new Speculative();
+        s->cfg = c;
+        *out = s;
+    });
+}
+
+void spec_destroy(void* d) {
+    delete static_cast<Speculative*>(d);
+}
+
+basalt_status spec_requirements(void* d, basalt_decoder_info* out) {
+    return basalt::sdk::guard([&] {
+        const Speculative& s = self(d);
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "out is NULL");
+        out->n_seq = 1;
+        out->n_models = s.cfg.source == Source::Model ? 2 : 1;
+        out->n_outputs = 1;
+        if (BASALT_HAS_FIELD(out, basalt_decoder_info, flags)) out->flags = BASALT_DECODER_NEEDS_DRAFT_SAFE;
+    });
+}
+
+basalt_status spec_begin(void* d, const basalt_decoder_host* host, const basalt_decoder_request* request) {
+    return basalt::sdk::guard([&] {
+        Speculative& s = self(d);
+        if (host == nullptr || request == nullptr || request->prompt == nullptr || request->n_prompt == 0)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "begin needs a host and a prompt");
+        if (s.cfg.source == Source::Model && host->n_models < 2)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "source=model needs a draft model attached to the engine (--draft)");
+        s.host = host;
+        s.ctx.assign(request->prompt, request->prompt + request->n_prompt);
+        s.prompt_len = s.ctx.size();
+        s.max_tokens = request->max_tokens;
+        const bool has12 = BASALT_HAS_FIELD(request, basalt_decoder_request, chain_flags);
+        const bool chain_greedy = has12 && (request->chain_flags & BASALT_DECODER_CHAIN_GREEDY) != 0;
+        s.greedy = s.cfg.verify == Verify::Greedy || (s.cfg.verify == Verify::Auto && chain_greedy);
+        const int64_t seed = has12 ? request->seed : -1;
+        s.rng.seed(seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}());
+        s.k = s.cfg.k;
+        s.p.assign(host->n_vocab, 0.f);
+        s.residual.assign(host->n_vocab, 0.f);
+        s.phase = Phase::Prefill;
+    });
+}
+
+basalt_status spec_plan(void* d, basalt_decoder_plan* plan, int32_t* out_finish) {
+    return basalt::sdk::guard([&] {
+        Speculative& s = self(d);
+        if (plan == nullptr || out_finish == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "plan: NULL argument");
+        *out_finish = BASALT_FINISH_NONE;
+        plan->n_feeds = 0;
+        if (s.phase == Phase::Done) {
+            *out_finish = s.finish;
+            return;
+        }
+        if (plan->capacity < 2) {
+            plan->n_feeds = 2;
+            fail(BASALT_ERR_CAPACITY, "plan needs 2 feeds");
+        }
+        auto add = [&](int32_t model, const int32_t* tokens, size_t n, int32_t logits) {
+            basalt_decoder_feed& f = plan->feeds[plan->n_feeds++];
+            f = basalt_decoder_feed{};
+            f.model = model;
+            f.seq = 0;
+            f.tokens = tokens;
+            f.n_tokens = n;
+            f.logits = logits;
+        };
+        switch (s.phase) {
+            case Phase::Prefill:
+                add(0, s.ctx.data(), s.ctx.size(), BASALT_DECODER_LOGITS_LAST);
+                if (s.cfg.source == Source::Model) add(1, s.ctx.data(), s.ctx.size(), BASALT_DECODER_LOGITS_NONE);
+                break;
+            case Phase::Draft: {
+                // The draft catches up with the context (1 token, or 2 after a round that accepted every draft),
+                // then takes its own proposals one at a time.
+                s.draft_feed.clear();
+                if (s.drafts.empty()) {
+                    s.draft_feed.assign(s.ctx.begin() + s.draft_len, s.ctx.end());
+                } else {
+                    s.draft_feed.push_back(s.drafts.back());
+                }
+                add(1, s.draft_feed.data(), s.draft_feed.size(), BASALT_DECODER_LOGITS_LAST);
+                break;
+            }
+            case Phase::Verify:
+                s.feed.assign(s.ctx.begin() + s.target_len, s.ctx.end());  // the pending token
+                s.feed.insert(s.feed.end(), s.drafts.begin(), s.drafts.end());
+                add(0, s.feed.data(), s.feed.size(), BASALT_DECODER_LOGITS_ALL);
+                break;
+            case Phase::Done:
+                break;
+        }
+    });
+}
+
+// The draft's row at its latest proposal: take the next draft token.
+void consume_draft(Speculative& s, const float* row) {
+    s.draft_len += static_cast<uint32_t>(s.draft_feed.size());
+    check(s.host->distribution(s.host->ctx, 0, 1, row, s.p.data()));
+    int32_t token = 0;
+    if (s.greedy) {
+        token = static_cast<int32_t>(std::max_element(s.p.begin(), s.p.end()) - s.p.begin());
+    } else {
+        token = draw(s.p, s.rng);
+        s.q.push_back(s.p);
+    }
+    s.drafts.push_back(token);
+    if (static_cast<int>(s.drafts.size()) >= room(s)) s.phase = Phase::Verify;
+}
+
+// The target's rows for [pending, d1..dk]: accept a prefix of the drafts, add one token of the target's own.
+void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
+    const size_t nv = s.host->n_vocab;
+    const size_t k = s.drafts.size();
+    if (n_rows != k + 1) fail(BASALT_ERR_PLUGIN, "verify expected " + std::to_string(k + 1) + " rows");
+    const size_t ctx_before = s.ctx.size();
+    const uint32_t draft_before = s.draft_len;
+    size_t a = 0;  // drafts accepted
+    bool live = true;
+    int32_t own = -1;  // the target's token after the accepted drafts
+    for (size_t i = 0; i <= k && live; ++i) {
+        const float* row = rows + i * nv;
+        if (i == k) {  // every draft accepted: a bonus token from the target
+            check(s.host->sample(s.host->ctx, 0, row, &own));
+            break;
+        }
+        const int32_t x = s.drafts[i];
+        bool ok = false;
+        if (s.cfg.verify == Verify::AcceptAll) {
+            ok = true;
+            check(s.host->accept(s.host->ctx, 0, x));
+        } else if (s.greedy) {
+            int32_t t = -1;
+            check(s.host->sample(s.host->ctx, 0, row, &t));  // accepts t into the chain
+            ok = t == x;
+            if (!ok) own = t;
+        } else {
+            check(s.host->distribution(s.host->ctx, 0, 0, row, s.p.data()));
+            const double qx = s.q.empty() ? 1.0 : double{s.q[i][static_cast<size_t>(x)]};  // ngram: a point mass
+            const double px = s.p[static_cast<size_t>(x)];
+            ok = qx > 0 && uniform(s.rng) < std::min(1.0, px / qx);
+            if (ok) {
+                check(s.host->accept(s.host->ctx, 0, x));
+            } else {
+                double sum = 0;
+                for (size_t v = 0; v < nv; ++v) {
+                    const float qv = s.q.empty() ? (v == static_cast<size_t>(x) ? 1.f : 0.f) : s.q[i][v];
+                    s.residual[v] = std::max(0.f, s.p[v] - qv);
+                    sum += s.residual[v];
+                }
+                own = draw(sum > 0 ? s.residual : s.p, s.rng);  // p == q exactly leaves no residual: p itself
+                check(s.host->accept(s.host->ctx, 0, own));
+            }
+        }
+        if (!ok) break;
+        ++a;
+        live = emit(s, x);
+    }
+    s.drafted += k;
+    s.accepted += a;
+    s.verifies += 1;
+    if (live && own >= 0) {
+        live = emit(s, own);
+        s.target_tokens += a + 1;
+    } else {
+        s.target_tokens += a;
+    }
+    // The caches keep the context minus its last token: the target fed pending + k drafts, the draft up to d(k-1).
+    s.target_len = static_cast<uint32_t>(ctx_before + a);
+    check(s.host->seq_truncate(s.host->ctx, 0, 0, s.target_len));
+    if (s.cfg.source == Source::Model) {
+        s.draft_len = std::min<uint32_t>(draft_before, static_cast<uint32_t>(ctx_before + a));
+        check(s.host->seq_truncate(s.host->ctx, 1, 0, s.draft_len));
+    }
+    if (s.cfg.adaptive && k > 0) {  // grow after a full acceptance, shrink to what was accepted plus one otherwise
+        s.k = a == k ? std::min(s.k + 1, s.cfg.k) : std::max(1, static_cast<int>(a) + 1);
+    }
+    set_stats(s);
+    if (live) next_round(s);
+}
+
+basalt_status spec_consume(void* d, const basalt_decoder_result* results, size_t n_results) {
+    return basalt::sdk::guard([&] {
+        Speculative& s = self(d);
+        if (results == nullptr || n_results == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "consume: no results");
+        switch (s.phase) {
+            case Phase::Prefill: {
+                if (results[0].logits == nullptr || results[0].n_rows != 1)
+                    fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects the prompt's last logits row");
+                s.target_len = static_cast<uint32_t>(s.ctx.size());
+                if (s.cfg.source == Source::Model) s.draft_len = static_cast<uint32_t>(s.ctx.size());
+                int32_t token = -1;
+                check(s.host->sample(s.host->ctx, 0, results[0].logits, &token));
+                set_stats(s);
+                if (emit(s, token)) next_round(s);
+                break;
+            }
+            case Phase::Draft:
+                if (results[0].logits == nullptr || results[0].n_rows != 1)
+                    fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects one draft logits row");
+                consume_draft(s, results[0].logits);
+                break;
+            case Phase::Verify:
+                if (results[0].logits == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects verify rows");
+                consume_verify(s, results[0].logits, results[0].n_rows);
+                break;
+            case Phase::Done:
+                break;
+        }
+    });
+}
+
+const basalt_decoder_iface kIface = {
+    sizeof(basalt_decoder_iface),
+    0,
+    spec_create,
+    spec_destroy,
+    nullptr,  // reserved_run (ABI 1.0's run)
+    spec_requirements,
+    spec_begin,
+    spec_plan,
+    spec_consume,
+};
+
+const basalt_component_desc kComponent = {
+    sizeof(basalt_component_desc),
+    BASALT_COMPONENT_DECODER,
+    "speculative",
+    "speculative decoding: a draft model or prompt-lookup n-grams propose k tokens, the target verifies them in one "
+    "forward (greedy or distribution-exact stochastic acceptance)",
+    1,
+    0,
+    0,
+    0,
+    &kIface,
+};
+
+const basalt_component_desc* const kComponents[] = {&kComponent};
+
+const basalt_plugin_desc kPlugin = {
+    sizeof(basalt_plugin_desc),
+    BASALT_ABI_VERSION_MAJOR,
+    BASALT_ABI_VERSION_MINOR,
+    0,
+    "decoder-speculative",
+    1,
+    kComponents,
+    nullptr,
+};
+
+}  // namespace
+
+BASALT_PLUGIN_INIT {
+    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
+}
