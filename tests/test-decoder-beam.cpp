@@ -102,8 +102,9 @@ class Oracle {
         return memo_.emplace(tokens, std::move(last)).first->second;
     }
 
-    // log_softmax (float64) of the next-token logits after prompt + generated, the tokens of `generated` penalised
-    // as the penalties sampler does with repeat (llama.cpp's rule; the prompt is not in the window).
+    // log_softmax (float64) of the next-token logits after prompt + generated, the last 64 tokens of prompt +
+    // generated penalised as the penalties sampler does with repeat (llama.cpp's rule; the engine accepts the
+    // prompt into the chain, so it is history too).
     std::vector<double> logprobs(const std::vector<int32_t>& prompt, const std::vector<int32_t>& generated,
                                  double repeat = 1.0) {
         std::vector<int32_t> all = prompt;
@@ -112,8 +113,8 @@ class Oracle {
         std::vector<double> x(l.begin(), l.end());
         if (repeat != 1.0) {
             std::vector<bool> seen(n_vocab_, false);
-            const size_t from = generated.size() > 64 ? generated.size() - 64 : 0;
-            for (size_t i = from; i < generated.size(); ++i) seen[static_cast<size_t>(generated[i])] = true;
+            const size_t from = all.size() > 64 ? all.size() - 64 : 0;
+            for (size_t i = from; i < all.size(); ++i) seen[static_cast<size_t>(all[i])] = true;
             for (size_t v = 0; v < n_vocab_; ++v) {
                 // The sampler works in float: penalise the float logit as it does.
                 if (seen[v])

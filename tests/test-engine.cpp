@@ -1,7 +1,8 @@
 // The engine through the C API: requests alone and together, stop conditions, cancel, admission under a full
-// cache, its own thread, statistics, and the errors a bad request or engine gets.
+// cache, its own thread, statistics, the errors a bad request or engine gets, and the prompt as the chain's history.
 #include <basalt/basalt.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -356,4 +357,79 @@ TEST_CASE("greedy requests through the engine give llama.cpp's golden continuati
         ++checked;
     }
     CHECK(checked >= 5);
+}
+
+namespace {
+
+// The tokens of one request given as ids, run alone with the chain, end tokens ignored.
+std::vector<int32_t> run_ids(basalt_runtime* rt, const basalt_model* m, const std::vector<int32_t>& prompt,
+                             int32_t max_tokens, const char* chain) {
+    basalt_request_params p = request(nullptr, max_tokens, chain);
+    p.tokens = prompt.data();
+    p.n_tokens = prompt.size();
+    p.flags = BASALT_REQUEST_IGNORE_EOG;
+    return solo(rt, m, p).first;
+}
+
+// How many n-grams of seq occur earlier in seq.
+size_t repeated_ngrams(const std::vector<int32_t>& seq, size_t n) {
+    size_t repeats = 0;
+    for (size_t i = 0; i + n <= seq.size(); ++i) {
+        for (size_t j = 0; j < i; ++j) {
+            if (std::equal(seq.begin() + static_cast<std::ptrdiff_t>(i),
+                           seq.begin() + static_cast<std::ptrdiff_t>(i + n),
+                           seq.begin() + static_cast<std::ptrdiff_t>(j))) {
+                ++repeats;
+                break;
+            }
+        }
+    }
+    return repeats;
+}
+
+}  // namespace
+
+TEST_CASE("the prompt is the chain's history before the first draw", "[engine][samplers]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    const std::vector<int32_t> prompt = {1, 472, 294, 373, 501, 360, 310};
+    const std::vector<int32_t> plain = run_ids(rt.rt, model.m, prompt, 24, "greedy");
+    // n = 1 bans every token already in the sequence: none of the prompt's comes out, and none twice
+    const std::vector<int32_t> once = run_ids(rt.rt, model.m, prompt, 24, "no_repeat_ngram:n=1;greedy");
+    REQUIRE(once.size() == 24);
+    for (size_t i = 0; i < once.size(); ++i) {
+        CAPTURE(i);
+        CHECK(std::find(prompt.begin(), prompt.end(), once[i]) == prompt.end());
+        CHECK(std::find(once.begin(), once.begin() + static_cast<std::ptrdiff_t>(i), once[i]) ==
+              once.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    CHECK(once != plain);
+    // penalties count the prompt too (llama.cpp's loop accepts it): a huge presence penalty keeps its tokens out
+    const std::vector<int32_t> pen = run_ids(rt.rt, model.m, prompt, 12, "penalties:present=1000,last_n=-1;greedy");
+    for (int32_t t : pen) CHECK(std::find(prompt.begin(), prompt.end(), t) == prompt.end());
+}
+
+TEST_CASE("a text generated with no_repeat_ngram has no repeated n-gram, the prompt's included", "[engine][samplers]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model("target");
+    std::vector<int32_t> prompt(64);
+    size_t n = 0;
+    const std::string text = "The best way to";
+    REQUIRE(basalt_tokenize(model.m, text.data(), text.size(), BASALT_TOKENIZE_ADD_SPECIAL, prompt.data(),
+                            prompt.size(), &n) == BASALT_OK);
+    prompt.resize(n);
+    auto whole = [&](const std::vector<int32_t>& out) {
+        std::vector<int32_t> all = prompt;
+        all.insert(all.end(), out.begin(), out.end());
+        return all;
+    };
+    // greedy alone repeats itself (and the prompt's " best way to"), so the check below has teeth
+    CHECK(repeated_ngrams(whole(run_ids(rt.rt, model.m, prompt, 96, "greedy")), 3) > 0);
+    for (size_t k : {2u, 3u, 4u}) {
+        CAPTURE(k);
+        const std::string chain = "no_repeat_ngram:n=" + std::to_string(k) + ";greedy";
+        const std::vector<int32_t> out = run_ids(rt.rt, model.m, prompt, 96, chain.c_str());
+        CHECK(out.size() == 96);
+        CHECK(repeated_ngrams(whole(out), k) == 0);
+    }
 }

@@ -1,5 +1,5 @@
-// The standard sampler plugins (temp, top_k, top_p, min_p, typical, penalties, logit_bias, dist), discovered
-// from the build's plugin folder and driven through the public C API, against hand-computed expectations.
+// The standard sampler plugins (temp, top_k, top_p, min_p, typical, penalties, logit_bias, dist, no_repeat_ngram),
+// discovered from the build's plugin folder and driven through the public C API, against hand-computed expectations.
 #include <basalt/basalt.h>
 
 #include <cmath>
@@ -79,8 +79,8 @@ TEST_CASE("every standard sampler is discovered with the right flags", "[sampler
     constexpr uint32_t AI = BASALT_SAMPLER_ARGMAX_INVARIANT, DS = BASALT_SAMPLER_DRAFT_SAFE,
                        SEL = BASALT_SAMPLER_SELECTS;
     const std::vector<std::pair<const char*, uint32_t>> expected = {
-        {"temp", AI | DS}, {"top_k", AI | DS}, {"top_p", AI | DS}, {"min_p", AI | DS},       {"typical", DS},
-        {"penalties", 0},  {"logit_bias", DS}, {"dist", DS | SEL}, {"greedy", AI | DS | SEL}};
+        {"temp", AI | DS}, {"top_k", AI | DS}, {"top_p", AI | DS}, {"min_p", AI | DS},        {"typical", DS},
+        {"penalties", 0},  {"logit_bias", DS}, {"dist", DS | SEL}, {"greedy", AI | DS | SEL}, {"no_repeat_ngram", 0}};
     for (const auto& [name, flags] : expected) {
         INFO(name);
         Sampler s(rt.rt, name);
@@ -390,4 +390,127 @@ TEST_CASE("a chain top_k -> top_p -> temp -> dist keeps the fields consistent", 
     CHECK(c.c.probs_valid == 1);
     CHECK(c.chosen() >= 1);
     CHECK(c.chosen() <= 3);
+}
+
+namespace {
+
+void accept_all(const Sampler& s, const std::vector<int32_t>& tokens) {
+    for (int32_t t : tokens) REQUIRE(basalt_sampler_accept(s.s, t) == BASALT_OK);
+}
+
+// Five candidates 1..5 with distinct logits, sorted.
+Cands five() {
+    Cands c({{5, 5.f, 0.3f}, {4, 4.f, 0.2f}, {3, 3.f, 0.2f}, {2, 2.f, 0.2f}, {1, 1.f, 0.1f}});
+    c.c.sorted = 1;
+    c.c.probs_valid = 1;
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("no_repeat_ngram bans the tokens that would repeat an n-gram of the history (HF semantics)", "[samplers]") {
+    Plugins rt;
+    Sampler tri(rt.rt, "no_repeat_ngram", {{"n", "3"}});
+    accept_all(tri, {1, 2});  // one trigram needs three tokens: nothing seen yet
+    Cands a = five();
+    tri.apply(a);
+    for (int32_t id = 1; id <= 5; ++id) CHECK(std::isfinite(a.logit_of(id)));
+    CHECK(a.c.sorted == 1);
+    CHECK(a.c.probs_valid == 1);
+    accept_all(tri, {3, 1, 2});  // history 1 2 3 1 2: the last two tokens (1, 2) were followed by 3
+    Cands b = five();
+    tri.apply(b);
+    CHECK(b.logit_of(3) == -kInf);
+    CHECK(b.data[2].p == 0.f);
+    for (int32_t id : {1, 2, 4, 5}) CHECK(b.logit_of(id) == static_cast<float>(id));
+    CHECK(b.c.sorted == 0);
+    CHECK(b.c.probs_valid == 0);
+    CHECK(b.c.selected == -1);
+    accept_all(tri, {4});  // ... 1 2 4: (2, 4) is new, nothing to ban
+    Cands c = five();
+    tri.apply(c);
+    CHECK(std::isfinite(c.logit_of(3)));
+    accept_all(tri, {1, 2});  // ... 2 4 1 2: (1, 2) has been followed by 3 and by 4
+    Cands d = five();
+    tri.apply(d);
+    CHECK(d.logit_of(3) == -kInf);
+    CHECK(d.logit_of(4) == -kInf);
+    CHECK(d.logit_of(5) == 5.f);
+
+    // n = 2: every bigram; a candidate array that does not hold the banned token is left alone
+    Sampler bi(rt.rt, "no_repeat_ngram", {{"n", "2"}});
+    accept_all(bi, {7, 9, 7});
+    Cands e({{9, 0.5f, 0}, {7, 2.f, 0}, {8, 1.f, 0}});
+    bi.apply(e);
+    CHECK(e.logit_of(9) == -kInf);
+    CHECK(e.logit_of(7) == 2.f);  // (7, 7) never occurred
+    Cands f({{8, 1.f, 0}});
+    f.c.sorted = 1;
+    bi.apply(f);
+    CHECK(f.c.sorted == 1);
+    // like HF it bans even the last candidate; -inf stays -inf
+    Cands g({{9, 3.f, 0}, {4, -kInf, 0}});
+    bi.apply(g);
+    CHECK(g.logit_of(9) == -kInf);
+    CHECK(g.logit_of(4) == -kInf);
+}
+
+TEST_CASE("no_repeat_ngram with n = 1 bans every token seen, clone keeps the history, reset forgets it", "[samplers]") {
+    Plugins rt;
+    Sampler uni(rt.rt, "no_repeat_ngram", {{"n", "1"}});
+    Cands none = five();
+    uni.apply(none);
+    for (int32_t id = 1; id <= 5; ++id) CHECK(std::isfinite(none.logit_of(id)));
+    accept_all(uni, {2, 4, 2});
+    Cands a = five();
+    uni.apply(a);
+    CHECK(a.logit_of(2) == -kInf);
+    CHECK(a.logit_of(4) == -kInf);
+    for (int32_t id : {1, 3, 5}) CHECK(std::isfinite(a.logit_of(id)));
+
+    basalt_sampler* copy = nullptr;
+    REQUIRE(basalt_sampler_clone(uni.s, &copy) == BASALT_OK);
+    REQUIRE(basalt_sampler_accept(uni.s, 5) == BASALT_OK);  // the original moves on, the copy does not
+    Cands b = five();
+    REQUIRE(basalt_sampler_apply(copy, &b.c) == BASALT_OK);
+    CHECK(b.logit_of(2) == -kInf);
+    CHECK(b.logit_of(4) == -kInf);
+    CHECK(b.logit_of(5) == 5.f);
+    REQUIRE(basalt_sampler_accept(copy, 1) == BASALT_OK);  // and the copy's history is its own
+    Cands c = five();
+    uni.apply(c);
+    CHECK(c.logit_of(5) == -kInf);
+    CHECK(c.logit_of(1) == 1.f);
+    basalt_sampler_destroy(copy);
+
+    REQUIRE(basalt_sampler_reset(uni.s) == BASALT_OK);
+    Cands d = five();
+    uni.apply(d);
+    for (int32_t id = 1; id <= 5; ++id) CHECK(std::isfinite(d.logit_of(id)));
+    accept_all(uni, {3});  // the configuration survives the reset
+    Cands e = five();
+    uni.apply(e);
+    CHECK(e.logit_of(3) == -kInf);
+    CHECK(e.logit_of(2) == 2.f);
+
+    CHECK_THAT(
+        create_error(rt.rt, "no_repeat_ngram", "n", "0"),
+        Contains("sampler 'no_repeat_ngram'") && Contains("parameter 'n' = '0' is not an n-gram size in 1..1024"));
+    CHECK_THAT(create_error(rt.rt, "no_repeat_ngram", "n", "two"), Contains("'n' = 'two' is not an integer"));
+    CHECK_THAT(create_error(rt.rt, "no_repeat_ngram", "size", "3"), Contains("unknown parameter 'size' (accepted: n)"));
+}
+
+TEST_CASE("no_repeat_ngram in a chain takes n as its bare value", "[samplers]") {
+    Plugins rt;
+    basalt_sampler_chain* chain = nullptr;
+    REQUIRE(basalt_sampler_chain_create(rt.rt, "no_repeat_ngram:1;greedy", &chain) == BASALT_OK);
+    const float logits[] = {0.f, 3.f, 2.f, 1.f};
+    std::vector<int32_t> picked;
+    for (int i = 0; i < 4; ++i) {
+        int32_t t = -1;
+        REQUIRE(basalt_sampler_chain_sample(chain, logits, 4, &t) == BASALT_OK);
+        picked.push_back(t);
+    }
+    CHECK(picked == std::vector<int32_t>{1, 2, 3, 0});  // each token once, best first
+    basalt_sampler_chain_destroy(chain);
 }

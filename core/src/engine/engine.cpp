@@ -311,6 +311,9 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     basalt_sampler_chain* chain0 = nullptr;
     rethrow_if_failed(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));
     r->chains.push_back(chain0);
+    // The prompt is the chain's history before the first draw (penalties, no_repeat_ngram count it), as in
+    // llama.cpp's generation loop and Hugging Face's input_ids; sequences forked later inherit it with the chain.
+    for (const int32_t t : r->spec.prompt) rethrow_if_failed(basalt_sampler_chain_accept(chain0, t));
 
     r->info = create_decoder(runtime_, r->spec.decoder, r->spec.decoder_params, r->dec, r->dec_instance);
     if (r->info.n_models > 1 && !sessions_[1]) {
@@ -677,7 +680,17 @@ size_t Engine::step() {
         if (!live(r)) continue;
         bool done = true;
         for (size_t f = 0; f < r.feeds.size(); ++f) done = done && r.fed[f] == r.feeds[f].n_tokens;
-        if (!done) continue;
+        if (!done) {
+            // A feed finished in this step while another of the plan waits (two models' prompts under a small
+            // budget): its rows are the session's own only until that session's next decode, so keep a copy.
+            for (size_t f = 0; f < r.feeds.size(); ++f) {
+                if (r.direct[f] == nullptr) continue;
+                r.logits[f].assign(r.direct[f], r.direct[f] + r.direct_rows[f] * n_vocab());
+                r.direct[f] = nullptr;
+                r.direct_rows[f] = 0;
+            }
+            continue;
+        }
         touched.push_back(rp);
         r.planned = false;
         std::vector<basalt_decoder_result> results(r.feeds.size());

@@ -42,6 +42,7 @@ std::string primary_key(std::string_view sampler) {
     if (sampler == "dist") return "seed";
     if (sampler == "logit_bias") return "bias";
     if (sampler == "penalties") return "repeat";
+    if (sampler == "no_repeat_ngram") return "n";
     return "value";
 }
 

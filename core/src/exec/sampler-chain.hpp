@@ -17,7 +17,7 @@ struct SamplerSpec {
 };
 
 // The key a bare value stands for: t (temp), k (top_k), p (top_p, min_p, typical), seed (dist), bias
-// (logit_bias), repeat (penalties); "value" for any other sampler.
+// (logit_bias), repeat (penalties), n (no_repeat_ngram); "value" for any other sampler.
 std::string primary_key(std::string_view sampler);
 
 // Parses a chain. A malformed text throws basalt::Error(BASALT_ERR_FORMAT, "bad sampler chain: <what> in
