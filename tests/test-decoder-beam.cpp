@@ -229,26 +229,8 @@ RefResult reference(Oracle& o, const std::vector<int32_t>& prompt, const Setting
     return r;
 }
 
-struct Engine {
-    basalt_engine* e = nullptr;
-    Engine(basalt_runtime* rt, const basalt_model* m, basalt_engine_params p) {
-        p.struct_size = sizeof(p);
-        const basalt_status st = basalt_engine_create(rt, m, &p, &e);
-        INFO(last_error());
-        REQUIRE(st == BASALT_OK);
-    }
-    ~Engine() { basalt_engine_destroy(e); }
-    Engine(const Engine&) = delete;
-    Engine& operator=(const Engine&) = delete;
-};
-
-struct Request {
-    basalt_request* r = nullptr;
-    Request() = default;
-    Request(const Request&) = delete;
-    Request& operator=(const Request&) = delete;
-    ~Request() { basalt_request_free(r); }
-};
+using test::Engine;
+using test::Request;
 
 basalt_engine_params engine_params(uint32_t n_ctx, uint32_t n_seq, uint32_t parallel = 1) {
     basalt_engine_params p{};

@@ -17,26 +17,19 @@ using test::Model;
 
 namespace {
 
-struct Engine {
-    basalt_engine* e = nullptr;
-    Engine(basalt_runtime* rt, const basalt_model* m, const basalt_model* second, uint32_t parallel = 1,
-           uint32_t max_batch = 512, uint32_t chunk = 0) {
-        basalt_engine_params p{};
-        p.struct_size = sizeof(p);
-        p.n_parallel = parallel;
-        p.n_ctx = 128;
-        p.max_batch_tokens = max_batch;
-        p.prefill_chunk = chunk;
-        p.second_model = second;
-        REQUIRE(basalt_engine_create(rt, m, &p, &e) == BASALT_OK);
-    }
-    ~Engine() { basalt_engine_destroy(e); }
-};
+basalt_engine_params engine_params(const basalt_model* second, uint32_t parallel = 1, uint32_t max_batch = 512,
+                                   uint32_t chunk = 0) {
+    basalt_engine_params p{};
+    p.struct_size = sizeof(p);
+    p.n_parallel = parallel;
+    p.n_ctx = 128;
+    p.max_batch_tokens = max_batch;
+    p.prefill_chunk = chunk;
+    p.second_model = second;
+    return p;
+}
 
-struct Request {
-    basalt_request* r = nullptr;
-    ~Request() { basalt_request_free(r); }
-};
+using test::Request;
 
 std::vector<int32_t> tokenize(const basalt_model* m, const std::string& text) {
     std::vector<int32_t> ids(text.size() + 8);
@@ -73,7 +66,7 @@ std::vector<int32_t> tokens_of(basalt_request* r) {
 // One request alone in its own engine; its tokens.
 std::vector<int32_t> solo(basalt_runtime* rt, const basalt_model* m, const basalt_model* second,
                           const basalt_request_params& p) {
-    Engine e(rt, m, second);
+    test::Engine e(rt, m, engine_params(second));
     Request r;
     REQUIRE(basalt_engine_submit(e.e, &p, &r.r) == BASALT_OK);
     REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
@@ -192,14 +185,14 @@ TEST_CASE("contrastive samples through the request's chain, only inside the head
 
 TEST_CASE("contrastive is refused without an amateur and with bad parameters, naming them", "[contrastive]") {
     Shipped s;
-    Engine alone(s.rt.rt, s.target.m, nullptr);
+    test::Engine alone(s.rt.rt, s.target.m, engine_params(nullptr));
     Request r;
     basalt_request_params p = request(s.prompt, 4, "contrastive:alpha=0.1");
     CHECK(basalt_engine_submit(alone.e, &p, &r.r) == BASALT_ERR_INVALID_ARGUMENT);
     CHECK_THAT(last_error(), Contains("decoder 'contrastive'") && Contains("needs a second model"));
     CHECK(r.r == nullptr);
 
-    Engine both(s.rt.rt, s.target.m, s.draft.m);
+    test::Engine both(s.rt.rt, s.target.m, engine_params(s.draft.m));
     const std::pair<const char*, const char*> bad[] = {
         {"contrastive:alpha=0", "parameter 'alpha' = '0' is not a number in (0, 1]"},
         {"contrastive:alpha=1.5", "parameter 'alpha' = '1.5'"},
@@ -229,7 +222,7 @@ TEST_CASE("a contrastive request next to plain requests gets its solo output", "
     std::vector<std::vector<int32_t>> want;
     for (const auto& p : reqs) want.push_back(solo(s.rt.rt, s.target.m, s.draft.m, p));
     for (uint32_t chunk : {0u, 3u}) {
-        Engine e(s.rt.rt, s.target.m, s.draft.m, 4, 8, chunk);
+        test::Engine e(s.rt.rt, s.target.m, engine_params(s.draft.m, 4, 8, chunk));
         Request r[4];
         for (int i = 0; i < 4; ++i) REQUIRE(basalt_engine_submit(e.e, &reqs[i], &r[i].r) == BASALT_OK);
         REQUIRE(basalt_engine_run(e.e) == BASALT_OK);

@@ -21,33 +21,17 @@ std::string shipped(const std::string& name) {
     return std::string(BASALT_TEST_MODELS_DIR) + "/basalt-fortunes-" + name + ".gguf";
 }
 
-struct Engine {
-    basalt_engine* e = nullptr;
-    Engine(basalt_runtime* rt, const basalt_model* m, const basalt_model* second, uint32_t parallel = 1,
-           uint32_t ctx = 128) {
-        basalt_engine_params p{};
-        p.struct_size = sizeof(p);
-        p.n_parallel = parallel;
-        p.n_ctx = ctx;
-        p.n_threads = 2;
-        p.second_model = second;
-        const basalt_status st = basalt_engine_create(rt, m, &p, &e);
-        INFO(basalt_last_error());
-        REQUIRE(st == BASALT_OK);
-    }
-    ~Engine() { basalt_engine_destroy(e); }
-    Engine(const Engine&) = delete;
-    Engine& operator=(const Engine&) = delete;
-};
+basalt_engine_params engine_params(const basalt_model* second, uint32_t parallel = 1, uint32_t ctx = 128) {
+    basalt_engine_params p{};
+    p.struct_size = sizeof(p);
+    p.n_parallel = parallel;
+    p.n_ctx = ctx;
+    p.n_threads = 2;
+    p.second_model = second;
+    return p;
+}
 
-struct Request {
-    basalt_request* r = nullptr;
-    Request() = default;
-    Request(const Request&) = delete;
-    Request& operator=(const Request&) = delete;
-    Request(Request&& o) noexcept : r(std::exchange(o.r, nullptr)) {}
-    ~Request() { basalt_request_free(r); }
-};
+using test::Request;
 
 basalt_request_params request(const char* prompt, int32_t max_tokens, const char* samplers, const char* decoder,
                               int64_t seed = -1) {
@@ -67,12 +51,7 @@ basalt_status submit(basalt_engine* e, const basalt_request_params& p, basalt_re
 }
 
 std::vector<int32_t> tokens_of(basalt_request* r) {
-    size_t n = 0;
-    if (basalt_request_n_hypotheses(r) == 0) return {};
-    REQUIRE(basalt_request_hypothesis(r, 0, nullptr, 0, &n, nullptr) == BASALT_OK);
-    std::vector<int32_t> t(n);
-    REQUIRE(basalt_request_hypothesis(r, 0, t.data(), t.size(), &n, nullptr) == BASALT_OK);
-    return t;
+    return test::hypothesis_tokens(r);
 }
 
 double stat(basalt_request* r, const std::string& name) {
@@ -88,7 +67,7 @@ double stat(basalt_request* r, const std::string& name) {
 // Runs one request alone; returns its tokens and finish reason.
 std::pair<std::vector<int32_t>, int32_t> solo(basalt_runtime* rt, const basalt_model* m, const basalt_model* second,
                                               const basalt_request_params& p, uint32_t ctx = 128) {
-    Engine e(rt, m, second, 1, ctx);
+    test::Engine e(rt, m, engine_params(second, 1, ctx));
     Request r;
     const basalt_status st = basalt_engine_submit(e.e, &p, &r.r);
     INFO(basalt_last_error());
@@ -134,11 +113,11 @@ TEST_CASE("greedy speculative decoding equals plain greedy decoding token for to
     }
 }
 
-TEST_CASE("a draft identical to the target is always accepted; the figures count drafts and verifications",
+TEST_CASE("a draft identical to the target is always accepted, the figures count drafts and verifications",
           "[decoder][speculative]") {
     test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
     test::Model target(shipped("target")), copy(shipped("target"));
-    Engine e(rt.rt, target.m, copy.m);
+    test::Engine e(rt.rt, target.m, engine_params(copy.m));
     Request r;
     REQUIRE(submit(e.e, request("The cat", 41, "greedy", "speculative:k=4"), &r.r) == BASALT_OK);
     REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
@@ -227,7 +206,7 @@ double chi_square_critical(int df) {
 
 }  // namespace
 
-TEST_CASE("stochastic speculative decoding gives the target's distribution; a broken verifier does not",
+TEST_CASE("stochastic speculative decoding gives the target's distribution, a broken verifier does not",
           "[decoder][speculative]") {
     test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
     test::Model target(shipped("target")), draft(shipped("draft"));
@@ -245,7 +224,7 @@ TEST_CASE("stochastic speculative decoding gives the target's distribution; a br
     for (const Case& c : {Case{"temp:1;dist", 0}, Case{"top_k:k=6;dist", 6}}) {
         const auto p = joint(rt.rt, target.m, ptoks, c.top_k, 5.0 / n);
         for (const char* dec : {"speculative:k=3", "speculative:k=3,verify=accept_all"}) {
-            Engine e(rt.rt, target.m, draft.m, 64, 16);
+            test::Engine e(rt.rt, target.m, engine_params(draft.m, 64, 16));
             std::vector<Request> rs(static_cast<size_t>(n));
             for (int i = 0; i < n; ++i) {
                 // max_tokens 5 leaves room for 3 drafts after the first token: token 2 is decided by verification.
@@ -279,7 +258,7 @@ TEST_CASE("speculative requests refuse chains that are not draft-safe and need a
     test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
     test::Model target(shipped("target")), draft(shipped("draft"));
     {
-        Engine e(rt.rt, target.m, draft.m);
+        test::Engine e(rt.rt, target.m, engine_params(draft.m));
         Request r;
         CHECK(submit(e.e, request("The cat", 8, "penalties:repeat=1.2;top_k:5;dist", "speculative"), &r.r) ==
               BASALT_ERR_INVALID_ARGUMENT);
@@ -289,7 +268,7 @@ TEST_CASE("speculative requests refuse chains that are not draft-safe and need a
         CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative:draft=1"), &r.r) == BASALT_ERR_INVALID_ARGUMENT);
         CHECK_THAT(test::last_error(), Contains("unknown parameter 'draft'") && Contains("accepted: k, adaptive"));
     }
-    Engine e(rt.rt, target.m, nullptr);
+    test::Engine e(rt.rt, target.m, engine_params(nullptr));
     Request r;
     CHECK(submit(e.e, request("The cat", 8, "greedy", "speculative"), &r.r) == BASALT_ERR_INVALID_ARGUMENT);
     CHECK_THAT(test::last_error(), Contains("needs a second model"));
@@ -317,7 +296,7 @@ TEST_CASE("speculative requests sharing batches with plain ones give their solo 
     std::vector<std::pair<std::vector<int32_t>, int32_t>> want;
     for (const Job& j : jobs)
         want.push_back(solo(rt.rt, target.m, draft.m, request(j.prompt, 30, j.chain, j.decoder, j.seed)));
-    Engine e(rt.rt, target.m, draft.m, 6);
+    test::Engine e(rt.rt, target.m, engine_params(draft.m, 6));
     std::vector<Request> rs(std::size(jobs));
     for (size_t i = 0; i < std::size(jobs); ++i) {
         const Job& j = jobs[i];

@@ -82,7 +82,7 @@ TEST_CASE("smaller tables (as an older minor writes them) load, and nothing past
     basalt_sampler_destroy(s);
 }
 
-TEST_CASE("a newer minor with larger tables loads; the host ignores what it does not know", "[plugin-host]") {
+TEST_CASE("a newer minor with larger tables loads, the host ignores what it does not know", "[plugin-host]") {
     test::Runtime rt;
     REQUIRE(rt.load(mock("newer-minor")) == BASALT_OK);
     basalt_component_info info{};

@@ -104,7 +104,7 @@ TEST_CASE("an edited prompt reuses cached blocks up to the first differing token
     CHECK(c.attach(1, prompt) == 64);  // the original is still there
 }
 
-TEST_CASE("prefix-cache salts isolate sequences; forks keep the salt, drop clears it", "[prefix-cache]") {
+TEST_CASE("prefix-cache salts isolate sequences, forks keep the salt, drop clears it", "[prefix-cache]") {
     Session c(256, 3);
     const std::vector<int32_t> prompt = tokens(40, 3);
     REQUIRE(basalt_session_seq_set_salt(c.s, 0, 0xA11CE) == BASALT_OK);
@@ -142,21 +142,15 @@ TEST_CASE("a small cache evicts the least recently used blocks and still compute
 
 namespace {
 
-struct Engine {
-    basalt_engine* e = nullptr;
-    explicit Engine(basalt_runtime* rt, const basalt_model* m, uint32_t flags = 0) {
-        basalt_engine_params p{};
-        p.struct_size = sizeof(p);
-        p.flags = flags;
-        p.n_ctx = 256;
-        p.n_parallel = 2;
-        p.n_threads = 2;
-        REQUIRE(basalt_engine_create(rt, m, &p, &e) == BASALT_OK);
-    }
-    ~Engine() { basalt_engine_destroy(e); }
-    Engine(const Engine&) = delete;
-    Engine& operator=(const Engine&) = delete;
-};
+basalt_engine_params engine_params(uint32_t flags = 0) {
+    basalt_engine_params p{};
+    p.struct_size = sizeof(p);
+    p.flags = flags;
+    p.n_ctx = 256;
+    p.n_parallel = 2;
+    p.n_threads = 2;
+    return p;
+}
 
 struct Result {
     std::vector<int32_t> tokens;
@@ -175,10 +169,7 @@ Result run(basalt_engine* e, const std::vector<int32_t>& prompt, const char* sal
     REQUIRE(basalt_engine_submit(e, &p, &r) == BASALT_OK);
     REQUIRE(basalt_engine_run(e) == BASALT_OK);
     Result out;
-    size_t n = 0;
-    REQUIRE(basalt_request_hypothesis(r, 0, nullptr, 0, &n, nullptr) == BASALT_OK);
-    out.tokens.resize(n);
-    REQUIRE(basalt_request_hypothesis(r, 0, out.tokens.data(), n, &n, nullptr) == BASALT_OK);
+    out.tokens = test::hypothesis_tokens(r);
     basalt_request_stats st{};
     st.struct_size = sizeof(st);
     REQUIRE(basalt_request_stats_get(r, &st) == BASALT_OK);
@@ -193,11 +184,11 @@ TEST_CASE("engine requests reuse cached prompt blocks, counted per request and e
     test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
     test::Model model(test::golden_model("tiny-llama-f32.gguf"));
     std::vector<int32_t> prompt = tokens(100, 6);
-    Engine off(rt.rt, model.m, BASALT_ENGINE_NO_PREFIX_CACHE);
+    test::Engine off(rt.rt, model.m, engine_params(BASALT_ENGINE_NO_PREFIX_CACHE));
     const Result want = run(off.e, prompt);
     CHECK(run(off.e, prompt).cached == 0);
 
-    Engine e(rt.rt, model.m);
+    test::Engine e(rt.rt, model.m, engine_params());
     const Result first = run(e.e, prompt);
     CHECK(first.cached == 0);
     CHECK(first.tokens == want.tokens);

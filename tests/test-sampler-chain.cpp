@@ -134,7 +134,7 @@ basalt_sampler_iface argmin_iface() {
 
 }  // namespace
 
-TEST_CASE("a chain parses its text: names, bare values, key=value, logit_bias lists, spaces, trailing ';'",
+TEST_CASE("a chain parses its text: names, bare values, key=value, logit_bias lists, spaces, a trailing semicolon",
           "[sampler-chain]") {
     Plugins rt;
     Chain full(rt.rt, " penalties:repeat=1.1, last_n=64 ; top_k:40;top_p:0.9;temp:0.7;dist:seed=42; ");
@@ -275,7 +275,7 @@ TEST_CASE("chain clone continues the same stream, reset rewinds, accept feeds th
     CHECK(pen.sample(logits) == 3);
 }
 
-TEST_CASE("chain apply transforms candidates without accepting; bad arguments leave outputs untouched",
+TEST_CASE("chain apply transforms candidates without accepting, bad arguments leave outputs untouched",
           "[sampler-chain]") {
     Plugins rt;
     Chain pen(rt.rt, "penalties:repeat=1000,last_n=4;top_k:3;greedy");

@@ -88,7 +88,7 @@ TEST_CASE("every standard sampler is discovered with the right flags", "[sampler
     }
 }
 
-TEST_CASE("temp divides the logits; t <= 0 keeps only the maximum", "[samplers]") {
+TEST_CASE("temp divides the logits, t = 0 keeps only the maximum, t < 0 is refused", "[samplers]") {
     Plugins rt;
     Sampler t2(rt.rt, "temp", {{"t", "2"}});
     Cands a({{0, 1.f, 0}, {1, 3.f, 0}, {2, -kInf, 0}});
@@ -111,16 +111,16 @@ TEST_CASE("temp divides the logits; t <= 0 keeps only the maximum", "[samplers]"
     CHECK(ties.c.sorted == 1);
     CHECK(ties.c.selected == -1);  // temp never selects
 
-    Sampler neg(rt.rt, "temp", {{"t", "-1"}});
     Cands e({});
-    neg.apply(e);
+    t2.apply(e);
     CHECK(e.c.size == 0);
+    CHECK_THAT(create_error(rt.rt, "temp", "t", "-1"), Contains("'t' = '-1' is not a temperature >= 0"));
     CHECK_THAT(create_error(rt.rt, "temp", "t", "hot"),
                Contains("sampler 'temp'") && Contains("parameter 't' = 'hot' is not a finite number"));
     CHECK_THAT(create_error(rt.rt, "temp", "temperature", "1"), Contains("unknown parameter 'temperature'"));
 }
 
-TEST_CASE("top_k keeps the k best, ties by lower id; k <= 0 or k >= size is a no-op", "[samplers]") {
+TEST_CASE("top_k keeps the k best, ties by lower id, k = 0 or k >= size is a no-op, k < 0 is refused", "[samplers]") {
     Plugins rt;
     Sampler k2(rt.rt, "top_k", {{"k", "2"}});
     Cands a({{0, 1.f, 0}, {1, 3.f, 0}, {2, 3.f, 0}, {3, 2.f, 0}, {4, -kInf, 0}});
@@ -133,7 +133,8 @@ TEST_CASE("top_k keeps the k best, ties by lower id; k <= 0 or k >= size is a no
     k1.apply(ties);
     CHECK(ties.ids() == std::vector<int32_t>{4});
 
-    for (const char* k : {"0", "-3", "5", "1000"}) {
+    CHECK_THAT(create_error(rt.rt, "top_k", "k", "-3"), Contains("'k' = '-3' is not a count >= 0"));
+    for (const char* k : {"0", "5", "1000"}) {
         INFO(k);
         Sampler s(rt.rt, "top_k", {{"k", k}});
         Cands b({{3, 1.f, 0}, {1, 2.f, 0}, {2, -kInf, 0}, {0, 0.f, 0}, {4, 1.f, 0}});
@@ -288,7 +289,7 @@ TEST_CASE("penalties follow llama.cpp, sign-aware, over the last_n accepted toke
     CHECK_THAT(create_error(rt.rt, "penalties", "window", "3"), Contains("unknown parameter 'window'"));
 }
 
-TEST_CASE("logit_bias adds per-token values; -inf bans", "[samplers]") {
+TEST_CASE("logit_bias adds per-token values, -inf bans", "[samplers]") {
     Plugins rt;
     Sampler b(rt.rt, "logit_bias", {{"bias", "1:+2.5,2:-inf,1:0.5,99:3"}});
     Cands a({{0, 1.f, 0}, {1, 1.f, 0}, {2, 5.f, 0}});
@@ -309,7 +310,7 @@ TEST_CASE("logit_bias adds per-token values; -inf bans", "[samplers]") {
     CHECK_THAT(create_error(rt.rt, "logit_bias", "bias", "3:1,4:zz"), Contains("bad entry '4:zz'"));
 }
 
-TEST_CASE("dist draws reproducibly from a seed; clone continues, reset rewinds", "[samplers]") {
+TEST_CASE("dist draws reproducibly from a seed, clone continues, reset rewinds", "[samplers]") {
     Plugins rt;
     auto draws = [](basalt_sampler* s, int n) {
         std::vector<int32_t> out;

@@ -167,7 +167,7 @@ TEST_CASE("session: truncating rejected tokens and decoding on equals an uncut r
     }
 }
 
-TEST_CASE("session: a fork cut back into the block it shares copies it; the original is untouched", "[session]") {
+TEST_CASE("session: a fork cut back into the block it shares copies it, the original is untouched", "[session]") {
     const std::string path = golden_model("tiny-llama-f32.gguf");
     SessionOptions o;
     o.n_seq = 2;

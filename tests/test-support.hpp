@@ -143,4 +143,38 @@ inline std::vector<float> decode_rows(basalt_session* session, const std::vector
     return out;
 }
 
+// An engine owned by the test (created with p; struct_size is set here), destroyed at scope exit.
+struct Engine {
+    basalt_engine* e = nullptr;
+    Engine(basalt_runtime* rt, const basalt_model* m, basalt_engine_params p) {
+        p.struct_size = sizeof(p);
+        const basalt_status st = basalt_engine_create(rt, m, &p, &e);
+        INFO(last_error());
+        REQUIRE(st == BASALT_OK);
+    }
+    ~Engine() { basalt_engine_destroy(e); }
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+};
+
+// A request handle owned by the test (movable, so vectors of them work), freed at scope exit.
+struct Request {
+    basalt_request* r = nullptr;
+    Request() = default;
+    Request(const Request&) = delete;
+    Request& operator=(const Request&) = delete;
+    Request(Request&& o) noexcept : r(o.r) { o.r = nullptr; }
+    ~Request() { basalt_request_free(r); }
+};
+
+// The tokens of hypothesis i of a request (hypothesis 0: its output); empty when it has none yet.
+inline std::vector<int32_t> hypothesis_tokens(basalt_request* r, size_t i = 0) {
+    if (basalt_request_n_hypotheses(r) <= i) return {};
+    size_t n = 0;
+    REQUIRE(basalt_request_hypothesis(r, i, nullptr, 0, &n, nullptr) == BASALT_OK);
+    std::vector<int32_t> t(n);
+    REQUIRE(basalt_request_hypothesis(r, i, t.data(), t.size(), &n, nullptr) == BASALT_OK);
+    return t;
+}
+
 }  // namespace test
