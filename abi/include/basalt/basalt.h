@@ -249,6 +249,17 @@ BASALT_API basalt_status basalt_model_describe(const basalt_model* model, basalt
  * BASALT_ERR_NOT_FOUND when absent. Thread-safe. */
 BASALT_API basalt_status basalt_model_meta(const basalt_model* model, const char* key, const char** out);
 
+/*
+ * Checks that Basalt can run the model, without a runtime, backend or session: the forward graph of a one-token
+ * batch is built against the file's tensors with nothing placed or allocated. BASALT_OK when it can;
+ * BASALT_ERR_UNSUPPORTED for an architecture this build has no graph builder for; BASALT_ERR_FORMAT for a tensor the
+ * architecture's graph needs that is missing, has a zero-sized dimension or another shape than the graph needs
+ * (basalt_last_error names the file, the tensor and the shapes). basalt_session_create and basalt_engine_create
+ * refuse such a model with the same message before they allocate anything; tokenization needs only the vocabulary
+ * and works either way. Thread-safe.
+ */
+BASALT_API basalt_status basalt_model_check_runnable(const basalt_model* model);
+
 /* One tensor of a model file, filled by basalt_model_tensor_info (caller sets struct_size). */
 typedef struct basalt_model_tensor {
     uint32_t struct_size;

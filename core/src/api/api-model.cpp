@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/out-struct.hpp"
+#include "graph/arch.hpp"
 #include "model/dtype.hpp"
 #include "model/memory-plan.hpp"
 #include "model/model-path.hpp"
@@ -113,6 +114,13 @@ basalt_status basalt_model_meta(const basalt_model* model, const char* key, cons
         auto& slot = model->meta_text[key];
         slot = render(*v);
         *out = slot.c_str();
+    });
+}
+
+basalt_status basalt_model_check_runnable(const basalt_model* model) {
+    return guard([&] {
+        if (model == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_check_runnable: model is required");
+        basalt::check_runnable(model->gguf.file, model->hparams);
     });
 }
 

@@ -42,12 +42,8 @@ basalt_dtype guess_kv_type(const SessionConfig& config, const char* key) {
 Session::Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config)
     : model_(model), config_(config) {
     const ModelHparams& hp = model.hparams;
-    if (!hp.known_arch || hp.arch == "t5") {
-        GraphBuilder probe;
-        ModelWeights none(model.gguf.file, nullptr, 0);
-        ForwardContext c{probe, hp, none};
-        build_forward(c);  // throws the precise "not supported" error
-    }
+    // Refused before anything is created: an architecture without a builder, a missing or unusable tensor.
+    check_runnable(model.gguf.file, hp);
     n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
     // One sequence past the trained context: positions the model never saw (several sequences sharing more
     // slots is fine; the engine warns about its per-request context itself).
