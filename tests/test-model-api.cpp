@@ -196,3 +196,36 @@ TEST_CASE("a model missing a tensor or with a zero-sized one is not runnable, to
     CHECK_THAT(last_error(), Contains("architecture t5"));
     CHECK(basalt_model_check_runnable(nullptr) == BASALT_ERR_INVALID_ARGUMENT);
 }
+
+TEST_CASE("array metadata element by element", "[model-api]") {
+    Model model(golden("tiny-qwen2-q8_0.gguf"));
+    size_t n = 0;
+    REQUIRE(basalt_model_meta_array_size(model.m, "tokenizer.ggml.tokens", &n) == BASALT_OK);
+    CHECK(n == 515);
+    const char* text = nullptr;
+    size_t len = 99;
+    REQUIRE(basalt_model_meta_array_string(model.m, "tokenizer.ggml.tokens", 0, &text, &len) == BASALT_OK);
+    CHECK(std::strlen(text) == len);
+    CHECK(basalt_model_meta_array_string(model.m, "tokenizer.ggml.tokens", 514, &text, nullptr) == BASALT_OK);
+    double x = -1;
+    REQUIRE(basalt_model_meta_array_number(model.m, "tokenizer.ggml.token_type", 0, &x) == BASALT_OK);
+    CHECK(x >= 1);
+    CHECK(basalt_model_meta_array_string(model.m, "tokenizer.ggml.tokens", 515, &text, nullptr) ==
+          BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("index 515 is past the end of metadata 'tokenizer.ggml.tokens' (515 elements)"));
+    CHECK(basalt_model_meta_array_number(model.m, "tokenizer.ggml.tokens", 0, &x) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("is an array of string, not of numbers"));
+    CHECK(basalt_model_meta_array_string(model.m, "tokenizer.ggml.token_type", 0, &text, nullptr) ==
+          BASALT_ERR_INVALID_ARGUMENT);
+    CHECK(basalt_model_meta_array_size(model.m, "qwen2.block_count", &n) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("metadata 'qwen2.block_count' is a uint32, not an array"));
+    CHECK(basalt_model_meta_array_size(model.m, "no.such.key", &n) == BASALT_ERR_NOT_FOUND);
+    CHECK(basalt_model_meta_array_size(nullptr, "x", &n) == BASALT_ERR_INVALID_ARGUMENT);
+
+    // The shipped target's scores come back as the floats stored.
+    Model target("target");
+    REQUIRE(basalt_model_meta_array_size(target.m, "tokenizer.ggml.scores", &n) == BASALT_OK);
+    CHECK(n == 2048);
+    REQUIRE(basalt_model_meta_array_number(target.m, "tokenizer.ggml.scores", 2047, &x) == BASALT_OK);
+    CHECK(x == static_cast<double>(static_cast<float>(x)));
+}

@@ -260,6 +260,20 @@ BASALT_API basalt_status basalt_model_meta(const basalt_model* model, const char
  */
 BASALT_API basalt_status basalt_model_check_runnable(const basalt_model* model);
 
+/* Array metadata element by element (e.g. a vocabulary's tokenizer.ggml.tokens / scores / token_type, to copy it
+ * into a basalt_gguf_writer). The element count of array `key` into *out_n: BASALT_ERR_NOT_FOUND when the key is
+ * absent, BASALT_ERR_INVALID_ARGUMENT when it is not an array. Thread-safe. */
+BASALT_API basalt_status basalt_model_meta_array_size(const basalt_model* model, const char* key, size_t* out_n);
+/* Element `index` of string array `key`: *out (NUL-terminated, borrowed until the model is freed) and *out_len (may
+ * be NULL) its length in bytes, which counts any NUL inside it. BASALT_ERR_INVALID_ARGUMENT naming the key for an
+ * index past the end or an array of another type. Thread-safe. */
+BASALT_API basalt_status basalt_model_meta_array_string(const basalt_model* model, const char* key, size_t index,
+                                                        const char** out, size_t* out_len);
+/* Element `index` of numeric or bool array `key` as a double (exact for every 32-bit integer and every float32;
+ * bools are 0/1). Errors as basalt_model_meta_array_string. Thread-safe. */
+BASALT_API basalt_status basalt_model_meta_array_number(const basalt_model* model, const char* key, size_t index,
+                                                        double* out);
+
 /* One tensor of a model file, filled by basalt_model_tensor_info (caller sets struct_size). */
 typedef struct basalt_model_tensor {
     uint32_t struct_size;
