@@ -26,7 +26,9 @@ po::options_description global_options(GlobalOptions& g) {
                                            "load a plugin library (repeatable)")(
         "log-level", po::value(&g.log_level), "trace|debug|info|warn|error|off (default: $BASALT_LOG or warn)")(
         "no-default-plugins", po::bool_switch(&g.no_default_plugins),
-        "do not load the plugins installed beside libbasalt");
+        "do not load the plugins installed beside libbasalt")(
+        "no-progress", po::bool_switch(&g.no_progress),
+        "no progress bars (they are drawn on stderr only when it is a terminal)");
     return d;
 }
 

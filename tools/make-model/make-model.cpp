@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "progress-bar.hpp"
+
 namespace {
 
 struct Shape {
@@ -163,9 +165,10 @@ int usage() {
     for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
     std::fprintf(stderr,
                  "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k -o OUT.gguf [--seed N] "
-                 "[--vocab MODEL]\n"
+                 "[--vocab MODEL] [--no-progress]\n"
                  "  --vocab MODEL: the GGUF whose tokenizer the file carries, padded to the shape's vocabulary size "
-                 "(default: the shipped model 'target')\n",
+                 "(default: the shipped model 'target')\n"
+                 "  --no-progress: no progress bar (one is drawn on stderr only when it is a terminal)\n",
                  shapes.c_str());
     return 2;
 }
@@ -175,8 +178,13 @@ int usage() {
 int main(int argc, char** argv) {
     std::string shape_name = "smollm2-135m", type_name = "q8_0", out, vocab = "target";
     uint64_t seed = 1;
+    bool no_progress = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        if (a == "--no-progress") {
+            no_progress = true;
+            continue;
+        }
         if (i + 1 >= argc) return usage();
         if (a == "--shape") {
             shape_name = argv[++i];
@@ -209,6 +217,7 @@ int main(int argc, char** argv) {
     if (!type_ok) std::fprintf(stderr, "make-model: error: unknown type '%s'\n", type_name.c_str());
     if (out.empty()) std::fprintf(stderr, "make-model: error: no output file (-o OUT.gguf)\n");
     if (shape == nullptr || !type_ok || out.empty()) return usage();
+    basalt::tools::init_progress(no_progress);
     auto fail = [] {
         std::fprintf(stderr, "make-model: error: %s\n", basalt_last_error());
         return 1;
@@ -235,22 +244,27 @@ int main(int argc, char** argv) {
     Rng rng{seed};
     const int64_t E = s.n_embd, hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
     const basalt_dtype t = type;
-    if (!add(raw, rng, "token_embd.weight", {E, s.n_vocab}, t, 1.0f)) return fail();
+    basalt::tools::ProgressBar bar("making " + std::string(s.name), 2 + 9 * uint64_t{s.n_layer} + (s.tied ? 0 : 1),
+                                   basalt::tools::ProgressBar::Unit::kCount, "tensors");
+    uint64_t n_made = 0;
+    auto put = [&](const std::string& tensor, std::vector<int64_t> ne, float std_dev, bool ones = false) {
+        const bool ok = add(raw, rng, tensor, std::move(ne), t, std_dev, ones);
+        bar.update(++n_made);
+        return ok;
+    };
+    if (!put("token_embd.weight", {E, s.n_vocab}, 1.0f)) return fail();
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
-        const bool ok = add(raw, rng, p + "attn_norm.weight", {E}, t, 0, true) &&
-                        add(raw, rng, p + "attn_q.weight", {E, E}, t, 0.05f) &&
-                        add(raw, rng, p + "attn_k.weight", {E, kv}, t, 0.05f) &&
-                        add(raw, rng, p + "attn_v.weight", {E, kv}, t, 0.05f) &&
-                        add(raw, rng, p + "attn_output.weight", {E, E}, t, 0.05f) &&
-                        add(raw, rng, p + "ffn_norm.weight", {E}, t, 0, true) &&
-                        add(raw, rng, p + "ffn_gate.weight", {E, s.n_ff}, t, 0.05f) &&
-                        add(raw, rng, p + "ffn_up.weight", {E, s.n_ff}, t, 0.05f) &&
-                        add(raw, rng, p + "ffn_down.weight", {s.n_ff, E}, t, 0.05f);
+        const bool ok = put(p + "attn_norm.weight", {E}, 0, true) && put(p + "attn_q.weight", {E, E}, 0.05f) &&
+                        put(p + "attn_k.weight", {E, kv}, 0.05f) && put(p + "attn_v.weight", {E, kv}, 0.05f) &&
+                        put(p + "attn_output.weight", {E, E}, 0.05f) && put(p + "ffn_norm.weight", {E}, 0, true) &&
+                        put(p + "ffn_gate.weight", {E, s.n_ff}, 0.05f) &&
+                        put(p + "ffn_up.weight", {E, s.n_ff}, 0.05f) && put(p + "ffn_down.weight", {s.n_ff, E}, 0.05f);
         if (!ok) return fail();
     }
-    if (!add(raw, rng, "output_norm.weight", {E}, t, 0, true)) return fail();
-    if (!s.tied && !add(raw, rng, "output.weight", {E, s.n_vocab}, t, 0.05f)) return fail();
+    if (!put("output_norm.weight", {E}, 0, true)) return fail();
+    if (!s.tied && !put("output.weight", {E, s.n_vocab}, 0.05f)) return fail();
+    bar.finish();
     if (basalt_gguf_writer_write(raw, out.c_str()) != BASALT_OK) return fail();
     std::printf("wrote %s (%s, %s, the vocabulary of %s padded to %u tokens)\n", out.c_str(), s.name,
                 basalt_dtype_name(type), vocab.c_str(), s.n_vocab);

@@ -48,6 +48,24 @@ BASALT_API basalt_status basalt_log_level_from_name(const char* name, basalt_log
 /* Routes logs to callback (NULL restores stderr); user_data is borrowed until replaced. Thread-safe. */
 BASALT_API void basalt_log_set_callback(basalt_log_callback callback, void* user_data);
 
+/* ---- progress of long work ------------------------------------------------------------------------------------ */
+
+/*
+ * Receives how far a long piece of work has come: `what` names it (static text) and `done` of `total` units are
+ * finished (0 < total, done <= total; the last report of a piece has done == total, the first done == 0):
+ *   "upload"   weight bytes copied to a backend that does not map the file (a session's creation; the CPU backend
+ *              maps the file and reports nothing),
+ *   "prefill"  tokens of one basalt_session_decode call that needs more than one forward pass (longer than n_batch;
+ *              an engine's whole-prompt prefill goes through it),
+ *   "quantize" input tensor bytes processed by basalt_model_quantize.
+ * Called on the thread doing the work, synchronously between its steps (several threads at once when several
+ * sessions work): keep it short, make it thread-safe, and do not call back into Basalt from it.
+ */
+typedef void (*basalt_progress_callback)(const char* what, uint64_t done, uint64_t total, void* user_data);
+/* Installs the process-wide progress callback (NULL, the default: no reports); user_data is borrowed until replaced.
+ * Thread-safe. */
+BASALT_API void basalt_progress_set_callback(basalt_progress_callback callback, void* user_data);
+
 /* ---- runtime and plugins --------------------------------------------------------------------------------------- */
 
 /* A runtime: the set of loaded plugin libraries and their components. */
