@@ -4,6 +4,8 @@
 #include <iostream>
 #include <string>
 
+#include "progress-bar.hpp"
+
 namespace basalt::cli {
 
 po::typed_value<long long>* int_option(const char* name, long long lo, long long hi) {
@@ -56,6 +58,7 @@ Runtime::~Runtime() {
 }
 
 void print_error(std::string_view message) {
+    tools::clear_progress_line();  // a bar left by work that failed half-way
     std::cerr << "basalt: error: " << message << '\n';
 }
 

@@ -59,6 +59,12 @@ bool progress_enabled() {
     return g_enabled;
 }
 
+void clear_progress_line() {
+    if (g_line_owner.load() == nullptr) return;
+    std::fputs("\r\x1b[K", stderr);
+    std::fflush(stderr);
+}
+
 ProgressBar::ProgressBar(std::string label, uint64_t total, Unit unit, std::string unit_name)
     : label_(std::move(label)),
       unit_name_(unit == Unit::kBytes ? "MiB" : std::move(unit_name)),

@@ -16,6 +16,9 @@ namespace basalt::tools {
 void init_progress(bool disabled);
 // What init_progress decided (false before it is called).
 bool progress_enabled();
+// Erases the bar showing now, if any, so that a message printed next starts on a clean line (the bar is redrawn at
+// its next update). Call it before writing an error to stderr.
+void clear_progress_line();
 
 class ProgressBar {
   public:
