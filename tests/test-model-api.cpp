@@ -1,4 +1,6 @@
 // Models through the C API: load, describe, metadata, tensors, memory plan, and errors.
+#include <unistd.h>
+
 #include <basalt/basalt.h>
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "test-support.hpp"
+#include "unrunnable-models.hpp"
 
 using Catch::Matchers::Contains;
 using test::last_error;
@@ -139,4 +142,90 @@ TEST_CASE("an error naming a corrupt key shows its control bytes escaped, not cu
     CHECK(m == nullptr);
     CHECK_THAT(last_error(), Contains("metadata 'general\\x00\\x04rchitecture' has unknown value type 13"));
     std::filesystem::remove(tmp);
+}
+
+TEST_CASE("a model missing a tensor or with a zero-sized one is not runnable, told before any session", "[model-api]") {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("basalt-unrunnable-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    struct Cleanup {
+        std::filesystem::path p;
+        ~Cleanup() {
+            std::error_code ec;
+            std::filesystem::remove_all(p, ec);
+        }
+    } cleanup{dir};
+    const struct {
+        test::Unrunnable variant;
+        const char* file;
+        basalt_status status;
+        const char* message;
+    } cases[] = {
+        {test::Unrunnable::kComplete, "complete.gguf", BASALT_OK, ""},
+        {test::Unrunnable::kMissingTensor, "missing.gguf", BASALT_ERR_FORMAT,
+         "missing.gguf: tensor 'blk.1.ffn_down.weight' required by architecture llama is missing"},
+        {test::Unrunnable::kZeroDim, "zero.gguf", BASALT_ERR_FORMAT,
+         "zero.gguf: tensor 'blk.0.attn_k.weight' has a zero-sized dimension (shape [32, 0]): the llama graph cannot "
+         "use it"},
+    };
+    test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
+    for (const auto& c : cases) {
+        INFO(c.file);
+        const std::string path = (dir / c.file).string();
+        REQUIRE(test::write_unrunnable_model(path, c.variant).empty());
+        Model model(path);
+        CHECK(basalt_model_check_runnable(model.m) == c.status);
+        if (c.status != BASALT_OK) CHECK_THAT(last_error(), Contains(c.message));
+        // The vocabulary alone is enough to tokenize.
+        int32_t ids[8];
+        size_t n = 0;
+        CHECK(basalt_tokenize(model.m, "hi", SIZE_MAX, 0, ids, 8, &n) == BASALT_OK);
+        CHECK(n >= 1);
+        // A session refuses it with the same message, before it allocates anything.
+        basalt_session_params p{};
+        p.struct_size = sizeof(p);
+        basalt_session* s = nullptr;
+        CHECK(basalt_session_create(rt.rt, model.m, &p, &s) == c.status);
+        if (c.status != BASALT_OK) CHECK_THAT(last_error(), Contains(c.message));
+        CHECK((s != nullptr) == (c.status == BASALT_OK));
+        basalt_session_free(s);
+    }
+    // An architecture without a graph builder is UNSUPPORTED, not a broken file.
+    Model t5(golden("tiny-t5-f32.gguf"));
+    CHECK(basalt_model_check_runnable(t5.m) == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(last_error(), Contains("architecture t5"));
+    CHECK(basalt_model_check_runnable(nullptr) == BASALT_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("array metadata element by element", "[model-api]") {
+    Model model(golden("tiny-qwen2-q8_0.gguf"));
+    size_t n = 0;
+    REQUIRE(basalt_model_meta_array_size(model.m, "tokenizer.ggml.tokens", &n) == BASALT_OK);
+    CHECK(n == 515);
+    const char* text = nullptr;
+    size_t len = 99;
+    REQUIRE(basalt_model_meta_array_string(model.m, "tokenizer.ggml.tokens", 0, &text, &len) == BASALT_OK);
+    CHECK(std::strlen(text) == len);
+    CHECK(basalt_model_meta_array_string(model.m, "tokenizer.ggml.tokens", 514, &text, nullptr) == BASALT_OK);
+    double x = -1;
+    REQUIRE(basalt_model_meta_array_number(model.m, "tokenizer.ggml.token_type", 0, &x) == BASALT_OK);
+    CHECK(x >= 1);
+    CHECK(basalt_model_meta_array_string(model.m, "tokenizer.ggml.tokens", 515, &text, nullptr) ==
+          BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("index 515 is past the end of metadata 'tokenizer.ggml.tokens' (515 elements)"));
+    CHECK(basalt_model_meta_array_number(model.m, "tokenizer.ggml.tokens", 0, &x) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("is an array of string, not of numbers"));
+    CHECK(basalt_model_meta_array_string(model.m, "tokenizer.ggml.token_type", 0, &text, nullptr) ==
+          BASALT_ERR_INVALID_ARGUMENT);
+    CHECK(basalt_model_meta_array_size(model.m, "qwen2.block_count", &n) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("metadata 'qwen2.block_count' is a uint32, not an array"));
+    CHECK(basalt_model_meta_array_size(model.m, "no.such.key", &n) == BASALT_ERR_NOT_FOUND);
+    CHECK(basalt_model_meta_array_size(nullptr, "x", &n) == BASALT_ERR_INVALID_ARGUMENT);
+
+    // The shipped target's scores come back as the floats stored.
+    Model target("target");
+    REQUIRE(basalt_model_meta_array_size(target.m, "tokenizer.ggml.scores", &n) == BASALT_OK);
+    CHECK(n == 2048);
+    REQUIRE(basalt_model_meta_array_number(target.m, "tokenizer.ggml.scores", 2047, &x) == BASALT_OK);
+    CHECK(x == static_cast<double>(static_cast<float>(x)));
 }

@@ -1,6 +1,8 @@
 // Sessions through the C API: sequence truncation (speculative decoding drops rejected draft tokens) against
 // uncut runs, with forks sharing the cut block; sliding-window layers kept in rings (window + batch rows per
 // sequence) against full-size storage, bit for bit; and what sessions allocate against the memory plan.
+#include <unistd.h>
+
 #include <basalt/basalt.h>
 
 #include <algorithm>
@@ -349,4 +351,62 @@ TEST_CASE("session: a context the machine cannot hold is refused before anything
                                         Contains("KV cache 1024000000000 B") && Contains("available (MemAvailable"));
     CHECK(s == nullptr);
     basalt_model_free(model);
+}
+
+namespace {
+
+// Progress reports collected by basalt_progress_set_callback while alive.
+struct ProgressLog {
+    struct Report {
+        std::string what;
+        uint64_t done, total;
+    };
+    std::vector<Report> reports;
+    ProgressLog() {
+        basalt_progress_set_callback(
+            [](const char* what, uint64_t done, uint64_t total, void* user) {
+                static_cast<ProgressLog*>(user)->reports.push_back({what, done, total});
+            },
+            this);
+    }
+    ~ProgressLog() { basalt_progress_set_callback(nullptr, nullptr); }
+    ProgressLog(const ProgressLog&) = delete;
+    ProgressLog& operator=(const ProgressLog&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("a decode longer than one forward pass and a quantization report their progress", "[session]") {
+    Run run(golden_model("tiny-llama-f32.gguf"), SessionOptions{128, 8});
+    {
+        ProgressLog log;
+        test::decode_rows(run.session, kPrompt, 0, 0);  // 22 tokens in passes of 8: 0, 8, 16, 22
+        REQUIRE(log.reports.size() == 4);
+        for (const auto& r : log.reports) {
+            CHECK(r.what == "prefill");
+            CHECK(r.total == kPrompt.size());
+        }
+        CHECK(log.reports[0].done == 0);
+        CHECK(log.reports[1].done == 8);
+        CHECK(log.reports[3].done == kPrompt.size());
+        // One forward pass is not long work: no report.
+        log.reports.clear();
+        test::decode_rows(run.session, {5}, static_cast<int32_t>(kPrompt.size()), 0);
+        CHECK(log.reports.empty());
+
+        const std::string out =
+            (std::filesystem::temp_directory_path() / ("basalt-progress-" + std::to_string(::getpid()) + ".gguf"))
+                .string();
+        REQUIRE(basalt_model_quantize(golden_model("tiny-llama-f32.gguf").c_str(), out.c_str(), BASALT_DTYPE_Q8_0,
+                                      nullptr) == BASALT_OK);
+        std::filesystem::remove(out);
+        REQUIRE(log.reports.size() >= 2);
+        CHECK(log.reports.front().what == "quantize");
+        CHECK(log.reports.front().done == 0);
+        CHECK(log.reports.back().done == log.reports.back().total);
+        for (size_t i = 1; i < log.reports.size(); ++i) CHECK(log.reports[i].done >= log.reports[i - 1].done);
+    }
+    // Without a callback the same decode runs as before.
+    REQUIRE(basalt_session_seq_drop(run.session, 0) == BASALT_OK);
+    CHECK(test::decode_rows(run.session, kPrompt, 0, 0).size() == kPrompt.size() * run.n_vocab);
 }

@@ -13,6 +13,32 @@ execute_process(COMMAND ${EXE} eval -m ${OUT} --tokens 1,2,3,4 RESULT_VARIABLE r
 if(NOT rc EQUAL 0 OR NOT o MATCHES "pos 3 token 4 -> argmax")
   message(FATAL_ERROR "eval of the made model failed (${rc}): ${o}${e}")
 endif()
+# The file carries the shipped model's tokenizer padded to the shape's vocabulary (tiny: 2048 pieces + 512 unused), so
+# `basalt run` (and llama.cpp, which refuses a GGUF without tokenizer.ggml.model) can use it unchanged.
+execute_process(COMMAND ${EXE} run -m ${OUT} -p hi -n 4 RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT e MATCHES "generated 4 tokens")
+  message(FATAL_ERROR "run of the made model failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} tokenize -m ${OUT} "Once upon a time" RESULT_VARIABLE rc OUTPUT_VARIABLE made ERROR_VARIABLE e)
+execute_process(COMMAND ${EXE} tokenize -m target "Once upon a time" RESULT_VARIABLE rc2 OUTPUT_VARIABLE shipped)
+if(NOT rc EQUAL 0 OR NOT rc2 EQUAL 0 OR NOT made STREQUAL shipped OR NOT made MATCHES "^1,")
+  message(FATAL_ERROR "the made model does not tokenize as the shipped target: '${made}' vs '${shipped}' (${rc}): ${e}")
+endif()
+execute_process(COMMAND ${EXE} inspect --json ${OUT} OUTPUT_VARIABLE o)
+string(JSON vocab ERROR_VARIABLE jerr GET "${o}" hparams n_vocab)
+if(jerr OR NOT vocab EQUAL 2560)
+  message(FATAL_ERROR "the made model's vocabulary is ${vocab}, expected 2560 (${jerr})")
+endif()
+execute_process(COMMAND ${EXE} detokenize -m ${OUT} --special 2047,2048,2559 RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "detokenize of the padding failed (${rc}): ${o}${e}")
+endif()
+# A vocabulary source that does not exist fails naming it, and writes nothing.
+execute_process(COMMAND ${MAKE} --shape tiny --type q8_0 --vocab no-such-vocab -o ${OUT}.bad RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 1 OR NOT e MATCHES "cannot read the vocabulary of 'no-such-vocab'" OR EXISTS ${OUT}.bad)
+  message(FATAL_ERROR "make-model --vocab no-such-vocab: rc ${rc}, ${o}${e}")
+endif()
 # An unknown shape fails naming it, with the usage line, which lists every shape it knows.
 execute_process(COMMAND ${MAKE} --shape no-such-shape --type q8_0 -o ${OUT}.bad RESULT_VARIABLE rc OUTPUT_VARIABLE o
                 ERROR_VARIABLE e)

@@ -4,6 +4,8 @@
 #include <iostream>
 #include <string>
 
+#include "progress-bar.hpp"
+
 namespace basalt::cli {
 
 po::typed_value<long long>* int_option(const char* name, long long lo, long long hi) {
@@ -26,7 +28,9 @@ po::options_description global_options(GlobalOptions& g) {
                                            "load a plugin library (repeatable)")(
         "log-level", po::value(&g.log_level), "trace|debug|info|warn|error|off (default: $BASALT_LOG or warn)")(
         "no-default-plugins", po::bool_switch(&g.no_default_plugins),
-        "do not load the plugins installed beside libbasalt");
+        "do not load the plugins installed beside libbasalt")(
+        "no-progress", po::bool_switch(&g.no_progress),
+        "no progress bars (they are drawn on stderr only when it is a terminal)");
     return d;
 }
 
@@ -54,6 +58,7 @@ Runtime::~Runtime() {
 }
 
 void print_error(std::string_view message) {
+    tools::clear_progress_line();  // a bar left by work that failed half-way
     std::cerr << "basalt: error: " << message << '\n';
 }
 

@@ -26,6 +26,7 @@ struct GlobalOptions {
     std::vector<std::string> plugins;
     std::string log_level;
     bool no_default_plugins = false;
+    bool no_progress = false;
 };
 
 // A subcommand: adds its options, then runs with the parsed values.
@@ -48,7 +49,12 @@ struct Registrar {
 // also catches a negative count that an unsigned option would have wrapped to a huge one. Caller owns nothing.
 po::typed_value<long long>* int_option(const char* name, long long lo, long long hi);
 
-// Options accepted by every subcommand (--plugin, --log-level, --no-default-plugins, --help).
+// Shows the library's progress reports (weight upload, long prefills, quantization) as a progress bar on stderr when
+// the process draws bars (tools/progress: stderr a terminal, no --no-progress); off: no reports. main turns it on for
+// every command; a command whose timing it would disturb (bench) turns it off.
+void show_library_progress(bool on);
+
+// Options accepted by every subcommand (--plugin, --log-level, --no-default-plugins, --no-progress, --help).
 po::options_description global_options(GlobalOptions& g);
 
 // Owns a basalt_runtime created per the global options; prints the error and sets ok=false on failure.

@@ -25,6 +25,7 @@ double median(std::vector<double> v) {
 }
 
 int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
+    show_library_progress(false);  // a bar drawn during timed work would be measured with it
     if (vm["mode"].as<std::string>() != "pp-tg") return run_engine_bench(vm, g);
     Runtime rt(g);
     if (!rt.ok()) return kExitError;

@@ -2,6 +2,8 @@
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.hpp"
 #include "handles.hpp"
 
@@ -27,6 +29,7 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
     std::vector<float> all;
     all.reserve(ids.size() * n_vocab);
     const bool seq = vm["seq"].as<bool>();
+    const bool as_json = vm["json"].as<bool>();
     std::vector<int32_t> pos(ids.size()), seqs(ids.size(), 0);
     std::vector<int8_t> want(ids.size(), 1);
     for (size_t i = 0; i < ids.size(); ++i) pos[i] = static_cast<int32_t>(i);
@@ -60,27 +63,46 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
             print_error("cannot write '" + path + "'");
             return kExitError;
         }
-        std::cerr << "wrote " << ids.size() << " x " << n_vocab << " logits to " << path << '\n';
+        if (!as_json) std::cerr << "wrote " << ids.size() << " x " << n_vocab << " logits to " << path << '\n';
     }
+    nlohmann::json positions = nlohmann::json::array();
     for (size_t i = 0; i < ids.size(); ++i) {
         const float* row = all.data() + i * n_vocab;
         size_t best = 0;
         for (size_t v = 1; v < n_vocab; ++v) {
             if (row[v] > row[best]) best = v;
         }
-        std::cout << "pos " << i << " token " << ids[i] << " -> argmax " << best << " (" << row[best] << ")\n";
+        if (as_json) {
+            positions.push_back({{"pos", i}, {"token", ids[i]}, {"argmax", best}, {"logit", row[best]}});
+        } else {
+            std::cout << "pos " << i << " token " << ids[i] << " -> argmax " << best << " (" << row[best] << ")\n";
+        }
+    }
+    if (as_json) {
+        nlohmann::json out;
+        out["model"] = vm["model"].as<std::string>();
+        out["n_vocab"] = n_vocab;
+        out["seq"] = seq;
+        out["tokens"] = ids;
+        out["positions"] = positions;
+        out["logits_file"] =
+            vm.count("logits") != 0U ? nlohmann::json(vm["logits"].as<std::string>()) : nlohmann::json();
+        std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     }
     return kExitOk;
 }
 
 const Registrar kEval{Command{
     "eval", "logits at every position of a token list",
-    "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq]",
+    "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq] [--json]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "tokens", po::value<std::string>()->required(), "token ids, comma-separated")(
             "logits", po::value<std::string>(), "write raw little-endian f32 logits, one row per position")(
-            "seq", po::bool_switch(), "feed one token per decode instead of one batch");
+            "seq", po::bool_switch(), "feed one token per decode instead of one batch")(
+            "json", po::bool_switch(),
+            "print one JSON object instead of the lines: model, n_vocab, seq, tokens, positions (pos, token, argmax, "
+            "logit) and logits_file (null without --logits)");
         add_session_options(d);
     },
     run_eval}};

@@ -79,6 +79,16 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         print_error(basalt_last_error());
         return kExitError;
     }
+    // Whether a session could run it (the graph built against the tensors, nothing allocated). A broken file
+    // (a required tensor missing or unusable) makes inspect fail after its report; an architecture this build has
+    // no graph builder for does not.
+    const basalt_status run_status = basalt_model_check_runnable(model);
+    const std::string run_error = run_status == BASALT_OK ? "" : basalt_last_error();
+    const int rc = run_status == BASALT_OK || run_status == BASALT_ERR_UNSUPPORTED ? kExitOk : kExitError;
+    auto finish = [&] {
+        if (rc != kExitOk) print_error(run_error);
+        return rc;
+    };
     std::map<std::string, Usage> types;
     for (size_t i = 0; i < basalt_model_tensor_count(model); ++i) {
         basalt_model_tensor t{};
@@ -102,6 +112,8 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("arch").value(info.arch);
         j.key("name").value(info.name);
         j.key("supported").value(info.supported != 0);
+        j.key("runnable").value(run_status == BASALT_OK);
+        if (run_status != BASALT_OK) j.key("runnable_error").value(run_error);
         j.key("hparams").begin_object();
         j.key("n_layer").value(static_cast<long long>(info.n_layer));
         j.key("n_embd").value(static_cast<long long>(info.n_embd));
@@ -145,7 +157,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.end_object();
         j.end_object();
         std::cout << '\n';
-        return kExitOk;
+        return finish();
     }
 
     std::cout << "file         " << path << " (" << human(info.file_bytes) << ", GGUF v" << info.gguf_version << ")\n"
@@ -154,6 +166,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
               << "shape        " << info.n_layer << " layers, embd " << info.n_embd << ", heads " << info.n_head
               << " (kv " << info.n_head_kv << "), head dim " << info.head_dim_k << "/" << info.head_dim_v << ", ffn "
               << info.n_ff << ", vocab " << info.n_vocab << ", train ctx " << info.n_ctx_train << '\n';
+    std::cout << "runnable     " << (run_status == BASALT_OK ? "yes" : "no (" + run_error + ")") << '\n';
     if (info.n_expert > 0)
         std::cout << "experts      " << info.n_expert << " (" << info.n_expert_used << " used per token)\n";
     if (info.sliding_window > 0)
@@ -178,12 +191,17 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     std::cout << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << "  (of it "
               << human(plan.logits_bytes) << " logits of all " << plan.n_batch << " batch rows)\n"
               << "  total      " << std::setw(12) << human(plan.total_bytes) << '\n';
-    return kExitOk;
+    return finish();
 }
 
 const Registrar kInspect{Command{
-    "inspect", "show a model's architecture, tensors and memory plan",
-    "basalt inspect MODEL [--ctx N] [--batch N] [--seqs N] [--kv-type T] [--json]",
+    "inspect", "show a model's architecture, tensors, memory plan and whether it can run",
+    "basalt inspect MODEL [--ctx N] [--batch N] [--seqs N] [--kv-type T] [--json]\n\n"
+    "The 'runnable' line says whether a session could run the model: its graph is built against the file's tensors\n"
+    "without allocating anything. 'no (reason)' names a tensor the graph needs that is missing, has a zero-sized\n"
+    "dimension or another shape (a broken file: the report is printed, then inspect exits with status 1), or an\n"
+    "architecture this build has no graph builder for (exit status 0: the file is fine). --json: \"runnable\" and\n"
+    "\"runnable_error\".",
     [](po::options_description& d, po::positional_options_description& pos) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0),

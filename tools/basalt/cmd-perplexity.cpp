@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "handles.hpp"
+#include "progress-bar.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -43,6 +44,7 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
     }
     double nll = 0;
     size_t scored = 0, chunks = 0;
+    tools::ProgressBar bar("perplexity", ids.size(), tools::ProgressBar::Unit::kCount, "tokens");
     for (size_t begin = 0; begin + 1 < ids.size(); begin += n_ctx) {
         const size_t len = std::min(n_ctx, ids.size() - begin);
         if (len < 2) break;
@@ -76,7 +78,9 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
             ++scored;
         }
         ++chunks;
+        bar.update(begin + len);
     }
+    bar.finish();
     const double ppl = std::exp(nll / static_cast<double>(scored));
     if (vm["json"].as<bool>()) {
         Json j(std::cout);

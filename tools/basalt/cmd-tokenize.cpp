@@ -58,7 +58,10 @@ int run_detokenize(const po::variables_map& vm, const GlobalOptions& /*g*/) {
 }
 
 const Registrar kTokenize{
-    Command{"tokenize", "turn text into token ids", "basalt tokenize -m MODEL TEXT [--ids|--pieces|--json]",
+    Command{"tokenize", "turn text into token ids",
+            "basalt tokenize -m MODEL TEXT [--ids|--pieces|--json]\n\n"
+            "Needs only the model's vocabulary: it works (exit status 0) on a file whose weights cannot run; "
+            "'basalt inspect' says whether they can.",
             [](po::options_description& d, po::positional_options_description& pos) {
                 d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model or vocabulary file")(
                     "text", po::value<std::string>()->required(), "UTF-8 text")(
@@ -71,7 +74,8 @@ const Registrar kTokenize{
             run_tokenize}};
 
 const Registrar kDetokenize{
-    Command{"detokenize", "turn token ids into text", "basalt detokenize -m MODEL 1,2,3 [--special]",
+    Command{"detokenize", "turn token ids into text",
+            "basalt detokenize -m MODEL 1,2,3 [--special]\n\nNeeds only the model's vocabulary, as tokenize.",
             [](po::options_description& d, po::positional_options_description& pos) {
                 d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model or vocabulary file")(
                     "ids", po::value<std::string>()->required(), "token ids, comma-separated")(

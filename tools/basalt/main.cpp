@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "progress-bar.hpp"
 
 namespace {
 
@@ -18,7 +19,8 @@ void print_overview(std::ostream& os) {
     GlobalOptions g;
     os << global_options(g)
        << "\nenvironment: BASALT_LOG (log level), BASALT_PLUGIN_PATH (':'-separated plugin "
-          "folders or files)\n";
+          "folders or files),\n  BASALT_PROGRESS_DELAY_MS (how long work runs before its progress bar appears; "
+          "default 250)\n";
 }
 
 const Command* find_command(const std::string& name) {
@@ -116,6 +118,8 @@ int run(int argc, char** argv) {
         }
         basalt_log_set_level(level);
     }
+    basalt::tools::init_progress(g.no_progress);
+    show_library_progress(true);
     return cmd->run(vm, g);
 }
 

@@ -48,6 +48,24 @@ BASALT_API basalt_status basalt_log_level_from_name(const char* name, basalt_log
 /* Routes logs to callback (NULL restores stderr); user_data is borrowed until replaced. Thread-safe. */
 BASALT_API void basalt_log_set_callback(basalt_log_callback callback, void* user_data);
 
+/* ---- progress of long work ------------------------------------------------------------------------------------ */
+
+/*
+ * Receives how far a long piece of work has come: `what` names it (static text) and `done` of `total` units are
+ * finished (0 < total, done <= total; the last report of a piece has done == total, the first done == 0):
+ *   "upload"   weight bytes copied to a backend that does not map the file (a session's creation; the CPU backend
+ *              maps the file and reports nothing),
+ *   "prefill"  tokens of one basalt_session_decode call that needs more than one forward pass (longer than n_batch;
+ *              an engine's whole-prompt prefill goes through it),
+ *   "quantize" input tensor bytes processed by basalt_model_quantize.
+ * Called on the thread doing the work, synchronously between its steps (several threads at once when several
+ * sessions work): keep it short, make it thread-safe, and do not call back into Basalt from it.
+ */
+typedef void (*basalt_progress_callback)(const char* what, uint64_t done, uint64_t total, void* user_data);
+/* Installs the process-wide progress callback (NULL, the default: no reports); user_data is borrowed until replaced.
+ * Thread-safe. */
+BASALT_API void basalt_progress_set_callback(basalt_progress_callback callback, void* user_data);
+
 /* ---- runtime and plugins --------------------------------------------------------------------------------------- */
 
 /* A runtime: the set of loaded plugin libraries and their components. */
@@ -248,6 +266,31 @@ BASALT_API basalt_status basalt_model_describe(const basalt_model* model, basalt
 /* Renders metadata `key` as text into *out (borrowed until the model is freed; arrays are summarised).
  * BASALT_ERR_NOT_FOUND when absent. Thread-safe. */
 BASALT_API basalt_status basalt_model_meta(const basalt_model* model, const char* key, const char** out);
+
+/*
+ * Checks that Basalt can run the model, without a runtime, backend or session: the forward graph of a one-token
+ * batch is built against the file's tensors with nothing placed or allocated. BASALT_OK when it can;
+ * BASALT_ERR_UNSUPPORTED for an architecture this build has no graph builder for; BASALT_ERR_FORMAT for a tensor the
+ * architecture's graph needs that is missing, has a zero-sized dimension or another shape than the graph needs
+ * (basalt_last_error names the file, the tensor and the shapes). basalt_session_create and basalt_engine_create
+ * refuse such a model with the same message before they allocate anything; tokenization needs only the vocabulary
+ * and works either way. Thread-safe.
+ */
+BASALT_API basalt_status basalt_model_check_runnable(const basalt_model* model);
+
+/* Array metadata element by element (e.g. a vocabulary's tokenizer.ggml.tokens / scores / token_type, to copy it
+ * into a basalt_gguf_writer). The element count of array `key` into *out_n: BASALT_ERR_NOT_FOUND when the key is
+ * absent, BASALT_ERR_INVALID_ARGUMENT when it is not an array. Thread-safe. */
+BASALT_API basalt_status basalt_model_meta_array_size(const basalt_model* model, const char* key, size_t* out_n);
+/* Element `index` of string array `key`: *out (NUL-terminated, borrowed until the model is freed) and *out_len (may
+ * be NULL) its length in bytes, which counts any NUL inside it. BASALT_ERR_INVALID_ARGUMENT naming the key for an
+ * index past the end or an array of another type. Thread-safe. */
+BASALT_API basalt_status basalt_model_meta_array_string(const basalt_model* model, const char* key, size_t index,
+                                                        const char** out, size_t* out_len);
+/* Element `index` of numeric or bool array `key` as a double (exact for every 32-bit integer and every float32;
+ * bools are 0/1). Errors as basalt_model_meta_array_string. Thread-safe. */
+BASALT_API basalt_status basalt_model_meta_array_number(const basalt_model* model, const char* key, size_t index,
+                                                        double* out);
 
 /* One tensor of a model file, filled by basalt_model_tensor_info (caller sets struct_size). */
 typedef struct basalt_model_tensor {

@@ -3,9 +3,11 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "api/out-struct.hpp"
+#include "graph/arch.hpp"
 #include "model/dtype.hpp"
 #include "model/memory-plan.hpp"
 #include "model/model-path.hpp"
@@ -41,6 +43,22 @@ std::string render(const basalt::gguf::Value& v) {
             return std::to_string(v.u);
         }
     }
+}
+
+// The element of array metadata `key` at index, checked; `what` names the caller.
+const basalt::gguf::Value& array_element(const basalt_model* model, const char* key, size_t index, const char* what) {
+    if (model == nullptr || key == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "{}: model and key are required", what);
+    const auto* v = model->gguf.file.find(key);
+    if (v == nullptr) fail(BASALT_ERR_NOT_FOUND, "{}: no metadata key '{}'", model->gguf.file.source(), key);
+    if (v->type != basalt::gguf::ValueType::ARRAY) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "{}: metadata '{}' is a {}, not an array", model->gguf.file.source(), key,
+             basalt::gguf::value_type_name(v->type));
+    }
+    if (index >= v->array.size()) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "{}: index {} is past the end of metadata '{}' ({} elements)",
+             model->gguf.file.source(), index, key, v->array.size());
+    }
+    return v->array[index];
 }
 
 }  // namespace
@@ -113,6 +131,56 @@ basalt_status basalt_model_meta(const basalt_model* model, const char* key, cons
         auto& slot = model->meta_text[key];
         slot = render(*v);
         *out = slot.c_str();
+    });
+}
+
+basalt_status basalt_model_meta_array_size(const basalt_model* model, const char* key, size_t* out_n) {
+    return guard([&] {
+        if (model == nullptr || key == nullptr || out_n == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_meta_array_size: model, key and out_n are required");
+        }
+        const auto* v = model->gguf.file.find(key);
+        if (v == nullptr) fail(BASALT_ERR_NOT_FOUND, "{}: no metadata key '{}'", model->gguf.file.source(), key);
+        if (v->type != basalt::gguf::ValueType::ARRAY) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "{}: metadata '{}' is a {}, not an array", model->gguf.file.source(), key,
+                 basalt::gguf::value_type_name(v->type));
+        }
+        *out_n = v->array.size();
+    });
+}
+
+basalt_status basalt_model_meta_array_string(const basalt_model* model, const char* key, size_t index, const char** out,
+                                             size_t* out_len) {
+    return guard([&] {
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_meta_array_string: out is required");
+        const auto& e = array_element(model, key, index, "basalt_model_meta_array_string");
+        if (e.type != basalt::gguf::ValueType::STRING) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "{}: metadata '{}' is an array of {}, not of strings",
+                 model->gguf.file.source(), key, basalt::gguf::value_type_name(e.type));
+        }
+        *out = e.s.c_str();
+        if (out_len != nullptr) *out_len = e.s.size();
+    });
+}
+
+basalt_status basalt_model_meta_array_number(const basalt_model* model, const char* key, size_t index, double* out) {
+    return guard([&] {
+        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_meta_array_number: out is required");
+        const auto& e = array_element(model, key, index, "basalt_model_meta_array_number");
+        const auto n =
+            e.type == basalt::gguf::ValueType::BOOL ? std::optional<double>(static_cast<double>(e.u)) : e.as_number();
+        if (!n) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "{}: metadata '{}' is an array of {}, not of numbers",
+                 model->gguf.file.source(), key, basalt::gguf::value_type_name(e.type));
+        }
+        *out = *n;
+    });
+}
+
+basalt_status basalt_model_check_runnable(const basalt_model* model) {
+    return guard([&] {
+        if (model == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_check_runnable: model is required");
+        basalt::check_runnable(model->gguf.file, model->hparams);
     });
 }
 

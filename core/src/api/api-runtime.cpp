@@ -10,6 +10,7 @@
 #include "host/runtime.hpp"
 #include "support/error.hpp"
 #include "support/log.hpp"
+#include "support/progress.hpp"
 
 #ifndef BASALT_VERSION_STRING
 #error "BASALT_VERSION_STRING must be defined by the build"
@@ -93,6 +94,10 @@ basalt_status basalt_log_level_from_name(const char* name, basalt_log_level* out
 
 void basalt_log_set_callback(basalt_log_callback callback, void* user_data) {
     basalt::log::set_callback(callback, user_data);
+}
+
+void basalt_progress_set_callback(basalt_progress_callback callback, void* user_data) {
+    basalt::progress::set_callback(callback, user_data);
 }
 
 const char* basalt_default_plugin_dir(void) {

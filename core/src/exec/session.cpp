@@ -11,6 +11,7 @@
 #include "support/host-memory.hpp"
 #include "support/log.hpp"
 #include "support/params.hpp"
+#include "support/progress.hpp"
 
 namespace basalt {
 namespace {
@@ -42,12 +43,8 @@ basalt_dtype guess_kv_type(const SessionConfig& config, const char* key) {
 Session::Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config)
     : model_(model), config_(config) {
     const ModelHparams& hp = model.hparams;
-    if (!hp.known_arch || hp.arch == "t5") {
-        GraphBuilder probe;
-        ModelWeights none(model.gguf.file, nullptr, 0);
-        ForwardContext c{probe, hp, none};
-        build_forward(c);  // throws the precise "not supported" error
-    }
+    // Refused before anything is created: an architecture without a builder, a missing or unusable tensor.
+    check_runnable(model.gguf.file, hp);
     n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
     // One sequence past the trained context: positions the model never saw (several sequences sharing more
     // slots is fine; the engine warns about its per-request context itself).
@@ -126,9 +123,16 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
             weight_buffer_bytes_ = std::max<uint64_t>(data_size, 1);
             owned_buffers_.push_back(weights_buffer_);
             if (data_size > 0) {
-                check_status(backend_.buffer_write(backend_instance_, weights_buffer_, 0,
-                                                   model.gguf.map->data() + data_begin, data_size),
-                             "buffer_write(weights)");
+                // In pieces, so that a big model's upload can report its progress.
+                constexpr uint64_t kPiece = uint64_t{64} << 20;
+                progress::report("upload", 0, data_size);
+                for (uint64_t at = 0; at < data_size; at += kPiece) {
+                    const uint64_t n = std::min(kPiece, data_size - at);
+                    check_status(backend_.buffer_write(backend_instance_, weights_buffer_, at,
+                                                       model.gguf.map->data() + data_begin + at, n),
+                                 "buffer_write(weights)");
+                    progress::report("upload", at + n, data_size);
+                }
                 model.gguf.map->release_resident();  // uploaded: the backend holds its own copy
             }
             weights_ = std::make_unique<ModelWeights>(file, weights_buffer_, 0);
@@ -410,8 +414,11 @@ void Session::decode(const basalt_batch& batch) {
 
     std::vector<float> out;
     size_t n_out = 0;
+    const bool report = n > n_batch_;  // one forward pass is not long work
+    if (report) progress::report("prefill", 0, n);
     for (size_t begin = 0; begin < n; begin += n_batch_) {
         decode_chunk(batch, begin, std::min(n, begin + n_batch_), out, n_out);
+        if (report) progress::report("prefill", std::min(n, begin + n_batch_), n);
     }
     logits_ = std::move(out);
     n_out_ = n_out;

@@ -4,6 +4,32 @@
 #include "support/error.hpp"
 
 namespace basalt {
+namespace {
+
+std::string show_shape(const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+}
+
+// Dimensions without trailing 1s: a [64] norm stored as [64, 1] is the same tensor.
+std::vector<int64_t> trimmed(std::vector<int64_t> v) {
+    while (v.size() > 1 && v.back() == 1) v.pop_back();
+    return v;
+}
+
+}  // namespace
+
+int32_t ForwardContext::weight(const std::string& name, std::initializer_list<int64_t> want) {
+    const int32_t t = weight(name);
+    const basalt_tensor& have = g.at(t);
+    const std::vector<int64_t> have_ne(have.ne, have.ne + have.n_dims), want_ne(want);
+    if (trimmed(have_ne) != trimmed(want_ne)) {
+        fail(BASALT_ERR_FORMAT, "{}: tensor '{}' has shape {}, the {} graph needs {}", weights.source(), name,
+             show_shape(have_ne), hp.arch, show_shape(want_ne));
+    }
+    return t;
+}
 
 int32_t ForwardContext::weight(const std::string& name) {
     if (auto it = declared_.find(name); it != declared_.end()) return it->second;
@@ -15,6 +41,12 @@ int32_t ForwardContext::weight(const std::string& name) {
 int32_t ForwardContext::weight(const WeightRef& ref) {
     const std::string key = ref.name + "@" + std::to_string(ref.offset) + "/" + std::to_string(ref.ne.back());
     if (auto it = declared_.find(key); it != declared_.end()) return it->second;
+    for (int64_t d : ref.ne) {
+        if (d <= 0) {
+            fail(BASALT_ERR_FORMAT, "{}: tensor '{}' has a zero-sized dimension (shape {}): the {} graph cannot use it",
+                 weights.source(), ref.name, show_shape(ref.ne), hp.arch);
+        }
+    }
     const int32_t t = g.tensor(ref.type, ref.ne, ref.name, ref.buffer, ref.offset);
     declared_[key] = t;
     return t;
@@ -26,7 +58,7 @@ int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const 
     int32_t n = c.g.tensor(BASALT_DTYPE_F32, shape, name + ".norm");
     c.g.node(BASALT_OP_RMS_NORM, name + ".norm", n, {x}, {}, {c.hp.norm_eps});
     int32_t out = c.g.tensor(BASALT_DTYPE_F32, shape, name);
-    c.g.node(BASALT_OP_MUL, name, out, {n, c.weight(weight)});
+    c.g.node(BASALT_OP_MUL, name, out, {n, c.weight(weight, {t.ne[0]})});
     return out;
 }
 
@@ -39,9 +71,10 @@ int32_t reshape(ForwardContext& c, int32_t x, std::initializer_list<int64_t> ne,
 
 int32_t linear(ForwardContext& c, int32_t x, const std::string& w, int64_t n_out, const std::string& name,
                const std::string& bias = {}) {
-    int32_t y = c.g.op(BASALT_OP_MATMUL, name, BASALT_DTYPE_F32, {n_out, c.n_tokens}, {c.weight(w), x});
+    const int32_t wt = c.weight(w, {c.g.ne(x, 0), n_out});
+    int32_t y = c.g.op(BASALT_OP_MATMUL, name, BASALT_DTYPE_F32, {n_out, c.n_tokens}, {wt, x});
     if (!bias.empty())
-        y = c.g.op(BASALT_OP_ADD, name + ".bias", BASALT_DTYPE_F32, {n_out, c.n_tokens}, {y, c.weight(bias)});
+        y = c.g.op(BASALT_OP_ADD, name + ".bias", BASALT_DTYPE_F32, {n_out, c.n_tokens}, {y, c.weight(bias, {n_out})});
     return y;
 }
 
@@ -101,13 +134,14 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
     const int32_t ids =
         c.g.op(BASALT_OP_TOPK, p + "moe_topk", BASALT_DTYPE_I32, {k, T}, {probs}, {static_cast<int32_t>(k)});
     const int32_t w = c.g.op(BASALT_OP_GATHER, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs, ids}, {1});
+    const int64_t D = hp.n_embd;
     const int32_t gate = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_gate", BASALT_DTYPE_F32, {F, k, T},
-                                {c.weight(p + "ffn_gate_exps.weight"), h, ids});
+                                {c.weight(p + "ffn_gate_exps.weight", {D, F, E}), h, ids});
     const int32_t up = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_up", BASALT_DTYPE_F32, {F, k, T},
-                              {c.weight(p + "ffn_up_exps.weight"), h, ids});
+                              {c.weight(p + "ffn_up_exps.weight", {D, F, E}), h, ids});
     const int32_t a = c.g.op(BASALT_OP_SWIGLU, p + "moe_act", BASALT_DTYPE_F32, {F, k, T}, {gate, up});
     const int32_t down = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_down", BASALT_DTYPE_F32, {hp.n_embd, k, T},
-                                {c.weight(p + "ffn_down_exps.weight"), a, ids});
+                                {c.weight(p + "ffn_down_exps.weight", {F, D, E}), a, ids});
     return c.g.op(BASALT_OP_MOE_COMBINE, p + "moe_out", BASALT_DTYPE_F32, {hp.n_embd, T}, {down, w});
 }
 
@@ -117,7 +151,7 @@ int32_t select_output_rows(ForwardContext& c, int32_t x) {
 
 void output_head(ForwardContext& c, int32_t x) {
     const std::string w = c.has_weight("output.weight") ? "output.weight" : "token_embd.weight";
-    c.g.node(BASALT_OP_MATMUL, "output", c.logits, {c.weight(w), x});
+    c.g.node(BASALT_OP_MATMUL, "output", c.logits, {c.weight(w, {c.hp.n_embd, c.hp.n_vocab}), x});
 }
 
 void build_forward(ForwardContext& c) {

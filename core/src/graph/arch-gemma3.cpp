@@ -10,7 +10,7 @@ void build_gemma3(ForwardContext& c) {
     const auto& hp = c.hp;
     const int64_t T = c.n_tokens;
     int32_t x = c.g.op(BASALT_OP_GET_ROWS, "token_embd", BASALT_DTYPE_F32, {hp.n_embd, T},
-                       {c.weight("token_embd.weight"), c.tokens});
+                       {c.weight("token_embd.weight", {hp.n_embd, hp.n_vocab}), c.tokens});
     // The scale is rounded to f32 first, as the reference does.
     const float embd_scale = static_cast<float>(std::sqrt(static_cast<double>(hp.n_embd)));
     x = c.g.op(BASALT_OP_SCALE, "token_embd.scaled", BASALT_DTYPE_F32, {hp.n_embd, T}, {x}, {}, {embd_scale});

@@ -13,8 +13,8 @@ int32_t layer_norm(ForwardContext& c, int32_t x, const std::string& prefix, int6
     const int32_t n =
         c.g.op(BASALT_OP_LAYER_NORM, prefix + ".norm", BASALT_DTYPE_F32, {E, rows}, {x}, {}, {c.hp.norm_eps});
     const int32_t w =
-        c.g.op(BASALT_OP_MUL, prefix + ".scale", BASALT_DTYPE_F32, {E, rows}, {n, c.weight(prefix + ".weight")});
-    return c.g.op(BASALT_OP_ADD, prefix, BASALT_DTYPE_F32, {E, rows}, {w, c.weight(prefix + ".bias")});
+        c.g.op(BASALT_OP_MUL, prefix + ".scale", BASALT_DTYPE_F32, {E, rows}, {n, c.weight(prefix + ".weight", {E})});
+    return c.g.op(BASALT_OP_ADD, prefix, BASALT_DTYPE_F32, {E, rows}, {w, c.weight(prefix + ".bias", {E})});
 }
 
 int32_t linear_bias(ForwardContext& c, int32_t x, const WeightRef& w, const WeightRef& b, int64_t n_out,
@@ -29,8 +29,8 @@ void build_gpt2(ForwardContext& c) {
     const auto& hp = c.hp;
     const int64_t T = c.n_tokens, E = hp.n_embd, hd = E / hp.n_head;
     const std::string& src = c.weights.source();
-    const int32_t tok =
-        c.g.op(BASALT_OP_GET_ROWS, "token_embd", BASALT_DTYPE_F32, {E, T}, {c.weight("token_embd.weight"), c.tokens});
+    const int32_t tok = c.g.op(BASALT_OP_GET_ROWS, "token_embd", BASALT_DTYPE_F32, {E, T},
+                               {c.weight("token_embd.weight", {hp.n_embd, hp.n_vocab}), c.tokens});
     const int32_t pos = c.g.op(BASALT_OP_GET_ROWS, "position_embd", BASALT_DTYPE_F32, {E, T},
                                {c.weight("position_embd.weight"), c.positions});
     int32_t x = c.g.op(BASALT_OP_ADD, "inp_embd", BASALT_DTYPE_F32, {E, T}, {tok, pos});

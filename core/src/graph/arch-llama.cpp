@@ -8,7 +8,7 @@ void build_llama_family(ForwardContext& c, const LlamaVariant& variant) {
     const auto& hp = c.hp;
     const int64_t T = c.n_tokens;
     int32_t x = c.g.op(BASALT_OP_GET_ROWS, "token_embd", BASALT_DTYPE_F32, {hp.n_embd, T},
-                       {c.weight("token_embd.weight"), c.tokens});
+                       {c.weight("token_embd.weight", {hp.n_embd, hp.n_vocab}), c.tokens});
     AttentionOptions ao;
     ao.rope_mode = variant.rope_mode;
     ao.rope_base = hp.rope_freq_base;

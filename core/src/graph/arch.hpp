@@ -36,8 +36,10 @@ struct ForwardContext {
     int32_t attn_lists_window = -1;       // I32 [2 * n_vis_window, n_lists]
     std::vector<uint8_t> window_storage;  // per layer (empty: none): non-zero when the layer uses the two above
 
-    // A graph tensor for a weight (declared once per graph).
+    // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
+    // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
     int32_t weight(const std::string& name);
+    int32_t weight(const std::string& name, std::initializer_list<int64_t> want);
     int32_t weight(const WeightRef& ref);
     bool has_weight(const std::string& name) const { return weights.find(name).has_value(); }
 
@@ -84,5 +86,11 @@ void build_gpt2(ForwardContext& c);
 
 // Picks the builder for the model's architecture; throws Error(UNSUPPORTED) naming it when there is none.
 void build_forward(ForwardContext& c);
+
+// Builds the forward graph of a one-token batch against the file's tensors with nothing placed or allocated (no
+// backend): throws Error(UNSUPPORTED) for an architecture without a builder, Error(FORMAT) naming the file and the
+// tensor for one the builder needs that is missing, has a zero-sized dimension or a shape the graph cannot use.
+// Sessions run it before they allocate anything; basalt_model_check_runnable reports it.
+void check_runnable(const gguf::File& file, const ModelHparams& hp);
 
 }  // namespace basalt

@@ -1,5 +1,6 @@
 #include "model/quantize-model.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "model/dequantize.hpp"
@@ -8,6 +9,7 @@
 #include "model/quantize.hpp"
 #include "support/error.hpp"
 #include "support/log.hpp"
+#include "support/progress.hpp"
 
 namespace basalt {
 namespace {
@@ -65,7 +67,12 @@ QuantizeReport quantize_model(const std::filesystem::path& in, const std::filesy
     }
     std::vector<float> row_f32;
     std::vector<uint8_t> data;
+    uint64_t total_in = 0;
+    for (const auto& t : f.tensors()) total_in += t.n_bytes;
+    total_in = std::max<uint64_t>(total_in, 1);
+    progress::report("quantize", 0, total_in);
     for (const auto& t : f.tensors()) {
+        if (report.bytes_in != 0) progress::report("quantize", std::min(report.bytes_in, total_in), total_in);
         report.bytes_in += t.n_bytes;
         const uint8_t* bytes = f.tensor_data(t);
         const std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
@@ -100,6 +107,7 @@ QuantizeReport quantize_model(const std::filesystem::path& in, const std::filesy
         w.add_tensor(t.name, target, ne, data.data(), data.size());
         report.bytes_out += data.size();
     }
+    progress::report("quantize", total_in, total_in);
     w.write(out);
     return report;
 }

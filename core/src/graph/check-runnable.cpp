@@ -1,0 +1,29 @@
+// Whether a model can run, decided without a backend: the forward graph of a one-token batch is built against the
+// file's tensors with nothing placed or allocated, so the builders' own lookups (every tensor they need, its shape)
+// are the list of what is required.
+#include "graph/arch.hpp"
+#include "graph/graph-builder.hpp"
+
+namespace basalt {
+
+void check_runnable(const gguf::File& file, const ModelHparams& hp) {
+    GraphBuilder g;
+    const ModelWeights weights(file, nullptr, 0);
+    ForwardContext c{g, hp, weights};
+    c.n_tokens = 1;
+    c.n_outputs = 1;
+    c.tokens = g.tensor(BASALT_DTYPE_I32, {1}, "inp_tokens");
+    c.positions = g.tensor(BASALT_DTYPE_I32, {1}, "inp_positions");
+    c.kv_slots = g.tensor(BASALT_DTYPE_I32, {1}, "inp_kv_slots");
+    c.attn_query = g.tensor(BASALT_DTYPE_I32, {2, 1}, "inp_attn_query");
+    c.attn_lists = g.tensor(BASALT_DTYPE_I32, {2, 1}, "inp_attn_lists");
+    c.out_rows = g.tensor(BASALT_DTYPE_I32, {1}, "inp_out_rows");
+    c.logits = g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), 1}, "logits");
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        c.k_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_k_gqa()), 1}, "cache_k"));
+        c.v_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_v_gqa()), 1}, "cache_v"));
+    }
+    build_forward(c);
+}
+
+}  // namespace basalt

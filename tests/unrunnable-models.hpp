@@ -1,0 +1,120 @@
+// Small llama models written through the public GGUF writer for the "is it runnable" checks: a complete one, one
+// missing a tensor the llama graph needs, and one whose tensor has a zero-sized dimension (the writer refuses
+// such shapes, so the file is written whole and one dimension of the tensor's header is patched to 0 afterwards).
+// Each carries a small SentencePiece vocabulary, so tokenize works on all three.
+#pragma once
+
+#include <basalt/basalt.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace test {
+
+enum class Unrunnable { kComplete, kMissingTensor, kZeroDim };
+
+// The tensor each broken variant breaks.
+constexpr const char* kMissingTensorName = "blk.1.ffn_down.weight";
+constexpr const char* kZeroDimTensorName = "blk.0.attn_k.weight";
+
+// Writes the variant to path; returns "" or what failed.
+inline std::string write_unrunnable_model(const std::string& path, Unrunnable variant) {
+    basalt_gguf_writer* w = nullptr;
+    if (basalt_gguf_writer_create(&w) != BASALT_OK) return basalt_last_error();
+    struct Free {
+        basalt_gguf_writer* w;
+        ~Free() { basalt_gguf_writer_destroy(w); }
+    } free_writer{w};
+    constexpr uint32_t kEmbd = 32, kLayers = 2, kFf = 64;
+    // <unk>, <s>, </s>, 256 byte pieces, then a few merges of "hi".
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> types = {2, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+        tokens.emplace_back(buf);
+        types.push_back(6);
+    }
+    for (const char* t : {"\xe2\x96\x81", "h", "i", "\xe2\x96\x81h", "\xe2\x96\x81hi"}) {
+        tokens.emplace_back(t);
+        types.push_back(1);
+    }
+    std::vector<float> scores(tokens.size(), 0.f);
+    for (size_t i = 259; i < tokens.size(); ++i) scores[i] = -static_cast<float>(i - 259);
+    std::vector<const char*> token_ptrs;
+    for (const auto& t : tokens) token_ptrs.push_back(t.c_str());
+    const auto n_vocab = static_cast<uint32_t>(tokens.size());
+    const bool meta_ok =
+        basalt_gguf_writer_set_string(w, "general.architecture", "llama") == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "llama.context_length", 64) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "llama.embedding_length", kEmbd) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "llama.block_count", kLayers) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "llama.feed_forward_length", kFf) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "llama.attention.head_count", 2) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "llama.attention.head_count_kv", 2) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "llama.vocab_size", n_vocab) == BASALT_OK &&
+        basalt_gguf_writer_set_string(w, "tokenizer.ggml.model", "llama") == BASALT_OK &&
+        basalt_gguf_writer_set_array_string(w, "tokenizer.ggml.tokens", token_ptrs.data(), token_ptrs.size()) ==
+            BASALT_OK &&
+        basalt_gguf_writer_set_array_f32(w, "tokenizer.ggml.scores", scores.data(), scores.size()) == BASALT_OK &&
+        basalt_gguf_writer_set_array_i32(w, "tokenizer.ggml.token_type", types.data(), types.size()) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0) == BASALT_OK;
+    if (!meta_ok) return basalt_last_error();
+    auto add = [&](const std::string& name, std::vector<int64_t> ne, bool ones = false) {
+        if (variant == Unrunnable::kMissingTensor && name == kMissingTensorName) return true;
+        size_t n = 1;
+        for (int64_t d : ne) n *= static_cast<size_t>(d);
+        std::vector<float> x(n);
+        for (size_t i = 0; i < n; ++i) x[i] = ones ? 1.f : 0.05f * std::sin(0.7f * static_cast<float>(i) + 0.3f);
+        return basalt_gguf_writer_add_tensor_f32(w, name.c_str(), BASALT_DTYPE_F32, ne.data(),
+                                                 static_cast<uint32_t>(ne.size()), x.data(), x.size()) == BASALT_OK;
+    };
+    const int64_t E = kEmbd, F = kFf;
+    bool ok = add("token_embd.weight", {E, n_vocab});
+    for (uint32_t il = 0; il < kLayers && ok; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        ok = add(p + "attn_norm.weight", {E}, true) && add(p + "attn_q.weight", {E, E}) &&
+             add(p + "attn_k.weight", {E, E}) && add(p + "attn_v.weight", {E, E}) &&
+             add(p + "attn_output.weight", {E, E}) && add(p + "ffn_norm.weight", {E}, true) &&
+             add(p + "ffn_gate.weight", {E, F}) && add(p + "ffn_up.weight", {E, F}) &&
+             add(p + "ffn_down.weight", {F, E});
+    }
+    ok = ok && add("output_norm.weight", {E}, true);
+    if (!ok) return basalt_last_error();
+    if (basalt_gguf_writer_write(w, path.c_str()) != BASALT_OK) return basalt_last_error();
+    if (variant != Unrunnable::kZeroDim) return "";
+
+    // Tensor info: u64 name length, the name, u32 n_dims, u64 ne[n_dims], ... Set ne[1] of the tensor to 0.
+    std::vector<char> bytes;
+    {
+        std::ifstream is(path, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(is), std::istreambuf_iterator<char>());
+    }
+    const std::string name = kZeroDimTensorName;
+    const uint64_t len = name.size();
+    std::string needle(sizeof(len), '\0');
+    std::memcpy(needle.data(), &len, sizeof(len));  // GGUF is little-endian, as is every host Basalt builds for
+    needle += name;
+    const std::string_view all(bytes.data(), bytes.size());
+    const size_t at = all.find(needle);
+    if (at == std::string_view::npos) return "tensor info of " + name + " not found in " + path;
+    const size_t ne1 = at + needle.size() + sizeof(uint32_t) + sizeof(uint64_t);
+    if (ne1 + sizeof(uint64_t) > bytes.size()) return "tensor info of " + name + " is cut short";
+    const uint64_t zero = 0;
+    std::memcpy(bytes.data() + ne1, &zero, sizeof(zero));
+    std::ofstream os(path, std::ios::binary | std::ios::trunc);
+    os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return os ? "" : "cannot rewrite " + path;
+}
+
+}  // namespace test
