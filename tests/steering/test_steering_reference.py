@@ -13,11 +13,13 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import warnings
 
 import numpy as np
 
 import basalt
 
+warnings.simplefilter("ignore", ResourceWarning)  # make_models.read_gguf leaves its files to the GC
 MODELS = os.environ["BASALT_TEST_MODELS"]
 TESTDATA = os.path.dirname(os.path.dirname(os.path.abspath(MODELS)))
 sys.path.insert(0, TESTDATA)
@@ -228,6 +230,20 @@ class EngineTest(unittest.TestCase):
                 reqs = [engine.submit(tokens=p, max_tokens=10, steer=s) for s, p in zip(specs, prompts)]
                 together = [r.tokens() for r in reqs]
         self.assertEqual(together, solo)
+
+    def test_speculative_verifies_against_the_steered_target(self):
+        # The draft stays unsteered; greedy verification by the steered target must give the steered greedy text.
+        with tempfile.TemporaryDirectory() as d, basalt.Runtime() as rt, basalt.Model("target", rt) as target:
+            vec = os.path.join(d, "t.gguf")
+            write_control_vector(vec, directions(target.n_embd, [1, 2, 3], 5, 0.5), target.n_embd)
+            with basalt.Model("draft", rt) as draft:
+                with basalt.Engine(rt, target) as e:
+                    plain = e.submit("The cat", max_tokens=24, steer=vec + ":2").tokens()
+                    unsteered = e.submit("The cat", max_tokens=24).tokens()
+                with basalt.Engine(rt, target, second_model=draft) as e:
+                    spec = e.submit("The cat", max_tokens=24, decoder="speculative:k=4", steer=vec + ":2").tokens()
+        self.assertEqual(spec, plain)
+        self.assertNotEqual(plain, unsteered)
 
     def test_zero_scale_changes_nothing(self):
         with basalt.Runtime() as rt, basalt.Model(self.MODEL, rt) as model, basalt.Engine(rt, model) as engine:
