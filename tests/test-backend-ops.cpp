@@ -825,6 +825,29 @@ std::vector<Case> all_cases() {
         cs.push_back(b.done(e, 1e-7));
     }
 
+    // STEER: rows with a slot get its vector, rows with -1 (or a slot past the table) are copied.
+    for (auto [n, slots, tk] : {std::tuple{64, 3, 7}, {33, 1, 2}, {96, 4, 1}}) {
+        Builder b(rng, "STEER " + shape_str({n, slots, tk}));
+        const int x = b.input("rows", BASALT_DTYPE_F32, {n, tk});
+        const int tab = b.input("table", BASALT_DTYPE_F32, {n, slots});
+        std::vector<int32_t> idx;
+        for (int t = 0; t < tk; ++t) idx.push_back(t % 3 == 1 ? -1 : static_cast<int32_t>(rng() % (slots + 1)));
+        const int id = b.ints("slots", {tk}, idx);
+        const int o = b.output("out", BASALT_DTYPE_F32, {n, tk});
+        b.node(BASALT_OP_STEER, o, {x, tab, id});
+        const auto X = b.vals(x);
+        const auto V = b.vals(tab);
+        std::vector<double> e;
+        for (int t = 0; t < tk; ++t) {
+            const int32_t s = idx[static_cast<size_t>(t)];
+            for (int i = 0; i < n; ++i) {
+                const double add = s >= 0 && s < slots ? V[static_cast<size_t>(s * n + i)] : 0.0;
+                e.push_back(X[static_cast<size_t>(t * n + i)] + add);
+            }
+        }
+        cs.push_back(b.done(e, 1e-7));
+    }
+
     // CAST and COPY.
     for (auto [from, to] : {std::pair{BASALT_DTYPE_F32, BASALT_DTYPE_F16},
                             {BASALT_DTYPE_F32, BASALT_DTYPE_BF16},

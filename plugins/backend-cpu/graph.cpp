@@ -35,6 +35,7 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"GATHER", 2, 2, check_gather, run_gather},
     {"CAST", 1, 1, check_cast, run_cast},
     {"COPY", 1, 1, check_copy, run_copy},
+    {"STEER", 3, 3, check_steer, run_steer},
 };
 
 std::string node_name(const basalt_graph_node* n, size_t index) {

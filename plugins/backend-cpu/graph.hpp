@@ -164,6 +164,8 @@ void check_cast(const NodeCtx&);
 void run_cast(NodeCtx&);
 void check_copy(const NodeCtx&);
 void run_copy(NodeCtx&);
+void check_steer(const NodeCtx&);
+void run_steer(NodeCtx&);
 
 // Entry points used by backend.cpp. Both throw sdk::error naming the node.
 void graph_compute(Backend& be, const basalt_graph* graph);

@@ -1,5 +1,5 @@
 // MoE routing: TOPK (router logits -> expert ids), GATHER (weights of the chosen experts, optionally
-// renormalised) and MOE_COMBINE (weighted sum of the experts' outputs).
+// renormalised) and MOE_COMBINE (weighted sum of the experts' outputs); STEER (a steering slot's vector per row).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -83,6 +83,28 @@ void run_gather(NodeCtx& c) {
             const auto inv = static_cast<float>(1.0 / sum);
             for (int64_t j = 0; j < k; ++j) y[j] *= inv;
         }
+    }
+}
+
+void check_steer(const NodeCtx& c) {
+    sdk::contract::steer(c);
+}
+
+void run_steer(NodeCtx& c) {
+    const int64_t n = c.in[0].ne[0];
+    const int64_t slots = c.in[1].ne[1];
+    const auto* idx = reinterpret_cast<const int32_t*>(c.in[2].data);
+    for (int64_t t = 0; t < c.in[0].nrows(); ++t) {
+        const float* x = c.in[0].frow(t);
+        float* y = c.out.frow(t);
+        const int32_t s = idx[t];
+        if (s < 0 || s >= slots) {
+            // Rows without steering are copied, never touched by an add (bit for bit, even -0.0).
+            if (y != x) std::copy(x, x + n, y);
+            continue;
+        }
+        const float* v = c.in[1].frow(s);
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] + v[i];
     }
 }
 

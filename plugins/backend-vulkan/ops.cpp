@@ -523,6 +523,27 @@ void record_routing(NodeCtx& c) {
     run(c, shader, 64, ps, pc, static_cast<uint32_t>(std::clamp<uint64_t>((threads + 63) / 64, 1, 65535)), 1, 1);
 }
 
+void check_steer(const NodeCtx& c) {
+    sdk::contract::steer(c);
+    if (c.in[2].nb[0] != 4) c.fail(BASALT_ERR_UNSUPPORTED, "slots " + c.in[2].shape() + " are not contiguous");
+    need_fit_all(c);
+}
+
+void record_steer(NodeCtx& c) {
+    const TensorView& x = c.in[0];
+    const TensorView& table = c.in[1];
+    const Placed xp = c.be->place(x);
+    const Placed tp = c.be->place(table);
+    const Placed sp = c.be->place(c.in[2]);
+    const Placed op = c.be->place(c.out);
+    std::vector<uint32_t> pc = {u32(x.ne[0]), u32(x.nrows()), u32(table.ne[1])};
+    push_tensor(pc, xp, x);
+    push_tensor(pc, tp, table);
+    pc.push_back(sp.delta);
+    push_tensor(pc, op, c.out);
+    run(c, "steer", kElemWg, {xp, tp, sp, op}, pc, elem_groups(static_cast<uint64_t>(x.nelements())), 1, 1);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 
 bool cast_target_ok(basalt_dtype t) {
@@ -605,6 +626,7 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"GATHER", 2, 2, check_gather, record_routing},
     {"CAST", 1, 1, check_cast, record_cast},
     {"COPY", 1, 1, check_copy, record_copy},
+    {"STEER", 3, 3, check_steer, record_steer},
 };
 
 }  // namespace

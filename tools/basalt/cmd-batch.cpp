@@ -33,6 +33,8 @@ struct Job {
     std::vector<const char*> stop_ptrs;
     int64_t seed = -1;
     std::string cache_salt;
+    std::vector<std::string> steer;
+    std::vector<const char*> steer_ptrs;
     RequestHandle request;
 };
 
@@ -46,11 +48,11 @@ std::string parse_job(const std::string& text, Job& job) {
     }
     if (!j.is_object()) return "a request must be a JSON object";
     static const char* const kKeys[] = {"id",      "prompt", "tokens", "max_tokens", "samplers",
-                                        "decoder", "stop",   "seed",   "cache_salt"};
+                                        "decoder", "stop",   "seed",   "cache_salt", "steer"};
     for (const auto& [key, value] : j.items()) {
         if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
             return "unknown field '" + key +
-                   "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt)";
+                   "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt, steer)";
         }
     }
     job.id = j.contains("id") ? j["id"] : json(job.line);
@@ -101,6 +103,19 @@ std::string parse_job(const std::string& text, Job& job) {
         if (!j["cache_salt"].is_string())
             return "'cache_salt' must be a string (requests share cached K/V only with the same salt)";
         job.cache_salt = j["cache_salt"].get<std::string>();
+    }
+    if (j.contains("steer")) {
+        const auto& s = j["steer"];
+        if (s.is_string()) {
+            job.steer.push_back(s.get<std::string>());
+        } else if (s.is_array()) {
+            for (const auto& e : s) {
+                if (!e.is_string()) return "'steer' must be a string \"FILE[:SCALE[:A-B]]\" or an array of them";
+                job.steer.push_back(e.get<std::string>());
+            }
+        } else {
+            return "'steer' must be a string \"FILE[:SCALE[:A-B]]\" or an array of them";
+        }
     }
     if (j.contains("seed")) {
         if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < -1) {
@@ -197,6 +212,9 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             for (const auto& s : job->stop) job->stop_ptrs.push_back(s.c_str());
             rp.stop = job->stop_ptrs.data();
             rp.n_stop = job->stop_ptrs.size();
+            for (const auto& v : job->steer) job->steer_ptrs.push_back(v.c_str());
+            rp.steer = job->steer_ptrs.data();
+            rp.n_steer = job->steer_ptrs.size();
             if (basalt_engine_submit(engine.get(), &rp, &job->request.r) != BASALT_OK) why = basalt_last_error();
         }
         if (!why.empty()) {
@@ -307,8 +325,9 @@ const Registrar kBatch{Command{
                         "GGUF model file, or a shipped model's name (target, draft)")(
             "requests,r", po::value<std::string>()->required(),
             "JSON lines: {\"id\", \"prompt\" | \"tokens\", \"max_tokens\" (64), \"samplers\", \"decoder\", \"stop\", "
-            "\"seed\", \"cache_salt\"}; - reads stdin")("max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
-                                                        "token budget of one step (default: --batch, 512)")(
+            "\"seed\", \"cache_salt\", \"steer\"}; - reads stdin")("max-batch-tokens",
+                                                                   int_option("max-batch-tokens", 1, 1 << 20),
+                                                                   "token budget of one step (default: --batch, 512)")(
             "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),
             "longest prefill piece per request and step (0: whole prompts)")(
             "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests running at once")(

@@ -113,6 +113,12 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     rp.seed = vm.count("seed") != 0 ? vm["seed"].as<long long>() : -1;
     rp.stop = stop_ptrs.data();
     rp.n_stop = stop_ptrs.size();
+    std::vector<std::string> steers;
+    if (vm.count("steer") != 0) steers = vm["steer"].as<std::vector<std::string>>();
+    std::vector<const char*> steer_ptrs;
+    for (const auto& s : steers) steer_ptrs.push_back(s.c_str());
+    rp.steer = steer_ptrs.data();
+    rp.n_steer = steer_ptrs.size();
     rp.callback = as_json ? collect_text : print_text;
     rp.user_data = &streamed;
     RequestHandle request;
@@ -192,6 +198,9 @@ const Registrar kRun{Command{
             "seed", po::value<long long>(), "shorthand: seed of that chain's dist (default random)")(
             "echo", po::bool_switch(), "print the prompt before the generated text")(
             "stop", po::value<std::vector<std::string>>(), "stop string (repeatable): the text ends before it")(
+            "steer", po::value<std::vector<std::string>>(),
+            "VEC.gguf[:SCALE[:A-B]] (repeatable; the vectors sum): add a llama.cpp control vector, times SCALE "
+            "(default 1), to the residual stream after layers A..B (counted from 0; default every layer it has)")(
             "json", po::bool_switch(),
             "print one JSON object instead of streaming: text, tokens, finish_reason, hypotheses (n-best with "
             "scores), decoder figures, usage, timings");

@@ -429,6 +429,25 @@ BASALT_API basalt_status basalt_session_prefix_attach(basalt_session* session, i
 /* Sets the prefix-cache salt of an empty sequence (since 1.2; 0: none): its blocks match only sequences with the
  * same salt. Forks keep it, drop clears it. One thread per session at a time. */
 BASALT_API basalt_status basalt_session_seq_set_salt(basalt_session* session, int32_t seq_id, uint64_t salt);
+/*
+ * Activation steering of sequence seq_id's rows from the next decode on (since 1.3): vectors holds n_layer x n_embd
+ * floats (layer il's at il * n_embd, counted from 0), layers n_layer flags; where a flag is non-zero the vector is
+ * added to the residual stream at that layer's output (after its feed-forward residual add, where llama.cpp adds
+ * control vectors). Both are copied to the device now. vectors == NULL clears the sequence's steering. n_layer and
+ * n_embd must be the model's (BASALT_ERR_INVALID_ARGUMENT naming both otherwise). A fork copies the steering; rows
+ * of unsteered sequences are computed exactly as without this call. The prefix cache does not know about it: give
+ * steered sequences their own salt. One thread per session at a time.
+ */
+BASALT_API basalt_status basalt_session_seq_set_steering(basalt_session* session, int32_t seq_id, const float* vectors,
+                                                         const uint8_t* layers, uint32_t n_layer, uint32_t n_embd);
+/* OBSERVE (since 1.3): from the next decode on, every decode copies the residual rows at the output of the layers
+ * whose flag (layers[0..n_layer), n_layer the model's) is non-zero (the steering hook point, after any steering) to
+ * the host; layers == NULL turns it off. One thread per session at a time. */
+BASALT_API basalt_status basalt_session_set_observe(basalt_session* session, const uint8_t* layers, uint32_t n_layer);
+/* The rows observed at layer `layer` by the last decode: *out_rows rows (every batch row, in batch order) of n_embd
+ * floats at *out, borrowed until the next decode (0 rows for a layer not observed). One thread per session. */
+BASALT_API basalt_status basalt_session_observed(const basalt_session* session, uint32_t layer, const float** out,
+                                                 size_t* out_rows);
 
 /* ---- engine: requests, continuous batching, decoders ------------------------------------------------------- */
 
@@ -518,6 +537,12 @@ typedef struct basalt_request_params {
     /* since 1.2 */
     const char* cache_salt; /* prefix-cache isolation: requests share cached K/V only with the same salt (NULL or
                                "": the shared default); e.g. one salt per tenant. Copied. */
+    /* since 1.3 */
+    const char* const* steer; /* activation steering: n_steer specs "FILE[:SCALE[:A-B]]" (llama.cpp control-vector
+                                 GGUF, scale default 1, layers A..B counted from 0, default all), summed; each file
+                                 is checked against the model at submit. The steering joins the prefix-cache salt.
+                                 Copied. NULL / 0: none */
+    size_t n_steer;
 } basalt_request_params;
 
 /* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */

@@ -78,7 +78,11 @@ enum {
     BASALT_OP_GATHER = 20,
     BASALT_OP_CAST = 21, /* out = in0 converted to out's type (same shape) */
     BASALT_OP_COPY = 22, /* out = in0 (same type and element count; strides may differ) */
-    BASALT_OP_COUNT = 23 /* number of op values (not an op) */
+    /* since 1.3. Activation steering: out[:, t] = in0[:, t] + in1[:, in2[t]] where 0 <= in2[t] < S, else
+     * out[:, t] = in0[:, t] exactly. in0 F32 [n, T] (residual rows); in1 F32 [n, S] (one vector per steering
+     * slot); in2 I32 [T] (each row's slot, -1: none); out F32 [n, T]. */
+    BASALT_OP_STEER = 23,
+    BASALT_OP_COUNT = 24 /* number of op values (not an op) */
 };
 
 /* Opaque device buffer, created and destroyed by the backend that owns it. */

@@ -33,15 +33,19 @@ typedef struct basalt_steering_iface {
     uint32_t struct_size;
     uint32_t reserved0;
 
-    /* Creates a hook (e.g. "vector" = path, "layers" = "4,5", "scale" = "2.0") for a model with n_layers and
-     * n_embd; caller owns *out_hook. Thread-safe. */
+    /* Creates a hook for a model with n_layers and n_embd (e.g. the "vector" plugin: "file" = path, repeatable,
+     * "scale" = "2.0", "layers" = "4-5"); a hook that cannot fit the model (a vector of another n_embd, a layer
+     * past n_layers) is refused here, naming both figures. Caller owns *out_hook. Thread-safe. */
     basalt_status (*create)(const basalt_host* host, uint32_t n_layers, uint32_t n_embd, const basalt_params* params,
                             void** out_hook);
     /* Destroys a hook; NULL is ignored. */
     void (*destroy)(void* hook);
     /* Sets *out_mode (BASALT_STEERING_*) for `layer`; 0 means the layer is not hooked. */
     basalt_status (*layer_mode)(void* hook, uint32_t layer, uint32_t* out_mode);
-    /* Optional (required for ADD). Writes the layer's vector (n_embd floats) into out and its scale. */
+    /* Optional (required for ADD). Writes the layer's vector (n_embd floats) into out and its scale; the host adds
+     * scale * vector to the residual stream at the output of `layer` (counted from 0, after its feed-forward
+     * residual add), for the rows of the requests that use this hook. Called when a request is admitted, not per
+     * token: the host keeps the vectors on the device. */
     basalt_status (*vector)(void* hook, uint32_t layer, float* out, size_t n_embd, float* out_scale);
     /* Optional (required for OBSERVE). Receives the layer's activations. */
     basalt_status (*observe)(void* hook, const basalt_activations* activations);

@@ -38,10 +38,11 @@ import copy
 import ctypes
 import itertools
 import operator
+import os
 import threading
 import time
 import weakref
-from ctypes import POINTER, byref, c_char_p, c_float, c_int8, c_int32, c_size_t, c_uint32, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_float, c_int8, c_int32, c_size_t, c_uint8, c_uint32, c_void_p
 
 from . import _capi
 from ._capi import (SAMPLER_ARGMAX_INVARIANT, SAMPLER_DRAFT_SAFE, SAMPLER_SELECTS, TokenData)
@@ -493,6 +494,27 @@ class Session(_Owned):
         """Forgets positions >= n_keep of the sequence (e.g. rejected draft tokens)."""
         _check(self._lib.basalt_session_seq_truncate(self._handle, seq_id, n_keep))
 
+    def set_steering(self, seq_id, vectors):
+        """Activation steering of sequence seq_id from the next decode on: vectors maps a layer (from 0) to its
+        n_embd floats, added to the residual stream at that layer's output (an empty dict or None: no steering).
+        Forks copy it; other sequences' rows are computed exactly as without it."""
+        if not vectors:
+            _check(self._lib.basalt_session_seq_set_steering(self._h, seq_id, None, None, 0, 0))
+            return
+        n_layer, n_embd = self._model.n_layer, self._model.n_embd
+        flat = (c_float * (n_layer * n_embd))()
+        flags = (c_uint8 * n_layer)()
+        for layer, vec in vectors.items():
+            layer = int(layer)
+            if not 0 <= layer < n_layer:
+                raise ValueError(f"set_steering: layer {layer} is not in 0..{n_layer - 1}")
+            vec = [float(v) for v in vec]
+            if len(vec) != n_embd:
+                raise ValueError(f"set_steering: layer {layer} has {len(vec)} values, the model's n_embd is {n_embd}")
+            flat[layer * n_embd:(layer + 1) * n_embd] = vec
+            flags[layer] = 1
+        _check(self._lib.basalt_session_seq_set_steering(self._h, seq_id, flat, flags, n_layer, n_embd))
+
 
 
 # ---- sampler chains ------------------------------------------------------------------------------------------------
@@ -941,7 +963,7 @@ class Engine(_Owned):
 
     def submit(self, prompt=None, tokens=None, samplers="greedy", decoder=None, max_tokens=-1, seed=-1, stop=(),
                stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False,
-               cache_salt=None):
+               cache_salt=None, steer=None):
         """Queues a request and returns its Request; it starts when admission allows (FIFO).
 
         prompt: text (str or UTF-8 bytes; tokenized with BOS as the vocabulary asks unless add_special=False;
@@ -951,7 +973,9 @@ class Engine(_Owned):
         "dist" without a seed of its own (-1: none). stop: stop strings (the text ends before the first match);
         stop_tokens: extra end-of-generation ids; ignore_eog: do not stop at the vocabulary's end tokens.
         cache_salt: a str isolating this request's prefix-cache entries (requests share cached K/V only with the
-        same salt, e.g. one per tenant; None: the shared default).
+        same salt, e.g. one per tenant; None: the shared default). steer: activation steering, a spec
+        "FILE[:SCALE[:A-B]]" (a llama.cpp control-vector GGUF, scale default 1, layers A..B from 0) or a list of
+        them (the vectors sum); a file that does not fit the model raises BasaltError naming both figures.
 
         callback(request, tokens, text, finish_reason) is called after each step that produced output for the
         request (tokens: list of ids, text: str, finish_reason: None while running, the reason's name on the
@@ -985,6 +1009,15 @@ class Engine(_Owned):
             salt = _text_bytes(cache_salt, "submit: cache_salt")
             keep.append(salt)
             p.cache_salt = salt
+        if steer is not None:
+            if isinstance(steer, (str, bytes, os.PathLike)):
+                steer = [steer]
+            specs = [os.fsencode(s) for s in steer]
+            if specs:
+                arr = (c_char_p * len(specs))(*specs)
+                keep.extend([specs, arr])
+                p.steer = ctypes.cast(arr, POINTER(c_char_p))
+                p.n_steer = len(specs)
         p.max_tokens = _i32("max_tokens", max_tokens)
         seed = int(seed)
         if not -0x8000000000000000 <= seed <= 0x7FFFFFFFFFFFFFFF:
@@ -1290,7 +1323,8 @@ def decoder_requirements(runtime, decoder):
     return {"n_seq": n.n_seq, "n_models": n.n_models, "n_outputs": n.n_outputs}
 
 
-def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder=None, draft=None):
+def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder=None, draft=None,
+              steer=None):
     """(tokens, text) of one request through an engine (the given one, or one made for the call)."""
     n_predict = _int(n_predict, "n_predict", 0)  # -1 used to return '' silently
     if isinstance(engine, Session):
@@ -1325,7 +1359,7 @@ def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, 
         tokens = model.tokenize(prompt)
         if not tokens:
             raise ValueError("the prompt tokenizes to nothing")
-        request = engine.submit(tokens=tokens, samplers=samplers, decoder=decoder, max_tokens=n_predict)
+        request = engine.submit(tokens=tokens, samplers=samplers, decoder=decoder, max_tokens=n_predict, steer=steer)
         own.append(request)
         return request.tokens(), request.text()
     finally:
@@ -1334,19 +1368,21 @@ def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, 
 
 
 def generate_tokens(model, prompt, n_predict, samplers="greedy", runtime=None, engine=None, *, decoder=None,
-                    draft=None, **engine_args):
+                    draft=None, steer=None, **engine_args):
     """Generates up to n_predict tokens after prompt (stopping at an end-of-generation token or a full context)
     through an Engine and returns their ids. model: a Model or a path (or a shipped model's name); samplers: a
     chain text or a SamplerChain (its text; the chain object's state is not used). engine: an Engine to submit
     to (else one is made for the call, with engine_args: Engine's keywords, or Session's n_ctx, n_batch,
     n_seq_max, n_threads). decoder: "NAME[:key=value,...]" (beam:width=4, speculative:k=4, contrastive); draft:
     the second model (a Model or a path/shipped name) speculative and contrastive decoding need; the engine made
-    for the call gets the sequences the decoder needs. A prompt longer than the context raises BasaltError."""
-    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder, draft)[0]
+    for the call gets the sequences the decoder needs. steer: as Engine.submit's (a "FILE[:SCALE[:A-B]]" spec or
+    a list). A prompt longer than the context raises BasaltError."""
+    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder, draft, steer)[0]
 
 
 def generate(model, prompt, n_predict=32, samplers="greedy", runtime=None, engine=None, *, decoder=None, draft=None,
-             **engine_args):
+             steer=None, **engine_args):
     """Generates up to n_predict tokens after prompt and returns their text (the prompt not included), through an
-    Engine as generate_tokens. samplers: a chain text, e.g. "top_k:40;top_p:0.9;temp:0.7;dist:seed=42"."""
-    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder, draft)[1]
+    Engine as generate_tokens. samplers: a chain text, e.g. "top_k:40;top_p:0.9;temp:0.7;dist:seed=42". steer: a
+    steering spec or a list (see Engine.submit)."""
+    return _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, decoder, draft, steer)[1]

@@ -7,7 +7,7 @@ import ctypes
 import ctypes.util
 import os
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_float, c_int8, c_int32, c_int64,
-                    c_size_t, c_uint32, c_uint64, c_void_p)
+                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 
 # ---- status codes, flags (common.h, basalt.h, plugin_sampler.h, plugin_decoder.h) ------------------------------------
 
@@ -129,7 +129,8 @@ class RequestParams(Structure):
                 ("max_tokens", c_int32), ("reserved0", c_int32), ("seed", c_int64),
                 ("stop_tokens", POINTER(c_int32)), ("n_stop_tokens", c_size_t), ("stop", POINTER(c_char_p)),
                 ("n_stop", c_size_t), ("callback", RequestCallbackFn), ("user_data", c_void_p),
-                ("cache_salt", c_char_p)]
+                ("cache_salt", c_char_p),
+                ("steer", POINTER(c_char_p)), ("n_steer", c_size_t)]  # since 1.3
 
 
 class DecoderNeeds(Structure):
@@ -264,6 +265,8 @@ def _declare(lib):
     fn("basalt_request_decoder_stat", st, c_void_p, c_size_t, P(c_char_p), P(c_double))
     fn("basalt_decoder_requirements", st, c_void_p, c_char_p, P(DecoderNeeds))
     fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
+    fn("basalt_session_seq_set_steering", st, c_void_p, c_int32, POINTER(c_float), POINTER(c_uint8), c_uint32,
+       c_uint32)  # since 1.3
 
 
 def lib():

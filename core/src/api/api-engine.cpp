@@ -183,6 +183,14 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
                 h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
             spec.cache_salt = h == 0 ? 1 : h;
         }
+        if (BASALT_HAS_FIELD(params, basalt_request_params, n_steer) && params->n_steer > 0) {
+            if (params->steer == nullptr)
+                fail(BASALT_ERR_INVALID_ARGUMENT, "steer is NULL with n_steer = {}", params->n_steer);
+            for (size_t i = 0; i < params->n_steer; ++i) {
+                if (params->steer[i] == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "steer[{}] is NULL", i);
+                spec.steer.emplace_back(params->steer[i]);
+            }
+        }
         spec.callback = params->callback;
         spec.user_data = params->user_data;
         auto h = std::make_unique<basalt_request>();

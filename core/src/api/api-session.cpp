@@ -134,4 +134,38 @@ basalt_status basalt_session_seq_set_salt(basalt_session* session, int32_t seq_i
     return guard([&] { get(session).seq_set_salt(seq_id, salt); });
 }
 
+basalt_status basalt_session_seq_set_steering(basalt_session* session, int32_t seq_id, const float* vectors,
+                                              const uint8_t* layers, uint32_t n_layer, uint32_t n_embd) {
+    return guard([&] {
+        basalt::Session& s = get(session);
+        if (vectors == nullptr) {
+            s.seq_set_steer_vectors(seq_id, {}, {});
+            return;
+        }
+        if (layers == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "layers is NULL");
+        const size_t n = static_cast<size_t>(n_layer) * n_embd;
+        s.seq_set_steer_vectors(seq_id, std::vector<float>(vectors, vectors + n),
+                                std::vector<uint8_t>(layers, layers + n_layer));
+    });
+}
+
+basalt_status basalt_session_set_observe(basalt_session* session, const uint8_t* layers, uint32_t n_layer) {
+    return guard([&] {
+        basalt::Session& s = get(session);
+        s.set_observe(layers == nullptr ? std::vector<uint8_t>{} : std::vector<uint8_t>(layers, layers + n_layer));
+    });
+}
+
+basalt_status basalt_session_observed(const basalt_session* session, uint32_t layer, const float** out,
+                                      size_t* out_rows) {
+    return guard([&] {
+        if (out == nullptr || out_rows == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "observed: out is NULL");
+        const basalt_session* sess = session;
+        if (sess == nullptr || !sess->s) fail(BASALT_ERR_INVALID_ARGUMENT, "session is NULL");
+        const std::vector<float>& rows = sess->s->observed(layer);
+        *out = rows.data();
+        *out_rows = rows.size() / sess->s->n_embd();
+    });
+}
+
 }  // extern "C"

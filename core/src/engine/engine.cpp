@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/decoder-host.hpp"
+#include "engine/steering.hpp"
 #include "exec/sampler-chain.hpp"
 #include "host/host-services.hpp"
 #include "host/runtime.hpp"
@@ -307,6 +308,14 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
             }
         }
     }
+    // Steering vectors are loaded (and refused) now; the identity joins the salt so no K/V computed under one
+    // steering is ever attached to a request under another (or none).
+    if (!r->spec.steer.empty()) {
+        SteerTable st = load_steering(runtime_, model_.hparams, r->spec.steer);
+        r->spec.cache_salt = steer_salt(r->spec.cache_salt, st.hash);
+        r->steer_vectors = std::move(st.vectors);
+        r->steer_layers = std::move(st.layers);
+    }
     // The chain of sequence 0 (others are forked from it), created now so a bad chain fails the submit.
     basalt_sampler_chain* chain0 = nullptr;
     rethrow_if_failed(basalt_sampler_chain_create(&runtime_, r->spec.samplers.c_str(), &chain0));
@@ -380,6 +389,12 @@ void Engine::admit(const std::shared_ptr<Request>& r) {
     for (int m = 0; m < 2; ++m) {
         for (int32_t sid : r->seq_ids[m]) sessions_[m]->seq_set_salt(sid, r->spec.cache_salt);
     }
+    // Steering applies to the target model (0) only: a draft stays a plain proposer, verified against the steered
+    // target. The vectors go to the device once, here.
+    if (!r->steer_vectors.empty()) {
+        r->steer_slot = sessions_[0]->steer_acquire(r->steer_vectors, r->steer_layers);
+        for (int32_t sid : r->seq_ids[0]) sessions_[0]->seq_set_steer(sid, r->steer_slot);
+    }
     r->kv_reserved = worst_case_slots(*r);
     kv_reserved_ += r->kv_reserved;
     running_.push_back(r);
@@ -399,6 +414,10 @@ void Engine::release(Request& r) {
             free_seqs_[m].push_back(s);
         }
         r.seq_ids[m].clear();
+    }
+    if (r.steer_slot >= 0) {
+        sessions_[0]->steer_release(r.steer_slot);  // also clears the slot of its sequences
+        r.steer_slot = -1;
     }
     kv_reserved_ -= r.kv_reserved;
     r.kv_reserved = 0;

@@ -32,7 +32,8 @@ struct RequestSpec {
     std::vector<int32_t> stop_tokens;
     std::vector<std::string> stop;
     bool ignore_eog = false;
-    uint64_t cache_salt = 0;  // prefix-cache salt (0: the shared default)
+    uint64_t cache_salt = 0;         // prefix-cache salt (0: the shared default); submit mixes the steering identity in
+    std::vector<std::string> steer;  // steering specs "FILE[:SCALE[:A-B]]" (the vectors sum)
     basalt_request_callback callback = nullptr;
     void* user_data = nullptr;
 };
@@ -57,11 +58,14 @@ struct Request {
     std::vector<basalt_sampler_chain*> chains;  // per request-local sequence (nullptr until forked into)
     std::vector<int32_t> seq_ids[2];            // request-local sequence -> session sequence id, per model
     uint64_t kv_reserved = 0;                   // slots counted against the cache at admission
-    std::vector<basalt_decoder_feed> feeds;     // the current plan
-    std::vector<size_t> fed;                    // tokens of each feed computed (or found in the prefix cache) so far
-    std::vector<size_t> cached;                 // tokens of each feed found in the prefix cache
-    std::vector<std::vector<float>> logits;     // rows of a feed computed over several steps, copied
-    std::vector<const float*> direct;           // rows of a feed computed in one step: the session's own
+    std::vector<float> steer_vectors;           // the loaded steering (n_layer x n_embd; empty: none)
+    std::vector<uint8_t> steer_layers;
+    int32_t steer_slot = -1;                 // the model-0 session's steering slot while admitted
+    std::vector<basalt_decoder_feed> feeds;  // the current plan
+    std::vector<size_t> fed;                 // tokens of each feed computed (or found in the prefix cache) so far
+    std::vector<size_t> cached;              // tokens of each feed found in the prefix cache
+    std::vector<std::vector<float>> logits;  // rows of a feed computed over several steps, copied
+    std::vector<const float*> direct;        // rows of a feed computed in one step: the session's own
     std::vector<size_t> direct_rows;
     bool planned = false;                         // feeds hold a plan not yet consumed
     int32_t finish_pending = BASALT_FINISH_NONE;  // set by stop conditions during consume

@@ -62,6 +62,7 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
     if (config.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_seq_max must be at least 1");
     n_batch_ = std::min(config.n_batch, n_ctx_);
     seq_len_.assign(config.n_seq_max, 0);
+    seq_steer_.assign(config.n_seq_max, -1);
 
     // Fail fast: a plan the machine cannot hold is refused before anything is created or allocated.
     PlanRequest request;
@@ -214,6 +215,7 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
 }
 
 Session::~Session() {
+    if (steer_buffer_ != nullptr) backend_.buffer_free(backend_instance_, steer_buffer_);
     for (auto* b : owned_buffers_) backend_.buffer_free(backend_instance_, b);
     if (io_buffer_ != nullptr) backend_.buffer_free(backend_instance_, io_buffer_);
     if (kv_instance_ != nullptr) kv_.destroy(kv_instance_);
@@ -274,6 +276,10 @@ uint32_t Session::seq_length(int32_t seq) const {
     return seq_len_[static_cast<size_t>(seq)];
 }
 
+size_t Session::n_embd() const {
+    return model_.hparams.n_embd;
+}
+
 const float* Session::logits(size_t row) const {
     if (row >= n_out_) fail(BASALT_ERR_INVALID_ARGUMENT, "logits row {} out of range ({} rows)", row, n_out_);
     return logits_.data() + row * n_vocab();
@@ -294,6 +300,88 @@ void Session::seq_fork(int32_t src, int32_t dst) {
     const basalt_status st = kv_.seq_fork(kv_instance_, src, dst);
     if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_fork: {}", config_.kv_cache, plugin_error_message());
     seq_len_[static_cast<size_t>(dst)] = len;
+    seq_steer_[static_cast<size_t>(dst)] = seq_steer_[static_cast<size_t>(src)];
+}
+
+int32_t Session::steer_acquire(const std::vector<float>& vectors, const std::vector<uint8_t>& layers) {
+    const ModelHparams& hp = model_.hparams;
+    const size_t n_embd = hp.n_embd;
+    if (vectors.size() != static_cast<size_t>(hp.n_layer) * n_embd || layers.size() != hp.n_layer) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "steering vectors of {} floats and {} layer flags do not fit {} layers of {}",
+             vectors.size(), layers.size(), hp.n_layer, n_embd);
+    }
+    if (steer_buffer_ == nullptr) {
+        n_steer_slots_ = static_cast<uint32_t>(seq_len_.size()) + 1;  // one spare: a re-set acquires before it frees
+        const uint64_t bytes = 4ull * n_embd * n_steer_slots_ * hp.n_layer;
+        check_status(backend_.buffer_alloc(backend_instance_, bytes, BASALT_BUFFER_WEIGHTS, &steer_buffer_),
+                     "buffer_alloc(steering)");
+        const std::vector<float> zeros(bytes / 4, 0.f);
+        check_status(backend_.buffer_write(backend_instance_, steer_buffer_, 0, zeros.data(), bytes),
+                     "buffer_write(steering)");
+        steer_layers_.assign(n_steer_slots_, {});
+    }
+    int32_t slot = -1;
+    for (uint32_t i = 0; i < n_steer_slots_ && slot < 0; ++i)
+        if (steer_layers_[i].empty()) slot = static_cast<int32_t>(i);
+    if (slot < 0) fail(BASALT_ERR_CAPACITY, "all {} steering slots (n_seq_max) are in use", n_steer_slots_);
+    // Layer il's table is [n_embd, n_steer_slots_]: the slot's vector is column `slot` of it.
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const uint64_t off = 4ull * n_embd * (static_cast<uint64_t>(il) * n_steer_slots_ + static_cast<uint64_t>(slot));
+        check_status(
+            backend_.buffer_write(backend_instance_, steer_buffer_, off, vectors.data() + il * n_embd, 4ull * n_embd),
+            "buffer_write(steering)");
+    }
+    steer_layers_[static_cast<size_t>(slot)] = layers;
+    steer_layers_[static_cast<size_t>(slot)].push_back(1);  // never empty while taken
+    return slot;
+}
+
+void Session::steer_release(int32_t slot) {
+    if (slot < 0) return;
+    if (static_cast<uint32_t>(slot) >= n_steer_slots_)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "steering slot {} does not exist (0..{})", slot, n_steer_slots_);
+    steer_layers_[static_cast<size_t>(slot)].clear();
+    for (auto& s : seq_steer_)
+        if (s == slot) s = -1;
+}
+
+void Session::seq_set_steer(int32_t seq, int32_t slot) {
+    seq_length(seq);
+    if (slot >= 0 &&
+        (static_cast<uint32_t>(slot) >= n_steer_slots_ || steer_layers_[static_cast<size_t>(slot)].empty()))
+        fail(BASALT_ERR_INVALID_ARGUMENT, "steering slot {} is not in use", slot);
+    seq_steer_[static_cast<size_t>(seq)] = slot < 0 ? -1 : slot;
+}
+
+void Session::seq_set_steer_vectors(int32_t seq, const std::vector<float>& vectors,
+                                    const std::vector<uint8_t>& layers) {
+    const int32_t old = seq_steer(seq);
+    const int32_t slot = vectors.empty() ? -1 : steer_acquire(vectors, layers);
+    seq_steer_[static_cast<size_t>(seq)] = slot;
+    if (old >= 0 && std::find(seq_steer_.begin(), seq_steer_.end(), old) == seq_steer_.end()) steer_release(old);
+}
+
+void Session::set_observe(const std::vector<uint8_t>& layers) {
+    const ModelHparams& hp = model_.hparams;
+    if (!layers.empty() && layers.size() != hp.n_layer)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "observe: {} layer flags for a model of {} layers", layers.size(),
+             hp.n_layer);
+    observe_layers_.clear();
+    for (uint8_t f : layers) observe_layers_.push_back(f != 0 ? 1 : 0);
+    if (std::find(observe_layers_.begin(), observe_layers_.end(), 1) == observe_layers_.end()) observe_layers_.clear();
+    observed_.assign(hp.n_layer, {});
+}
+
+const std::vector<float>& Session::observed(uint32_t layer) const {
+    if (layer >= model_.hparams.n_layer)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "observed: layer {} is not in 0..{}", layer, model_.hparams.n_layer - 1);
+    static const std::vector<float> kNone;
+    return layer < observed_.size() ? observed_[layer] : kNone;
+}
+
+int32_t Session::seq_steer(int32_t seq) const {
+    seq_length(seq);
+    return seq_steer_[static_cast<size_t>(seq)];
 }
 
 void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
@@ -416,6 +504,7 @@ void Session::decode(const basalt_batch& batch) {
     size_t n_out = 0;
     const bool report = n > n_batch_;  // one forward pass is not long work
     if (report) progress::report("prefill", 0, n);
+    for (auto& o : observed_) o.clear();
     for (size_t begin = 0; begin < n; begin += n_batch_) {
         decode_chunk(batch, begin, std::min(n, begin + n_batch_), out, n_out);
         if (report) progress::report("prefill", std::min(n, begin + n_batch_), n);
@@ -481,6 +570,27 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
                                           k_buffers_[il], 0));
         c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), rows}, "cache_v." + std::to_string(il),
                                           v_buffers_[il], 0));
+    }
+    if (!shape.steer_layers.empty()) {
+        c.steer_rows = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_steer_slots", io_buffer_, io.steer);
+        c.steer_tables.assign(hp.n_layer, -1);
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            if (shape.steer_layers[il] == 0) continue;
+            const uint64_t off = 4ull * hp.n_embd * n_steer_slots_ * il;
+            c.steer_tables[il] =
+                graph_.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_embd), static_cast<int64_t>(n_steer_slots_)},
+                              "steer." + std::to_string(il), steer_buffer_, off);
+        }
+    }
+    if (!shape.observe_layers.empty()) {
+        c.observe_out.assign(hp.n_layer, -1);
+        uint64_t off = io.observe;
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            if (shape.observe_layers[il] == 0) continue;
+            c.observe_out[il] = graph_.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_embd), T},
+                                              "observe." + std::to_string(il), io_buffer_, off);
+            off += 4ull * hp.n_embd * static_cast<uint64_t>(T);
+        }
     }
     build_forward(c);
     if (copies.empty() && window_copies.empty()) built_ = shape;
@@ -597,6 +707,24 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
         }
     }
     const auto n_rows = static_cast<int64_t>(out_rows.size());
+    // Each row's steering slot, and the layers any of them steers (none: the graph has no STEER node at all).
+    std::vector<int32_t> steer_rows;
+    std::vector<uint8_t> steer_layers;
+    for (int64_t t = 0; t < T; ++t) {
+        const int32_t slot = seq_steer_[static_cast<size_t>(seqs[static_cast<size_t>(t)])];
+        if (slot < 0) continue;
+        if (steer_layers.empty()) {
+            steer_layers.assign(hp.n_layer, 0);
+            steer_rows.assign(static_cast<size_t>(T), -1);
+        }
+        steer_rows[static_cast<size_t>(t)] = slot;
+        const auto& flags = steer_layers_[static_cast<size_t>(slot)];
+        for (uint32_t il = 0; il < hp.n_layer; ++il) steer_layers[il] |= flags[il];
+    }
+    if (!steer_layers.empty() && std::find(steer_layers.begin(), steer_layers.end(), 1) == steer_layers.end()) {
+        steer_layers.clear();  // steered sequences whose vectors hook no layer
+        steer_rows.clear();
+    }
 
     // 3. IO buffer layout: inputs, then logits.
     IoLayout io{};
@@ -607,10 +735,15 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     io.lists = align64(io.query + 8 * static_cast<uint64_t>(T));
     io.window_slots = align64(io.lists + 4 * list_data.size());
     io.window_lists = align64(io.window_slots + 4 * window_slots.size());
-    io.rows = align64(io.window_lists + 4 * window_list_data.size());
+    io.steer = align64(io.window_lists + 4 * window_list_data.size());
+    io.rows = align64(io.steer + 4 * steer_rows.size());
     io.logits = align64(io.rows + 4 * std::max<uint64_t>(1, out_rows.size()));
-    const uint64_t io_size = io.logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
-    io_logits_bytes_ = std::max(io_logits_bytes_, io_size - io.logits);
+    const uint64_t logits_end = io.logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
+    io_logits_bytes_ = std::max(io_logits_bytes_, logits_end - io.logits);
+    io.observe = align64(logits_end);
+    const auto n_observed = static_cast<uint64_t>(std::count(observe_layers_.begin(), observe_layers_.end(), 1));
+    const uint64_t io_size =
+        n_observed == 0 ? logits_end : io.observe + 4ull * hp.n_embd * static_cast<uint64_t>(T) * n_observed;
     ensure_io(io_size);
     std::vector<uint8_t> staged(io.logits, 0);
     put(staged, io.tokens, tokens);
@@ -620,12 +753,15 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     put(staged, io.lists, list_data);
     put(staged, io.window_slots, window_slots);
     put(staged, io.window_lists, window_list_data);
+    put(staged, io.steer, steer_rows);
     put(staged, io.rows, out_rows);
     check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, staged.data(), staged.size()),
                  "buffer_write(inputs)");
 
     // 4. The graph: copies, then the forward pass (reused as it is when the shape is the last one's).
-    const GraphShape shape{T, n_rows, n_vis, n_window_slots_ != 0 ? n_vis_window : 0, order.size(), io_buffer_};
+    const GraphShape shape{
+        T,          n_rows,       n_vis,          n_window_slots_ != 0 ? n_vis_window : 0, order.size(),
+        io_buffer_, steer_layers, observe_layers_};
     if (!copies.empty() || !window_copies.empty() || !(shape == built_)) build_graph(copies, window_copies, shape, io);
     clear_plugin_error();
     st = backend_.graph_compute(backend_instance_, &graph_.graph());
@@ -652,6 +788,18 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
                                           4 * static_cast<uint64_t>(n_rows) * hp.n_vocab),
                      "buffer_read(logits)");
         n_out += static_cast<size_t>(n_rows);
+    }
+    // 6. Observed residual rows.
+    uint64_t off = io.observe;
+    for (uint32_t il = 0; il < observe_layers_.size(); ++il) {
+        if (observe_layers_[il] == 0) continue;
+        auto& dst = observed_[il];
+        const size_t old = dst.size();
+        const size_t count = static_cast<size_t>(hp.n_embd) * static_cast<size_t>(T);
+        dst.resize(old + count);
+        check_status(backend_.buffer_read(backend_instance_, io_buffer_, off, dst.data() + old, 4 * count),
+                     "buffer_read(observed)");
+        off += 4 * count;
     }
 }
 

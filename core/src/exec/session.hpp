@@ -46,6 +46,7 @@ class Session {
     size_t n_outputs() const { return n_out_; }
     size_t n_vocab() const;
     uint32_t n_ctx() const { return n_ctx_; }
+    size_t n_embd() const;
     uint32_t seq_length(int32_t seq) const;
 
     void seq_drop(int32_t seq);
@@ -59,6 +60,23 @@ class Session {
     // Sets an empty sequence's prefix-cache salt (0: none). A salt other than 0 fails naming the manager when its
     // table lacks seq_set_salt (an ABI 1.2 entry).
     void seq_set_salt(int32_t seq, uint64_t salt);
+    // Activation steering. A slot holds one vector per layer (n_layer x n_embd floats, vectors[il * n_embd ..]),
+    // uploaded to the device once here; `layers` (n_layer flags) says after which layers it is added. Slots number
+    // n_seq_max; returns the slot, or fails with BASALT_ERR_CAPACITY when all are taken.
+    int32_t steer_acquire(const std::vector<float>& vectors, const std::vector<uint8_t>& layers);
+    // Frees a slot (sequences still pointing at it stop being steered). -1 is ignored.
+    void steer_release(int32_t slot);
+    // The steering slot of sequence seq's rows from now on (-1: none). A fork copies it to the new sequence.
+    void seq_set_steer(int32_t seq, int32_t slot);
+    int32_t seq_steer(int32_t seq) const;
+    // Gives seq a slot of its own holding these vectors (empty: none), freeing its previous slot when no other
+    // sequence uses it (the public basalt_session_seq_set_steering).
+    void seq_set_steer_vectors(int32_t seq, const std::vector<float>& vectors, const std::vector<uint8_t>& layers);
+    // OBSERVE: from the next decode on, copy the residual rows at the output of the flagged layers (the steering hook
+    // point, after any steering) to the host (empty: off). observed(il) holds the last decode's rows of layer il,
+    // every batch row in order (n_tokens x n_embd); empty for a layer not observed.
+    void set_observe(const std::vector<uint8_t>& layers);
+    const std::vector<float>& observed(uint32_t layer) const;
     // Tokens per block of the cache manager's layout.
     uint32_t block_size() const { return layout_.block_size; }
     // Slots the manager still has free (its free_slots entry), or n_ctx minus the tokens held when it has none.
@@ -112,6 +130,14 @@ class Session {
     uint64_t io_bytes_ = 0;
 
     std::vector<uint32_t> seq_len_;
+    // Steering: one device buffer of n_layer tables [n_embd, n_steer_slots_] (allocated at the first acquire),
+    // each slot's layer flags (empty: free) and each sequence's slot.
+    basalt_buffer* steer_buffer_ = nullptr;
+    uint32_t n_steer_slots_ = 0;
+    std::vector<std::vector<uint8_t>> steer_layers_;
+    std::vector<int32_t> seq_steer_;
+    std::vector<uint8_t> observe_layers_;       // per layer (empty: nothing observed)
+    std::vector<std::vector<float>> observed_;  // per layer: rows of the last decode
     std::vector<float> logits_;
     size_t n_out_ = 0;
     GraphBuilder graph_;
@@ -120,7 +146,7 @@ class Session {
     // instead of rebuilding ~1000 tensors by name.
     // Byte offsets of the step's inputs and logits in the IO buffer.
     struct IoLayout {
-        uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists;
+        uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists, steer, observe;
     };
     struct GraphShape {
         int64_t tokens = -1;
@@ -129,6 +155,8 @@ class Session {
         size_t n_vis_window = 0;  // pairs per list of the window layers (0: no window storage)
         size_t n_lists = 0;
         const basalt_buffer* io = nullptr;
+        std::vector<uint8_t> steer_layers;    // layers with a STEER node (empty: no row of the step is steered)
+        std::vector<uint8_t> observe_layers;  // layers whose rows are copied out (empty: none)
         bool operator==(const GraphShape&) const = default;
     };
     GraphShape built_;

@@ -145,6 +145,17 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
     return c.g.op(BASALT_OP_MOE_COMBINE, p + "moe_out", BASALT_DTYPE_F32, {hp.n_embd, T}, {down, w});
 }
 
+int32_t steer_hook(ForwardContext& c, int il, int32_t x) {
+    const auto il_u = static_cast<size_t>(il);
+    if (c.steer_rows >= 0 && il_u < c.steer_tables.size() && c.steer_tables[il_u] >= 0) {
+        x = c.g.op(BASALT_OP_STEER, "blk." + std::to_string(il) + ".steer", BASALT_DTYPE_F32, {c.hp.n_embd, c.n_tokens},
+                   {x, c.steer_tables[il_u], c.steer_rows});
+    }
+    if (il_u < c.observe_out.size() && c.observe_out[il_u] >= 0)
+        c.g.node(BASALT_OP_COPY, "blk." + std::to_string(il) + ".observe", c.observe_out[il_u], {x});
+    return x;
+}
+
 int32_t select_output_rows(ForwardContext& c, int32_t x) {
     return c.g.op(BASALT_OP_GET_ROWS, "output.rows", BASALT_DTYPE_F32, {c.hp.n_embd, c.n_outputs}, {x, c.out_rows});
 }

@@ -30,6 +30,7 @@ void build_gemma3(ForwardContext& c) {
         int32_t f = ffn_gated(c, i, rms_norm(c, x, p + "ffn_norm.weight", p + "ffn_norm"), BASALT_OP_GEGLU);
         f = rms_norm(c, f, p + "post_ffw_norm.weight", p + "post_ffw_norm");
         x = c.g.op(BASALT_OP_ADD, p + "ffn_residual", BASALT_DTYPE_F32, {hp.n_embd, T}, {x, f});
+        x = steer_hook(c, i, x);
     }
     if (c.n_outputs == 0) return;
     output_head(c, rms_norm(c, select_output_rows(c, x), "output_norm.weight", "output_norm"));

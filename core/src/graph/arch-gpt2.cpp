@@ -65,6 +65,7 @@ void build_gpt2(ForwardContext& c) {
         const int32_t down = linear_bias(c, act, c.weights.require(p + "ffn_down.weight", hp.arch),
                                          c.weights.require(p + "ffn_down.bias", hp.arch), E, p + "ffn_down");
         x = c.g.op(BASALT_OP_ADD, p + "ffn_residual", BASALT_DTYPE_F32, {E, T}, {x, down});
+        x = steer_hook(c, static_cast<int>(il), x);
     }
     if (c.n_outputs == 0) return;
     const int32_t rows = select_output_rows(c, x);

@@ -21,6 +21,7 @@ void build_llama_family(ForwardContext& c, const LlamaVariant& variant) {
         const int32_t h = rms_norm(c, x, p + "ffn_norm.weight", p + "ffn_norm");
         const int32_t f = variant.experts ? ffn_moe(c, i, h) : ffn_gated(c, i, h, BASALT_OP_SWIGLU);
         x = c.g.op(BASALT_OP_ADD, p + "ffn_residual", BASALT_DTYPE_F32, {hp.n_embd, T}, {x, f});
+        x = steer_hook(c, i, x);
     }
     if (c.n_outputs == 0) return;
     output_head(c, rms_norm(c, select_output_rows(c, x), "output_norm.weight", "output_norm"));

@@ -35,6 +35,11 @@ struct ForwardContext {
     int32_t kv_slots_window = -1;         // I32 [T]
     int32_t attn_lists_window = -1;       // I32 [2 * n_vis_window, n_lists]
     std::vector<uint8_t> window_storage;  // per layer (empty: none): non-zero when the layer uses the two above
+    // Activation steering (absent when no row of the step is steered): each row's slot, and per layer the table of
+    // slot vectors [n_embd, n_slots] added after that layer's output (-1: the layer is not steered).
+    int32_t steer_rows = -1;            // I32 [T]
+    std::vector<int32_t> steer_tables;  // per layer
+    std::vector<int32_t> observe_out;   // per layer: F32 [n_embd, T] host-visible copy of the layer's output, or -1
 
     // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
     // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
@@ -65,6 +70,9 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
 int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act);
 // Mixture of experts FFN (softmax routing, top-k, renormalised weights).
 int32_t ffn_moe(ForwardContext& c, int il, int32_t h);
+// The hook point at the output of layer il (after its feed-forward residual add, where llama.cpp applies control
+// vectors): a STEER node adding each row's slot vector when the step steers layer il; x itself otherwise.
+int32_t steer_hook(ForwardContext& c, int il, int32_t x);
 // Selects the output rows, applies the final norm (already applied when `normed`), and writes the logits.
 void output_head(ForwardContext& c, int32_t x_rows_selected);
 // GET_ROWS of x [n_embd, T] at out_rows -> [n_embd, n_outputs].

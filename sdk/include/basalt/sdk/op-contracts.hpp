@@ -313,4 +313,22 @@ void gather(const C& c) {
     c.expect_same_shape(c.in[1], "indices", c.out, "output");
 }
 
+// STEER: F32 rows [n, T], F32 table [n, S], I32 slots [T] -> F32 [n, T].
+template <class C>
+void steer(const C& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "table", BASALT_DTYPE_F32);
+    c.expect_type(c.in[2], "slots", BASALT_DTYPE_I32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "input 0", c.out, "output");
+    if (c.in[1].ne[0] != c.in[0].ne[0] || c.in[1].ne[2] != 1 || c.in[1].ne[3] != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "table " + c.in[1].shape() + " is not [" + std::to_string(c.in[0].ne[0]) + ", slots]");
+    }
+    if (c.in[2].nelements() != c.in[0].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "slots " + c.in[2].shape() + " do not give one slot per row of input 0 " + c.in[0].shape());
+    }
+}
+
 }  // namespace basalt::sdk::contract
