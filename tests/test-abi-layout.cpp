@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.3, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.4, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -215,7 +215,8 @@ PIN(basalt_engine_params, n_ctx, 8);
 PIN(basalt_engine_params, prefill_chunk, 28);
 PIN(basalt_engine_params, backend, 40);
 PIN(basalt_engine_params, second_model, 72);
-PIN_SIZE(basalt_engine_params, 80);
+PIN(basalt_engine_params, moe_router, 80); /* since 1.4 */
+PIN_SIZE(basalt_engine_params, 88);
 PIN(basalt_request_params, prompt, 8);
 PIN(basalt_request_params, tokens, 24);
 PIN(basalt_request_params, samplers, 40);
@@ -236,6 +237,16 @@ PIN(basalt_engine_stats, steps, 8);
 PIN(basalt_engine_stats, kv_slots_free, 72);
 PIN(basalt_engine_stats, cached_tokens, 80);
 PIN_SIZE(basalt_engine_stats, 88);
+PIN(basalt_session_params, backend, 24);
+PIN(basalt_session_params, kv_params, 48);
+PIN(basalt_session_params, moe_router, 56); /* since 1.4 */
+PIN_SIZE(basalt_session_params, 64);
+PIN(basalt_moe_stats, n_expert, 4); /* since 1.4 */
+PIN(basalt_moe_stats, passes, 8);
+PIN(basalt_moe_stats, dropped, 32);
+PIN(basalt_moe_stats, rerouted, 40);
+PIN(basalt_moe_stats, imbalance, 48);
+PIN_SIZE(basalt_moe_stats, 56);
 
 PIN(basalt_activations, layer, 4);
 PIN(basalt_activations, n_tokens, 8);

@@ -773,6 +773,77 @@ std::vector<Case> all_cases() {
         cs.push_back(b.done(e, 0));
     }
 
+    // MOE_ROUTE: top-k under expert capacity (drop, reroute), every output, with ties; expected from the rule written
+    // out plainly (docs/moe.md).
+    for (auto [n, k, tk, cap, over] : {std::tuple{4, 2, 6, 2, 0},
+                                       {4, 2, 6, 2, 1},
+                                       {8, 2, 16, 3, 1},
+                                       {6, 3, 5, 1, 1},
+                                       {64, 4, 40, 3, 1},
+                                       {5, 1, 9, 2, 0},
+                                       {8, 2, 1, 1, 1}}) {
+        auto v = uniform(rng, n * tk, 0.01f, 1.0f);
+        v[2] = v[0];  // a tie
+        // Each row's ranking (descending, ties by lower index), then claims rank by rank, rows in order.
+        std::vector<std::vector<int>> rank(static_cast<size_t>(tk));
+        for (int t = 0; t < tk; ++t) {
+            auto& r = rank[static_cast<size_t>(t)];
+            r.resize(static_cast<size_t>(n));
+            std::iota(r.begin(), r.end(), 0);
+            std::stable_sort(r.begin(), r.end(), [&](int a, int c) { return v[t * n + a] > v[t * n + c]; });
+        }
+        std::vector<int> load(static_cast<size_t>(n), 0), ex(static_cast<size_t>(k * tk)), st(ex.size(), 0);
+        for (int j = 0; j < k; ++j) {
+            for (int t = 0; t < tk; ++t) {
+                const auto a = static_cast<size_t>(t * k + j);
+                ex[a] = rank[static_cast<size_t>(t)][static_cast<size_t>(j)];
+                if (load[static_cast<size_t>(ex[a])] < cap) {
+                    ++load[static_cast<size_t>(ex[a])];
+                } else {
+                    st[a] = 1;
+                }
+            }
+        }
+        for (int j = 0; over != 0 && j < k; ++j) {
+            for (int t = 0; t < tk; ++t) {
+                const auto a = static_cast<size_t>(t * k + j);
+                if (st[a] != 1) continue;
+                for (int m = k; m < n; ++m) {
+                    const int e = rank[static_cast<size_t>(t)][static_cast<size_t>(m)];
+                    bool used = false;
+                    for (int jj = 0; jj < k; ++jj) used = used || ex[static_cast<size_t>(t * k + jj)] == e;
+                    if (used || load[static_cast<size_t>(e)] >= cap) continue;
+                    st[a] = 2 + ex[a];
+                    ex[a] = e;
+                    ++load[static_cast<size_t>(e)];
+                    break;
+                }
+            }
+        }
+        for (int what = 0; what < 3; ++what) {
+            Builder b(rng, "MOE_ROUTE " + std::to_string(k) + " of " + std::to_string(n) + " T=" + std::to_string(tk) +
+                               " cap=" + std::to_string(cap) + (over != 0 ? " reroute" : " drop") +
+                               (what == 0   ? " ids"
+                                : what == 1 ? " weights"
+                                            : " status"));
+            const int x = b.input_data("probs", BASALT_DTYPE_F32, {n, tk}, bytes_of(v));
+            const int o = b.output("out", what == 1 ? BASALT_DTYPE_F32 : BASALT_DTYPE_I32, {k, tk});
+            b.node(BASALT_OP_MOE_ROUTE, o, {x}, {k, cap, over, what});
+            std::vector<double> e;
+            for (int t = 0; t < tk; ++t) {
+                double sum = 0;
+                for (int j = 0; j < k; ++j)
+                    sum += v[static_cast<size_t>(t * n + rank[static_cast<size_t>(t)][static_cast<size_t>(j)])];
+                for (int j = 0; j < k; ++j) {
+                    const auto a = static_cast<size_t>(t * k + j);
+                    const double w = st[a] == 1 ? 0.0 : v[static_cast<size_t>(t * n + ex[a])] / sum;
+                    e.push_back(what == 0 ? ex[a] : what == 1 ? w : st[a]);
+                }
+            }
+            cs.push_back(b.done(e, what == 1 ? 1e-12 : 0));
+        }
+    }
+
     // MOE_MATMUL: shared and per-expert inputs, T = 1 and T > 1.
     for (auto t : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0, BASALT_DTYPE_Q2_K,
                    BASALT_DTYPE_Q3_K, BASALT_DTYPE_Q4_K, BASALT_DTYPE_Q6_K}) {

@@ -36,6 +36,7 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"CAST", 1, 1, check_cast, run_cast},
     {"COPY", 1, 1, check_copy, run_copy},
     {"STEER", 3, 3, check_steer, run_steer},
+    {"MOE_ROUTE", 1, 1, check_moe_route, run_moe_route},
 };
 
 std::string node_name(const basalt_graph_node* n, size_t index) {

@@ -156,6 +156,8 @@ void check_kv_write(const NodeCtx&);
 void run_kv_write(NodeCtx&);
 void check_topk(const NodeCtx&);
 void run_topk(NodeCtx&);
+void check_moe_route(const NodeCtx&);
+void run_moe_route(NodeCtx&);
 void check_moe_combine(const NodeCtx&);
 void run_moe_combine(NodeCtx&);
 void check_gather(const NodeCtx&);

@@ -523,6 +523,28 @@ void record_routing(NodeCtx& c) {
     run(c, shader, 64, ps, pc, static_cast<uint32_t>(std::clamp<uint64_t>((threads + 63) / 64, 1, 65535)), 1, 1);
 }
 
+void check_moe_route(const NodeCtx& c) {
+    sdk::contract::moe_route(c);
+    // The shader packs expert ids in 12 bits and keeps the loads in shared memory.
+    if (c.in[0].ne[0] > 1024) {
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "routing over " + std::to_string(c.in[0].ne[0]) + " experts (this backend routes at most 1024)");
+    }
+    need_fit_all(c);
+}
+
+void record_moe_route(NodeCtx& c) {
+    const TensorView& a = c.in[0];
+    const Placed ap = c.be->place(a);
+    const Placed op = c.be->place(c.out);
+    std::vector<uint32_t> pc = {u32(a.ne[0]), u32(a.nrows()), u32(c.ip(0))};
+    push_tensor(pc, ap, a);
+    push_tensor(pc, op, c.out);
+    pc.insert(pc.end(), {u32(c.ip(1)), u32(c.ip(2)), u32(c.ip(3))});
+    // One workgroup: the assignments claim capacity in one order across all tokens.
+    run(c, "moe_route", 64, {ap, Placed{}, op}, pc, 1, 1, 1);
+}
+
 void check_steer(const NodeCtx& c) {
     sdk::contract::steer(c);
     if (c.in[2].nb[0] != 4) c.fail(BASALT_ERR_UNSUPPORTED, "slots " + c.in[2].shape() + " are not contiguous");
@@ -627,6 +649,7 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"CAST", 1, 1, check_cast, record_cast},
     {"COPY", 1, 1, check_copy, record_copy},
     {"STEER", 3, 3, check_steer, record_steer},
+    {"MOE_ROUTE", 1, 1, check_moe_route, record_moe_route},
 };
 
 }  // namespace

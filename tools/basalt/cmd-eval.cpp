@@ -25,6 +25,11 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
     const basalt_session_params sp = session_params(vm, keep);
     Session session(rt.get(), model.get(), sp);
     if (!session.ok()) return kExitError;
+    const bool moe_stats = vm["moe-stats"].as<bool>();
+    if (moe_stats && basalt_session_set_moe_stats(session.get(), 1) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return kExitError;
+    }
     const size_t n_vocab = basalt_session_n_vocab(session.get());
     std::vector<float> all;
     all.reserve(ids.size() * n_vocab);
@@ -65,6 +70,8 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
         }
         if (!as_json) std::cerr << "wrote " << ids.size() << " x " << n_vocab << " logits to " << path << '\n';
     }
+    nlohmann::json moe;
+    if (moe_stats && !moe_stats_json(session.get(), model.get(), keep.moe_router, moe)) return kExitError;
     nlohmann::json positions = nlohmann::json::array();
     for (size_t i = 0; i < ids.size(); ++i) {
         const float* row = all.data() + i * n_vocab;
@@ -87,14 +94,17 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
         out["positions"] = positions;
         out["logits_file"] =
             vm.count("logits") != 0U ? nlohmann::json(vm["logits"].as<std::string>()) : nlohmann::json();
+        if (moe_stats) out["moe_stats"] = moe;
         std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    } else if (moe_stats) {
+        print_moe_stats(moe, std::cout);
     }
     return kExitOk;
 }
 
 const Registrar kEval{Command{
     "eval", "logits at every position of a token list",
-    "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq] [--json]",
+    "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq] [--json] [--moe-router SPEC] [--moe-stats]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "tokens", po::value<std::string>()->required(), "token ids, comma-separated")(
@@ -102,7 +112,10 @@ const Registrar kEval{Command{
             "seq", po::bool_switch(), "feed one token per decode instead of one batch")(
             "json", po::bool_switch(),
             "print one JSON object instead of the lines: model, n_vocab, seq, tokens, positions (pos, token, argmax, "
-            "logit) and logits_file (null without --logits)");
+            "logit) and logits_file (null without --logits)")(
+            "moe-stats", po::bool_switch(),
+            "MoE routing statistics per layer (assignments per expert, dropped, rerouted, imbalance); with --json "
+            "in moe_stats");
         add_session_options(d);
     },
     run_eval}};

@@ -31,6 +31,11 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
     const basalt_session_params sp = session_params(vm, keep);
     Session session(rt.get(), model.get(), sp);
     if (!session.ok()) return kExitError;
+    const bool moe_stats = vm["moe-stats"].as<bool>();
+    if (moe_stats && basalt_session_set_moe_stats(session.get(), 1) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return kExitError;
+    }
     const size_t n_ctx = basalt_session_n_ctx(session.get());
     const size_t n_vocab = basalt_session_n_vocab(session.get());
     if (ids.size() < 2) {
@@ -82,18 +87,30 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
     }
     bar.finish();
     const double ppl = std::exp(nll / static_cast<double>(scored));
+    nlohmann::json moe;
+    if (moe_stats && !moe_stats_json(session.get(), model.get(), keep.moe_router, moe)) return kExitError;
     if (vm["json"].as<bool>()) {
-        Json j(std::cout);
-        j.begin_object();
-        j.key("perplexity").value(std::to_string(ppl));
-        j.key("tokens_scored").value(static_cast<long long>(scored));
-        j.key("chunks").value(static_cast<long long>(chunks));
-        j.key("n_ctx").value(static_cast<long long>(n_ctx));
-        j.end_object();
-        std::cout << '\n';
+        if (moe_stats) {
+            nlohmann::json out = {{"perplexity", std::to_string(ppl)},
+                                  {"tokens_scored", scored},
+                                  {"chunks", chunks},
+                                  {"n_ctx", n_ctx},
+                                  {"moe_stats", moe}};
+            std::cout << out.dump() << '\n';
+        } else {
+            Json j(std::cout);
+            j.begin_object();
+            j.key("perplexity").value(std::to_string(ppl));
+            j.key("tokens_scored").value(static_cast<long long>(scored));
+            j.key("chunks").value(static_cast<long long>(chunks));
+            j.key("n_ctx").value(static_cast<long long>(n_ctx));
+            j.end_object();
+            std::cout << '\n';
+        }
     } else {
         std::cout << "perplexity " << ppl << " over " << scored << " tokens (" << chunks << " chunks of up to " << n_ctx
                   << ")\n";
+        if (moe_stats) print_moe_stats(moe, std::cout);
     }
     return kExitOk;
 }
@@ -102,7 +119,8 @@ const Registrar kPerplexity{Command{
     "perplexity", "perplexity of a text file", "basalt perplexity -m MODEL -f FILE [--ctx N] [--json]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
-            "file,f", po::value<std::string>()->required(), "UTF-8 text file")("json", po::bool_switch(), "print JSON");
+            "file,f", po::value<std::string>()->required(), "UTF-8 text file")("json", po::bool_switch(), "print JSON")(
+            "moe-stats", po::bool_switch(), "MoE routing statistics per layer (with --json: moe_stats)");
         add_session_options(d);
     },
     run_perplexity}};

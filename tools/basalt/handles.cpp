@@ -1,5 +1,6 @@
 #include "handles.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 #include <string>
@@ -84,7 +85,68 @@ void add_session_options(po::options_description& d) {
         "device", int_option("device", 0, INT32_MAX),
         "backend device index (see basalt plugins; default: the first, or "
         "BASALT_VK_DEVICE for vulkan)")("backend-param", po::value<std::vector<std::string>>()->composing(),
-                                        "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu");
+                                        "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu")(
+        "moe-router", po::value<std::string>()->default_value("dropless"),
+        "MoE routing: dropless (top-k), or capacity:factor=C,overflow=drop|reroute (each expert takes at most "
+        "ceil(C x tokens x k / n_expert) assignments per forward pass; docs/moe.md)");
+}
+
+bool moe_stats_json(basalt_session* session, const basalt_model* model, const std::string& router,
+                    nlohmann::json& out) {
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    if (basalt_model_describe(model, &info) != BASALT_OK) {
+        print_error(basalt_last_error());
+        return false;
+    }
+    nlohmann::json layers = nlohmann::json::array();
+    uint64_t tokens = 0, assignments = 0, dropped = 0, rerouted = 0;
+    double worst = 0;
+    std::vector<uint64_t> per(info.n_expert);
+    for (uint32_t il = 0; il < info.n_layer; ++il) {
+        basalt_moe_stats st{};
+        st.struct_size = sizeof(st);
+        if (basalt_session_moe_stats(session, il, &st, per.data(), per.size()) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return false;
+        }
+        layers.push_back({{"layer", il},
+                          {"passes", st.passes},
+                          {"tokens", st.tokens},
+                          {"assignments", st.assignments},
+                          {"dropped", st.dropped},
+                          {"rerouted", st.rerouted},
+                          {"imbalance", st.imbalance},
+                          {"per_expert", per}});
+        tokens += st.tokens;
+        assignments += st.assignments;
+        dropped += st.dropped;
+        rerouted += st.rerouted;
+        worst = std::max(worst, st.imbalance);
+    }
+    // Fractions of all (token, rank) assignments over every layer.
+    const double all = static_cast<double>(tokens) * info.n_expert_used;
+    out = {{"router", router},
+           {"n_expert", info.n_expert},
+           {"k", info.n_expert_used},
+           {"assignments", assignments},
+           {"dropped", dropped},
+           {"rerouted", rerouted},
+           {"dropped_fraction", all > 0 ? static_cast<double>(dropped) / all : 0.0},
+           {"rerouted_fraction", all > 0 ? static_cast<double>(rerouted) / all : 0.0},
+           {"max_imbalance", worst},
+           {"layers", layers}};
+    return true;
+}
+
+void print_moe_stats(const nlohmann::json& s, std::ostream& os) {
+    os << "moe router " << s["router"].get<std::string>() << ": dropped " << s["dropped"] << " ("
+       << 100.0 * s["dropped_fraction"].get<double>() << "%), rerouted " << s["rerouted"] << " ("
+       << 100.0 * s["rerouted_fraction"].get<double>() << "%) of the assignments\n";
+    for (const auto& l : s["layers"]) {
+        os << "  layer " << l["layer"] << ": per expert " << l["per_expert"].dump() << ", dropped " << l["dropped"]
+           << ", rerouted " << l["rerouted"] << ", imbalance " << l["imbalance"].get<double>() << '\n';
+    }
 }
 
 void add_decoder_options(po::options_description& d) {
@@ -160,6 +222,8 @@ basalt_session_params session_params(const po::variables_map& vm, SessionStrings
     p.n_threads = static_cast<uint32_t>(vm["threads"].as<long long>());
     p.backend = vm["backend"].as<std::string>().c_str();
     p.kv_cache = vm["kv-cache"].as<std::string>().c_str();
+    keep.moe_router = vm["moe-router"].as<std::string>();
+    p.moe_router = keep.moe_router.c_str();
     return p;
 }
 
@@ -175,6 +239,7 @@ basalt_engine_params engine_params(const po::variables_map& vm, SessionStrings& 
     p.kv_cache = sp.kv_cache;
     p.backend_params = sp.backend_params;
     p.kv_params = sp.kv_params;
+    p.moe_router = sp.moe_router;
     if (vm.count("no-prefix-cache") != 0 && vm["no-prefix-cache"].as<bool>()) p.flags |= BASALT_ENGINE_NO_PREFIX_CACHE;
     return p;
 }

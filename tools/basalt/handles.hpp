@@ -4,8 +4,11 @@
 #include <basalt/basalt.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
 
@@ -73,6 +76,12 @@ std::string piece(const basalt_model* model, int32_t token, bool special);
 bool parse_ids(const std::string& s, std::vector<int32_t>& out);
 // Session options shared by run/eval/perplexity/bench.
 void add_session_options(po::options_description& d);
+// The MoE routing statistics of a session that collects them (basalt_session_set_moe_stats) as JSON: router,
+// totals (dropped / rerouted counts and fractions of every layer's assignments, the largest imbalance) and per layer
+// (passes, tokens, assignments, dropped, rerouted, imbalance, per_expert). False after printing the error.
+bool moe_stats_json(basalt_session* session, const basalt_model* model, const std::string& router, nlohmann::json& out);
+// The same as lines of text.
+void print_moe_stats(const nlohmann::json& stats, std::ostream& os);
 // Decoding-strategy options of run and batch: --decoder SPEC, --draft MODEL, --amateur MODEL.
 void add_decoder_options(po::options_description& d);
 // Loads the second model that --draft or --amateur names (not both) into out (left empty when neither is given);
@@ -88,6 +97,7 @@ struct SessionStrings {
     std::vector<std::string> backend_strings;  // KEY, VALUE, KEY, VALUE ... of --device / --backend-param
     std::vector<const char*> backend_keys, backend_values;
     basalt_params backend_params{};
+    std::string moe_router;  // --moe-router
 };
 // Session parameters from the options of add_session_options (strings kept in `keep`). Throws
 // std::invalid_argument naming a --backend-param that is not KEY=VALUE.

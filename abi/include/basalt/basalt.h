@@ -367,6 +367,11 @@ typedef struct basalt_session_params {
     const char* kv_cache;                /* KV cache manager name; NULL: "paged" */
     const basalt_params* backend_params; /* may be NULL; borrowed for the call */
     const basalt_params* kv_params;      /* may be NULL; borrowed for the call */
+    /* since 1.4 */
+    const char* moe_router; /* MoE routing (docs/moe.md): NULL or "dropless" (top-k, the default), or
+                               "capacity:factor=C,overflow=drop|reroute": each expert takes at most
+                               ceil(C * tokens * k / n_expert) assignments per forward pass. Refused for a model
+                               without experts. Borrowed for the call */
 } basalt_session_params;
 
 /*
@@ -449,6 +454,28 @@ BASALT_API basalt_status basalt_session_set_observe(basalt_session* session, con
 BASALT_API basalt_status basalt_session_observed(const basalt_session* session, uint32_t layer, const float** out,
                                                  size_t* out_rows);
 
+/* MoE routing statistics of one layer (since 1.4), summed over the forward passes since collection was turned on
+ * (filled by basalt_session_moe_stats / basalt_engine_moe_stats; caller sets struct_size). */
+typedef struct basalt_moe_stats {
+    uint32_t struct_size;
+    uint32_t n_expert;    /* experts of the layer (entries of per_expert) */
+    uint64_t passes;      /* forward passes counted */
+    uint64_t tokens;      /* token rows routed */
+    uint64_t assignments; /* assignments computed by an expert (kept, and rerouted to another) */
+    uint64_t dropped;     /* assignments dropped under capacity (the token keeps its residual for that share) */
+    uint64_t rerouted;    /* assignments moved to the token's next-ranked expert with room */
+    double imbalance;     /* max / mean of the per-expert assignments (1: even; 0: nothing assigned) */
+} basalt_moe_stats;
+
+/* Turns the collection of MoE routing statistics on (non-zero: counters start at 0) or off, from the next decode
+ * on (since 1.4). A model without experts is refused (BASALT_ERR_INVALID_ARGUMENT). One thread per session. */
+BASALT_API basalt_status basalt_session_set_moe_stats(basalt_session* session, int32_t enable);
+/* The routing statistics of layer `layer` into *out (written up to out->struct_size) and the assignments of each
+ * expert into per_expert[0 .. min(capacity, n_expert)) (may be NULL when capacity is 0). Fails when collection is
+ * off or the layer is out of range. One thread per session at a time. */
+BASALT_API basalt_status basalt_session_moe_stats(const basalt_session* session, uint32_t layer, basalt_moe_stats* out,
+                                                  uint64_t* per_expert, size_t capacity);
+
 /* ---- engine: requests, continuous batching, decoders ------------------------------------------------------- */
 
 /*
@@ -470,7 +497,9 @@ enum {
     /* Turn prefix caching off (since 1.2): by default a request's prompt reuses the K/V of the longest cached
      * chain of full blocks holding the same tokens (with the same cache_salt), computed by earlier or running
      * requests; only the rest is computed. */
-    BASALT_ENGINE_NO_PREFIX_CACHE = 1u << 1
+    BASALT_ENGINE_NO_PREFIX_CACHE = 1u << 1,
+    /* Collect the main model's MoE routing statistics (since 1.4; basalt_engine_moe_stats). */
+    BASALT_ENGINE_MOE_STATS = 1u << 2
 };
 
 typedef struct basalt_engine_params {
@@ -489,6 +518,9 @@ typedef struct basalt_engine_params {
     const basalt_params* backend_params; /* may be NULL; borrowed for the call */
     const basalt_params* kv_params;      /* may be NULL; borrowed for the call */
     const basalt_model* second_model;    /* draft/amateur with the same vocabulary, or NULL; must outlive the engine */
+    /* since 1.4 */
+    const char* moe_router; /* MoE routing of every batch (as basalt_session_params.moe_router; a second model
+                               without experts stays dropless). NULL: dropless. Borrowed for the call */
 } basalt_engine_params;
 
 /*
@@ -596,6 +628,10 @@ typedef struct basalt_engine_stats {
 
 /* Writes the engine's counters into *out. Thread-safe. */
 BASALT_API basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine_stats* out);
+/* The main model's MoE routing statistics of layer `layer` as of the last step (since 1.4), as
+ * basalt_session_moe_stats; fails unless the engine was created with BASALT_ENGINE_MOE_STATS. Thread-safe. */
+BASALT_API basalt_status basalt_engine_moe_stats(const basalt_engine* engine, uint32_t layer, basalt_moe_stats* out,
+                                                 uint64_t* per_expert, size_t capacity);
 
 /* Cancels a request (queued or running); it finishes with BASALT_FINISH_CANCELLED at the next step.
  * Idempotent. Thread-safe. */

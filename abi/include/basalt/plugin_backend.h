@@ -82,7 +82,18 @@ enum {
      * out[:, t] = in0[:, t] exactly. in0 F32 [n, T] (residual rows); in1 F32 [n, S] (one vector per steering
      * slot); in2 I32 [T] (each row's slot, -1: none); out F32 [n, T]. */
     BASALT_OP_STEER = 23,
-    BASALT_OP_COUNT = 24 /* number of op values (not an op) */
+    /* since 1.4. MoE routing under expert capacity (docs/moe.md). in0 router probabilities F32 [n_expert, T];
+     * each row's experts are ranked as TOPK ranks them, and assignment (j, t) is token t's rank-j expert,
+     * j < ip[0] = k. ip[1] capacity (>= 1): the most assignments one expert takes. Assignments claim capacity
+     * rank by rank (every token's rank 0, then every rank 1, ...), tokens in row order within a rank; one that
+     * finds its expert full overflows. ip[2] overflow: 0 drop; 1 reroute: once every assignment has claimed,
+     * the overflowed ones (in the same order) take the token's best-ranked expert outside its top k, not yet
+     * taken by it, with room (none: dropped). ip[3] what out holds: 0 expert ids I32 [k, T] (a dropped
+     * assignment keeps its rank-j expert); 1 weights F32 [k, T]: p[expert] / (sum of the token's top-k p, as
+     * GATHER with ip[0] != 0 sums them), 0 when dropped; 2 status I32 [k, T]: 0 kept, 1 dropped, 2 + e
+     * rerouted away from expert e. */
+    BASALT_OP_MOE_ROUTE = 24,
+    BASALT_OP_COUNT = 25 /* number of op values (not an op) */
 };
 
 /* Opaque device buffer, created and destroyed by the backend that owns it. */

@@ -324,6 +324,8 @@ class Model(_Owned):
         self.n_ctx_train = info.n_ctx_train
         self.n_layer = info.n_layer
         self.n_embd = info.n_embd
+        self.n_expert = info.n_expert
+        self.n_expert_used = info.n_expert_used
 
     def tokenize(self, text, add_special=True, parse_special=False):
         """The token ids of `text` (str or UTF-8 bytes)."""
@@ -409,9 +411,11 @@ class Session(_Owned):
     alive). For generation use an Engine: it batches requests and runs the samplers and decoders."""
 
     def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None,
-                 device=None, backend_params=None, kv_params=None):
+                 device=None, backend_params=None, kv_params=None, moe_router=None):
         """device: the backend's device index (None: its default); backend_params / kv_params: dicts of str
-        parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"})."""
+        parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"}).
+        moe_router: MoE routing, "dropless" (None, the default) or "capacity:factor=C,overflow=drop|reroute"
+        (docs/moe.md)."""
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model
@@ -420,11 +424,24 @@ class Session(_Owned):
         p.n_ctx, p.n_batch, p.n_seq_max, p.n_threads = n_ctx, n_batch, n_seq_max, n_threads
         keep = []  # the ctypes arrays must live until basalt_session_create returns
         _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
+        if moe_router is not None:
+            p.moe_router = moe_router.encode()
         handle = c_void_p()
         _check(self._lib.basalt_session_create(runtime._h, model._h, byref(p), byref(handle)))
         self._own(handle, self._lib.basalt_session_free, [runtime, model])
         self.n_vocab = self._lib.basalt_session_n_vocab(self._h)
         self.n_ctx = self._lib.basalt_session_n_ctx(self._h)
+
+    def set_moe_stats(self, enable=True):
+        """Turns the collection of MoE routing statistics on (counters start at 0) or off, from the next decode
+        on; a model without experts raises BasaltError."""
+        _check(self._lib.basalt_session_set_moe_stats(self._h, 1 if enable else 0))
+
+    def moe_stats(self):
+        """The MoE routing statistics per layer since set_moe_stats(True): a list of dicts (passes, tokens,
+        assignments, dropped, rerouted, imbalance = max/mean of per_expert, per_expert)."""
+        return _moe_stats(self._lib.basalt_session_moe_stats, self._h, self._model.n_layer,
+                          self._model.n_expert)
 
     def seq_length(self, seq_id=0):
         """Tokens cached for sequence seq_id."""
@@ -911,7 +928,9 @@ class Engine(_Owned):
     component names (None: "cpu", "paged"); device, backend_params, kv_params: as for Session; second_model: a
     draft or amateur Model with the same vocabulary, for decoders that need one. prefix_cache=False: prompts never
     reuse the K/V cached by earlier requests (by default the longest cached chain of full blocks with the same
-    tokens and cache_salt is reused; stats()["cached_tokens"] counts it).
+    tokens and cache_salt is reused; stats()["cached_tokens"] counts it). moe_router: MoE routing of every batch,
+    "dropless" (None) or "capacity:factor=C,overflow=drop|reroute" (docs/moe.md); moe_stats=True: collect the
+    routing statistics per layer (moe_stats()).
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
@@ -924,7 +943,8 @@ class Engine(_Owned):
 
     def __init__(self, runtime, model, *, second_model=None, ctx=0, parallel=1, seq_max=0, kv_slots=0,
                  max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
-                 device=None, backend_params=None, kv_params=None, prefix_cache=True):
+                 device=None, backend_params=None, kv_params=None, prefix_cache=True, moe_router=None,
+                 moe_stats=False):
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model
@@ -933,7 +953,8 @@ class Engine(_Owned):
         p = _capi.EngineParams()
         p.struct_size = ctypes.sizeof(p)
         p.flags = ((_capi.ENGINE_OWN_THREAD if own_thread else 0) |
-                   (0 if prefix_cache else _capi.ENGINE_NO_PREFIX_CACHE))
+                   (0 if prefix_cache else _capi.ENGINE_NO_PREFIX_CACHE) |
+                   (_capi.ENGINE_MOE_STATS if moe_stats else 0))
         p.n_ctx = _u32("ctx", ctx)
         p.n_parallel = _u32("parallel", parallel)
         p.n_seq_max = _u32("seq_max", seq_max)
@@ -944,6 +965,8 @@ class Engine(_Owned):
         keep = []  # the ctypes arrays must live until basalt_engine_create returns
         _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
         p.second_model = second_model._h if second_model is not None else None
+        if moe_router is not None:
+            p.moe_router = moe_router.encode()
         handle = c_void_p()
         _check(self._lib.basalt_engine_create(runtime._h, model._h, byref(p), byref(handle)))
         self._dispatch = _Dispatch()
@@ -1097,6 +1120,25 @@ class Engine(_Owned):
         s.struct_size = ctypes.sizeof(s)
         _check(self._lib.basalt_engine_stats_get(self._h, byref(s)))
         return {name: getattr(s, name) for name, _ in _capi.EngineStats._fields_[2:]}
+
+    def moe_stats(self):
+        """The main model's MoE routing statistics per layer as of the last step (the engine must be created with
+        moe_stats=True): a list of dicts as Session.moe_stats()."""
+        return _moe_stats(self._lib.basalt_engine_moe_stats, self._h, self._model.n_layer,
+                          self._model.n_expert)
+
+
+def _moe_stats(fn, handle, n_layer, n_expert):
+    out = []
+    for layer in range(n_layer):
+        s = _capi.MoeStats()
+        s.struct_size = ctypes.sizeof(s)
+        per = (ctypes.c_uint64 * max(1, n_expert))()
+        _check(fn(handle, layer, byref(s), per, n_expert))
+        d = {name: getattr(s, name) for name, _ in _capi.MoeStats._fields_[2:]}
+        d["per_expert"] = list(per)[:n_expert]
+        out.append(d)
+    return out
 
 
 _REQUEST_STATS = ("prompt_tokens", "cached_tokens", "generated_tokens", "queue_ms", "ttft_ms", "total_ms",

@@ -46,6 +46,7 @@ DETOKENIZE_UNPARSE_SPECIAL = 1 << 1
 
 ENGINE_OWN_THREAD = 1 << 0
 ENGINE_NO_PREFIX_CACHE = 1 << 1
+ENGINE_MOE_STATS = 1 << 2  # since 1.4
 REQUEST_NO_SPECIAL = 1 << 0
 REQUEST_PARSE_SPECIAL = 1 << 1
 REQUEST_IGNORE_EOG = 1 << 2
@@ -94,7 +95,8 @@ class ComponentInfo(Structure):
 class SessionParams(Structure):
     _fields_ = [("struct_size", c_uint32), ("n_ctx", c_uint32), ("n_batch", c_uint32), ("n_seq_max", c_uint32),
                 ("n_threads", c_uint32), ("reserved0", c_uint32), ("backend", c_char_p), ("kv_cache", c_char_p),
-                ("backend_params", POINTER(Params)), ("kv_params", POINTER(Params))]
+                ("backend_params", POINTER(Params)), ("kv_params", POINTER(Params)),
+                ("moe_router", c_char_p)]  # since 1.4
 
 
 class SpecialTokens(Structure):
@@ -116,7 +118,13 @@ class EngineParams(Structure):
                 ("n_seq_max", c_uint32), ("n_kv_slots", c_uint32), ("max_batch_tokens", c_uint32),
                 ("prefill_chunk", c_uint32), ("n_threads", c_uint32), ("reserved0", c_uint32), ("backend", c_char_p),
                 ("kv_cache", c_char_p), ("backend_params", POINTER(Params)), ("kv_params", POINTER(Params)),
-                ("second_model", c_void_p)]
+                ("second_model", c_void_p),
+                ("moe_router", c_char_p)]  # since 1.4
+
+
+class MoeStats(Structure):  # since 1.4
+    _fields_ = [("struct_size", c_uint32), ("n_expert", c_uint32), ("passes", c_uint64), ("tokens", c_uint64),
+                ("assignments", c_uint64), ("dropped", c_uint64), ("rerouted", c_uint64), ("imbalance", c_double)]
 
 
 # request, tokens, n_tokens, text (not NUL-terminated), text_len, finish_reason, user_data
@@ -267,6 +275,9 @@ def _declare(lib):
     fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
     fn("basalt_session_seq_set_steering", st, c_void_p, c_int32, POINTER(c_float), POINTER(c_uint8), c_uint32,
        c_uint32)  # since 1.3
+    fn("basalt_session_set_moe_stats", st, c_void_p, c_int32)  # since 1.4
+    fn("basalt_session_moe_stats", st, c_void_p, c_uint32, P(MoeStats), P(c_uint64), c_size_t)  # since 1.4
+    fn("basalt_engine_moe_stats", st, c_void_p, c_uint32, P(MoeStats), P(c_uint64), c_size_t)  # since 1.4
 
 
 def lib():

@@ -112,6 +112,9 @@ basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* 
             cfg.session.backend_params = to_pairs(params->backend_params, "backend");
             cfg.session.kv_params = to_pairs(params->kv_params, "KV cache");
             second = params->second_model;
+            if (BASALT_HAS_FIELD(params, basalt_engine_params, moe_router) && params->moe_router != nullptr)
+                cfg.session.moe_router = params->moe_router;
+            cfg.moe_stats = (params->flags & BASALT_ENGINE_MOE_STATS) != 0;
         }
         auto e = std::make_unique<basalt_engine>();
         e->e = std::make_unique<Engine>(*runtime, *model, second, cfg);
@@ -232,6 +235,25 @@ basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine
         v.kv_slots_free = s.kv_slots_free;
         v.cached_tokens = s.cached_tokens;
         basalt::api::write_sized(out, v);
+    });
+}
+
+basalt_status basalt_engine_moe_stats(const basalt_engine* engine, uint32_t layer, basalt_moe_stats* out,
+                                      uint64_t* per_expert, size_t capacity) {
+    return guard([&] {
+        if (engine == nullptr || !engine->e)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_moe_stats: engine is NULL");
+        if (out == nullptr || out->struct_size < offsetof(basalt_moe_stats, rerouted) + sizeof(out->rerouted)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_moe_stats: out is NULL or its struct_size too small");
+        }
+        if (capacity > 0 && per_expert == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_moe_stats: per_expert is NULL");
+        const std::vector<basalt::MoeLayerStats> all = engine->e->moe_stats();
+        if (layer >= all.size()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "MoE statistics: layer {} is not in 0..{}", layer,
+                 all.empty() ? 0 : all.size() - 1);
+        }
+        basalt::api::write_moe_stats(all[layer], out, per_expert, capacity);
     });
 }
 

@@ -55,6 +55,8 @@ basalt_status basalt_session_create(basalt_runtime* runtime, const basalt_model*
             if (params->kv_cache != nullptr) cfg.kv_cache = params->kv_cache;
             cfg.backend_params = to_pairs(params->backend_params, "backend");
             cfg.kv_params = to_pairs(params->kv_params, "KV cache");
+            if (BASALT_HAS_FIELD(params, basalt_session_params, moe_router) && params->moe_router != nullptr)
+                cfg.moe_router = params->moe_router;
         }
         auto s = std::make_unique<basalt_session>();
         s->s = std::make_unique<basalt::Session>(runtime->plugins, *model, cfg);
@@ -114,6 +116,29 @@ basalt_status basalt_session_memory(const basalt_session* session, basalt_memory
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_memory_plan.struct_size {} is too small", out->struct_size);
         }
         basalt::api::write_sized(out, basalt::api::to_c(get(session).allocated()));
+    });
+}
+
+basalt_status basalt_session_set_moe_stats(basalt_session* session, int32_t enable) {
+    return guard([&] { get(session).set_moe_stats(enable != 0); });
+}
+
+basalt_status basalt_session_moe_stats(const basalt_session* session, uint32_t layer, basalt_moe_stats* out,
+                                       uint64_t* per_expert, size_t capacity) {
+    return guard([&] {
+        const basalt::Session& s = get(session);
+        if (out == nullptr || out->struct_size < offsetof(basalt_moe_stats, rerouted) + sizeof(out->rerouted)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_moe_stats: out is NULL or its struct_size too small");
+        }
+        if (capacity > 0 && per_expert == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_moe_stats: per_expert is NULL");
+        if (!s.moe_stats_on())
+            fail(BASALT_ERR_INVALID_ARGUMENT, "MoE statistics are off (basalt_session_set_moe_stats turns them on)");
+        if (layer >= s.moe_stats().size()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "MoE statistics: layer {} is not in 0..{}", layer,
+                 s.moe_stats().size() - 1);
+        }
+        basalt::api::write_moe_stats(s.moe_stats()[layer], out, per_expert, capacity);
     });
 }
 

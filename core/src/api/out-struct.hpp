@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "graph/moe-router.hpp"
 #include "model/memory-plan.hpp"
 
 namespace basalt::api {
@@ -17,6 +18,21 @@ void write_sized(T* out, const T& src) {
     const uint32_t size = out->struct_size;
     std::memcpy(out, &src, std::min<size_t>(size, sizeof(T)));
     out->struct_size = size;
+}
+
+// The C view of one layer's MoE routing statistics; per_expert[0 .. capacity) gets the per-expert assignments.
+inline void write_moe_stats(const MoeLayerStats& st, basalt_moe_stats* out, uint64_t* per_expert, size_t capacity) {
+    basalt_moe_stats v{};
+    v.struct_size = sizeof(v);
+    v.n_expert = static_cast<uint32_t>(st.per_expert.size());
+    v.passes = st.passes;
+    v.tokens = st.tokens;
+    v.assignments = st.assignments();
+    v.dropped = st.dropped;
+    v.rerouted = st.rerouted;
+    v.imbalance = st.imbalance();
+    if (per_expert != nullptr) std::copy_n(st.per_expert.begin(), std::min(capacity, st.per_expert.size()), per_expert);
+    write_sized(out, v);
 }
 
 // The C view of a memory plan (what was planned, or what a session allocated).

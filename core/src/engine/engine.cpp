@@ -110,6 +110,11 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     sc.n_seq_max = n_seq_max_;
     sc.warn_context = false;  // warned above, per request
     sessions_[0] = std::make_unique<Session>(runtime.plugins, model, sc);
+    if (config.moe_stats) {
+        sessions_[0]->set_moe_stats(true);
+        moe_stats_ = sessions_[0]->moe_stats();
+    }
+    if (second != nullptr && second->hparams.n_expert == 0) sc.moe_router.clear();  // a dense draft stays dense
     if (second != nullptr) sessions_[1] = std::make_unique<Session>(runtime.plugins, *second, sc);
     block_size_ = std::max<uint32_t>(1, sessions_[0]->block_size());
     for (int m = 0; m < 2; ++m) {
@@ -691,6 +696,7 @@ size_t Engine::step() {
         if (step_tokens > 0) stats_.steps += 1;
         stats_.prompt_tokens += prefill_tokens;
         stats_.batch_tokens_max = std::max(stats_.batch_tokens_max, step_tokens);
+        if (config_.moe_stats && !rows[0].empty()) moe_stats_ = sessions_[0]->moe_stats();
     }
 
     // Requests whose plan is complete consume their logits and plan again.
@@ -818,6 +824,15 @@ void Engine::loop() {
             log::warn("engine: step failed: {}", e.what());
         }
     }
+}
+
+std::vector<MoeLayerStats> Engine::moe_stats() const {
+    if (!config_.moe_stats) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "the engine does not collect MoE statistics (create it with BASALT_ENGINE_MOE_STATS)");
+    }
+    std::lock_guard lock(mutex_);
+    return moe_stats_;
 }
 
 EngineStats Engine::stats() const {

@@ -30,6 +30,7 @@ struct EngineConfig {
     uint32_t prefill_chunk = 0;  // 0: whole prompts
     bool own_thread = false;
     bool prefix_cache = true;  // attach prompts to cached blocks at their start
+    bool moe_stats = false;    // collect the main model's MoE routing statistics (moe_stats())
     SessionConfig session;     // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)
 };
 
@@ -59,6 +60,9 @@ class Engine {
     // Steps until idle (or, with its own thread, waits for that).
     void run();
     EngineStats stats() const;
+    // The main model's MoE routing statistics per layer as of the last step. Throws Error when the engine does not
+    // collect them (EngineConfig::moe_stats). Thread-safe.
+    std::vector<MoeLayerStats> moe_stats() const;
     // Wakes the loop thread (a cancel or a new request).
     void notify();
 
@@ -108,6 +112,7 @@ class Engine {
     uint64_t kv_reserved_ = 0;
     uint64_t next_id_ = 1;
     EngineStats stats_;
+    std::vector<MoeLayerStats> moe_stats_;  // copied from the main session after each step (under mutex_)
     bool stopping_ = false;
     uint64_t step_generated_ = 0;  // tokens emitted during this step (loop thread)
     bool idle_now_ = true;         // no request queued or running, and the last step's output delivered

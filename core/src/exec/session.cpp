@@ -63,6 +63,11 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
     n_batch_ = std::min(config.n_batch, n_ctx_);
     seq_len_.assign(config.n_seq_max, 0);
     seq_steer_.assign(config.n_seq_max, -1);
+    moe_router_ = MoeRouter::parse(config.moe_router);
+    if (moe_router_.capacity && hp.n_expert == 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "MoE router '{}': the {} model has no experts to route", config.moe_router,
+             hp.arch);
+    }
 
     // Fail fast: a plan the machine cannot hold is refused before anything is created or allocated.
     PlanRequest request;
@@ -372,6 +377,19 @@ void Session::set_observe(const std::vector<uint8_t>& layers) {
     observed_.assign(hp.n_layer, {});
 }
 
+void Session::set_moe_stats(bool on) {
+    const ModelHparams& hp = model_.hparams;
+    if (on && (hp.n_expert == 0 || hp.n_expert_used == 0)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "MoE statistics: the {} model has no experts", hp.arch);
+    }
+    moe_stats_ = on;
+    moe_stats_data_.clear();
+    if (on) {
+        moe_stats_data_.resize(hp.n_layer);
+        for (auto& l : moe_stats_data_) l.per_expert.assign(hp.n_expert, 0);
+    }
+}
+
 const std::vector<float>& Session::observed(uint32_t layer) const {
     if (layer >= model_.hparams.n_layer)
         fail(BASALT_ERR_INVALID_ARGUMENT, "observed: layer {} is not in 0..{}", layer, model_.hparams.n_layer - 1);
@@ -592,6 +610,25 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
             off += 4ull * hp.n_embd * static_cast<uint64_t>(T);
         }
     }
+    c.moe_router = moe_router_;
+    if (shape.moe_stats) {
+        // Per layer: the expert ids [k, T], then (capacity mode) the status [k, T].
+        c.moe_ids_out.assign(hp.n_layer, -1);
+        c.moe_status_out.assign(hp.n_layer, -1);
+        const auto k = static_cast<int64_t>(hp.n_expert_used);
+        const uint64_t bytes = 4ull * static_cast<uint64_t>(k * T);
+        uint64_t off = io.moe;
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            c.moe_ids_out[il] =
+                graph_.tensor(BASALT_DTYPE_I32, {k, T}, "moe_ids." + std::to_string(il), io_buffer_, off);
+            off += bytes;
+            if (moe_router_.capacity) {
+                c.moe_status_out[il] =
+                    graph_.tensor(BASALT_DTYPE_I32, {k, T}, "moe_status." + std::to_string(il), io_buffer_, off);
+                off += bytes;
+            }
+        }
+    }
     build_forward(c);
     if (copies.empty() && window_copies.empty()) built_ = shape;
 }
@@ -742,8 +779,13 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     io_logits_bytes_ = std::max(io_logits_bytes_, logits_end - io.logits);
     io.observe = align64(logits_end);
     const auto n_observed = static_cast<uint64_t>(std::count(observe_layers_.begin(), observe_layers_.end(), 1));
-    const uint64_t io_size =
+    const uint64_t observe_end =
         n_observed == 0 ? logits_end : io.observe + 4ull * hp.n_embd * static_cast<uint64_t>(T) * n_observed;
+    io.moe = align64(observe_end);
+    const uint64_t moe_bytes =
+        moe_stats_ ? 4ull * hp.n_expert_used * static_cast<uint64_t>(T) * hp.n_layer * (moe_router_.capacity ? 2 : 1)
+                   : 0;
+    const uint64_t io_size = moe_stats_ ? io.moe + moe_bytes : observe_end;
     ensure_io(io_size);
     std::vector<uint8_t> staged(io.logits, 0);
     put(staged, io.tokens, tokens);
@@ -759,9 +801,15 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
                  "buffer_write(inputs)");
 
     // 4. The graph: copies, then the forward pass (reused as it is when the shape is the last one's).
-    const GraphShape shape{
-        T,          n_rows,       n_vis,          n_window_slots_ != 0 ? n_vis_window : 0, order.size(),
-        io_buffer_, steer_layers, observe_layers_};
+    const GraphShape shape{T,
+                           n_rows,
+                           n_vis,
+                           n_window_slots_ != 0 ? n_vis_window : 0,
+                           order.size(),
+                           io_buffer_,
+                           steer_layers,
+                           observe_layers_,
+                           moe_stats_};
     if (!copies.empty() || !window_copies.empty() || !(shape == built_)) build_graph(copies, window_copies, shape, io);
     clear_plugin_error();
     st = backend_.graph_compute(backend_instance_, &graph_.graph());
@@ -800,6 +848,32 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
         check_status(backend_.buffer_read(backend_instance_, io_buffer_, off, dst.data() + old, 4 * count),
                      "buffer_read(observed)");
         off += 4 * count;
+    }
+    // 7. MoE routing record: counts per expert, dropped and rerouted assignments.
+    if (moe_stats_) {
+        const size_t n = static_cast<size_t>(hp.n_expert_used) * static_cast<size_t>(T);
+        std::vector<int32_t> rec(n * (moe_router_.capacity ? 2 : 1) * hp.n_layer);
+        check_status(backend_.buffer_read(backend_instance_, io_buffer_, io.moe, rec.data(), 4 * rec.size()),
+                     "buffer_read(moe routing)");
+        const int32_t* at = rec.data();
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            MoeLayerStats& ls = moe_stats_data_[il];
+            const int32_t* ids = at;
+            const int32_t* status = moe_router_.capacity ? at + n : nullptr;
+            at += moe_router_.capacity ? 2 * n : n;
+            ls.passes += 1;
+            ls.tokens += static_cast<uint64_t>(T);
+            for (size_t i = 0; i < n; ++i) {
+                const int32_t s = status != nullptr ? status[i] : 0;
+                if (s == 1) {
+                    ls.dropped += 1;
+                    continue;
+                }
+                if (s >= 2) ls.rerouted += 1;
+                if (ids[i] >= 0 && static_cast<size_t>(ids[i]) < ls.per_expert.size())
+                    ls.per_expert[static_cast<size_t>(ids[i])] += 1;
+            }
+        }
     }
 }
 

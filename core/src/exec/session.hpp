@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/graph-builder.hpp"
+#include "graph/moe-router.hpp"
 #include "host/plugin-host.hpp"
 #include "model/memory-plan.hpp"
 #include "model/model-weights.hpp"
@@ -30,6 +31,7 @@ struct SessionConfig {
     std::vector<std::pair<std::string, std::string>> backend_params;
     std::vector<std::pair<std::string, std::string>> kv_params;
     bool warn_context = true;  // warn when one sequence may pass the trained context (the engine warns itself)
+    std::string moe_router;    // MoE routing spec (MoeRouter::parse; "" dropless); refused for a model without experts
 };
 
 class Session {
@@ -77,6 +79,12 @@ class Session {
     // every batch row in order (n_tokens x n_embd); empty for a layer not observed.
     void set_observe(const std::vector<uint8_t>& layers);
     const std::vector<float>& observed(uint32_t layer) const;
+    // MoE routing statistics: on (counters reset) or off from the next decode on; a model without experts has none
+    // to collect (on is refused naming the model). moe_stats() holds one entry per layer (empty while off).
+    void set_moe_stats(bool on);
+    bool moe_stats_on() const { return moe_stats_; }
+    const std::vector<MoeLayerStats>& moe_stats() const { return moe_stats_data_; }
+    const MoeRouter& moe_router() const { return moe_router_; }
     // Tokens per block of the cache manager's layout.
     uint32_t block_size() const { return layout_.block_size; }
     // Slots the manager still has free (its free_slots entry), or n_ctx minus the tokens held when it has none.
@@ -138,6 +146,9 @@ class Session {
     std::vector<int32_t> seq_steer_;
     std::vector<uint8_t> observe_layers_;       // per layer (empty: nothing observed)
     std::vector<std::vector<float>> observed_;  // per layer: rows of the last decode
+    MoeRouter moe_router_;
+    bool moe_stats_ = false;
+    std::vector<MoeLayerStats> moe_stats_data_;
     std::vector<float> logits_;
     size_t n_out_ = 0;
     GraphBuilder graph_;
@@ -146,7 +157,7 @@ class Session {
     // instead of rebuilding ~1000 tensors by name.
     // Byte offsets of the step's inputs and logits in the IO buffer.
     struct IoLayout {
-        uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists, steer, observe;
+        uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists, steer, observe, moe;
     };
     struct GraphShape {
         int64_t tokens = -1;
@@ -157,6 +168,7 @@ class Session {
         const basalt_buffer* io = nullptr;
         std::vector<uint8_t> steer_layers;    // layers with a STEER node (empty: no row of the step is steered)
         std::vector<uint8_t> observe_layers;  // layers whose rows are copied out (empty: none)
+        bool moe_stats = false;               // each MoE layer's routing copied out
         bool operator==(const GraphShape&) const = default;
     };
     GraphShape built_;

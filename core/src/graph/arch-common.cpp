@@ -131,9 +131,24 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
     const int64_t T = c.n_tokens, E = hp.n_expert, k = hp.n_expert_used, F = hp.n_ff;
     const int32_t router = linear(c, h, p + "ffn_gate_inp.weight", E, p + "moe_router");
     const int32_t probs = c.g.op(BASALT_OP_SOFTMAX, p + "moe_probs", BASALT_DTYPE_F32, {E, T}, {router}, {}, {1.f});
-    const int32_t ids =
-        c.g.op(BASALT_OP_TOPK, p + "moe_topk", BASALT_DTYPE_I32, {k, T}, {probs}, {static_cast<int32_t>(k)});
-    const int32_t w = c.g.op(BASALT_OP_GATHER, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs, ids}, {1});
+    const auto il_u = static_cast<size_t>(il);
+    const auto k32 = static_cast<int32_t>(k);
+    int32_t ids = -1, w = -1;
+    if (c.moe_router.capacity) {
+        // Capacity per pass of T rows; a dropped assignment keeps a valid expert id and gets weight 0.
+        const int32_t cap = c.moe_router.expert_capacity(T, k, E);
+        const int32_t over = c.moe_router.reroute ? 1 : 0;
+        ids = c.g.op(BASALT_OP_MOE_ROUTE, p + "moe_route", BASALT_DTYPE_I32, {k, T}, {probs}, {k32, cap, over, 0});
+        w = c.g.op(BASALT_OP_MOE_ROUTE, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs}, {k32, cap, over, 1});
+        if (il_u < c.moe_status_out.size() && c.moe_status_out[il_u] >= 0) {
+            c.g.node(BASALT_OP_MOE_ROUTE, p + "moe_status", c.moe_status_out[il_u], {probs}, {k32, cap, over, 2});
+        }
+    } else {
+        ids = c.g.op(BASALT_OP_TOPK, p + "moe_topk", BASALT_DTYPE_I32, {k, T}, {probs}, {k32});
+        w = c.g.op(BASALT_OP_GATHER, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs, ids}, {1});
+    }
+    if (il_u < c.moe_ids_out.size() && c.moe_ids_out[il_u] >= 0)
+        c.g.node(BASALT_OP_COPY, p + "moe_ids_record", c.moe_ids_out[il_u], {ids});
     const int64_t D = hp.n_embd;
     const int32_t gate = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_gate", BASALT_DTYPE_F32, {F, k, T},
                                 {c.weight(p + "ffn_gate_exps.weight", {D, F, E}), h, ids});

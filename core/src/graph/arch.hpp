@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/graph-builder.hpp"
+#include "graph/moe-router.hpp"
 #include "model/model-hparams.hpp"
 #include "model/model-weights.hpp"
 
@@ -40,6 +41,11 @@ struct ForwardContext {
     int32_t steer_rows = -1;            // I32 [T]
     std::vector<int32_t> steer_tables;  // per layer
     std::vector<int32_t> observe_out;   // per layer: F32 [n_embd, T] host-visible copy of the layer's output, or -1
+    // MoE routing (docs/moe.md): dropless or under expert capacity, and per layer the host-visible routing record
+    // (I32 [k, T] expert ids; status as MOE_ROUTE's ip[3] = 2 in capacity mode) when statistics are collected.
+    MoeRouter moe_router;
+    std::vector<int32_t> moe_ids_out;     // per layer, or empty / -1: not recorded
+    std::vector<int32_t> moe_status_out;  // per layer (capacity mode), or empty / -1
 
     // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
     // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
@@ -68,7 +74,7 @@ int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const 
 int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOptions& o);
 // Gated FFN: down(act(gate(h)) * up(h)); act is BASALT_OP_SWIGLU or BASALT_OP_GEGLU.
 int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act);
-// Mixture of experts FFN (softmax routing, top-k, renormalised weights).
+// Mixture of experts FFN (softmax routing, top-k, renormalised weights), dropless or under capacity (c.moe_router).
 int32_t ffn_moe(ForwardContext& c, int il, int32_t h);
 // The hook point at the output of layer il (after its feed-forward residual add, where llama.cpp applies control
 // vectors): a STEER node adding each row's slot vector when the step steers layer il; x itself otherwise.

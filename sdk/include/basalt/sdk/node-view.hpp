@@ -16,9 +16,9 @@ namespace basalt::sdk {
 // Returns the name of an op of plugin_backend.h ("MATMUL"), or "op N" for a value it does not know. Thread-safe.
 inline std::string op_name(basalt_op op) {
     static const char* const kNames[BASALT_OP_COUNT] = {
-        "NONE",     "GET_ROWS", "MATMUL",     "ADD",         "MUL",      "SCALE",  "RMS_NORM", "LAYER_NORM",
-        "ROPE",     "SOFTMAX",  "SILU",       "GELU",        "GELU_ERF", "SWIGLU", "GEGLU",    "ATTENTION",
-        "KV_WRITE", "TOPK",     "MOE_MATMUL", "MOE_COMBINE", "GATHER",   "CAST",   "COPY",     "STEER"};
+        "NONE",       "GET_ROWS",    "MATMUL", "ADD",      "MUL",    "SCALE", "RMS_NORM",  "LAYER_NORM", "ROPE",
+        "SOFTMAX",    "SILU",        "GELU",   "GELU_ERF", "SWIGLU", "GEGLU", "ATTENTION", "KV_WRITE",   "TOPK",
+        "MOE_MATMUL", "MOE_COMBINE", "GATHER", "CAST",     "COPY",   "STEER", "MOE_ROUTE"};
     if (op <= BASALT_OP_NONE || op >= BASALT_OP_COUNT) return "op " + std::to_string(op);
     return kNames[op];
 }

@@ -286,6 +286,33 @@ void topk(const C& c) {
     }
 }
 
+// MOE_ROUTE: router probabilities F32 [n, T] -> [k, T] (ip[0] = k in 1..n): I32 expert ids (ip[3] 0) or status
+// (ip[3] 2), F32 weights (ip[3] 1); capacity ip[1] >= 1, overflow ip[2] 0 (drop) or 1 (reroute).
+template <class C>
+void moe_route(const C& c) {
+    c.expect_type(c.in[0], "router probabilities", BASALT_DTYPE_F32);
+    const int64_t n = c.in[0].ne[0];
+    if (c.ip(0) < 1 || c.ip(0) > n) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "k ip[0] = " + std::to_string(c.ip(0)) + " must be in 1.." + std::to_string(n));
+    }
+    if (c.ip(1) < 1)
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "capacity ip[1] = " + std::to_string(c.ip(1)) + " must be >= 1");
+    if (c.ip(2) != 0 && c.ip(2) != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "overflow ip[2] = " + std::to_string(c.ip(2)) + " must be 0 (drop) or 1 (reroute)");
+    }
+    if (c.ip(3) < 0 || c.ip(3) > 2) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "output ip[3] = " + std::to_string(c.ip(3)) + " must be 0 (ids), 1 (weights) or 2 (status)");
+    }
+    c.expect_type(c.out, "output", c.ip(3) == 1 ? BASALT_DTYPE_F32 : BASALT_DTYPE_I32);
+    if (c.out.ne[0] != c.ip(0) || c.out.nrows() != c.in[0].nrows() || !c.out.rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be packed [" + std::to_string(c.ip(0)) +
+                                                ", " + std::to_string(c.in[0].nrows()) + "]");
+    }
+}
+
 // MOE_COMBINE: [N, k, T] and weights [k, T] -> [N, T], all F32.
 template <class C>
 void moe_combine(const C& c) {
