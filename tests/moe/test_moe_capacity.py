@@ -240,7 +240,7 @@ class CapacityTest(unittest.TestCase):
                 with self.assertRaises(basalt.BasaltError):
                     s.set_moe_stats(True)
 
-    def test_cli_eval_moe_stats(self):
+    def test_cli_eval_and_batch_moe_stats(self):
         router = (0.5, True)
         _, want_stats = forward(self.kv, self.W, [PROMPT_A], router)
         out = subprocess.run([os.environ["BASALT_CLI"], "eval", "-m", MODEL, "--tokens", ",".join(map(str, PROMPT_A)),
@@ -253,6 +253,14 @@ class CapacityTest(unittest.TestCase):
         self.assertEqual(j["rerouted"], sum(s["rerouted"] for s in want_stats))
         k = self.model.n_expert_used
         self.assertAlmostEqual(j["rerouted_fraction"], j["rerouted"] / (k * len(PROMPT_A) * self.model.n_layer))
+        # basalt batch: the engine's statistics in the summary, every routed row counted.
+        lines = "".join(json.dumps({"id": i, "tokens": p, "max_tokens": 3}) + "\n"
+                        for i, p in enumerate([PROMPT_A, PROMPT_B]))
+        out = subprocess.run([os.environ["BASALT_CLI"], "batch", "-m", MODEL, "--requests", "-", "--moe-router",
+                              "capacity:factor=0.5,overflow=drop", "--moe-stats"], input=lines, capture_output=True,
+                             text=True, check=True)
+        self.assertIn("moe router capacity:factor=0.5,overflow=drop: dropped", out.stderr)
+        self.assertEqual(out.stderr.count("  layer "), self.model.n_layer)
         bad = subprocess.run([os.environ["BASALT_CLI"], "eval", "-m", MODEL, "--tokens", "1,2", "--moe-router",
                               "capacity:factor=-1"], capture_output=True, text=True)
         self.assertNotEqual(bad.returncode, 0)

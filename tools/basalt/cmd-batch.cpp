@@ -183,6 +183,8 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     ep.n_seq_max = ep.n_parallel * widest;
     ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
     ep.second_model = second ? second->get() : nullptr;
+    const bool moe_stats = vm["moe-stats"].as<bool>();
+    if (moe_stats) ep.flags |= BASALT_ENGINE_MOE_STATS;
     if (vm.count("max-batch-tokens") != 0)
         ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
     Engine engine(rt.get(), model.get(), ep);
@@ -313,6 +315,15 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
                                                                 static_cast<double>(es.cached_tokens + es.prompt_tokens)
                                                           : 0.0)
               << " % hit rate)\n";
+    if (moe_stats) {
+        nlohmann::json moe;
+        const bool ok =
+            moe_stats_json([&engine](uint32_t il, basalt_moe_stats* st, uint64_t* per,
+                                     size_t n) { return basalt_engine_moe_stats(engine.get(), il, st, per, n); },
+                           model.get(), keep.moe_router, moe);
+        if (!ok) return kExitError;
+        print_moe_stats(moe, std::cerr);
+    }
     return failed > 0 || step_status != BASALT_OK ? kExitError : kExitOk;
 }
 
@@ -335,7 +346,9 @@ const Registrar kBatch{Command{
             "draft model for speculative requests (a file or a shipped name: draft)")(
             "amateur", po::value<std::string>(), "amateur model for contrastive requests (a file or a shipped name)")(
             "no-prefix-cache", po::bool_switch(),
-            "compute every prompt in full (no reuse of cached K/V across requests)");
+            "compute every prompt in full (no reuse of cached K/V across requests)")(
+            "moe-stats", po::bool_switch(),
+            "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
         add_session_options(d);
     },
     run_batch}};

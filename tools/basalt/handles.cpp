@@ -93,6 +93,13 @@ void add_session_options(po::options_description& d) {
 
 bool moe_stats_json(basalt_session* session, const basalt_model* model, const std::string& router,
                     nlohmann::json& out) {
+    return moe_stats_json([session](uint32_t il, basalt_moe_stats* st, uint64_t* per,
+                                    size_t n) { return basalt_session_moe_stats(session, il, st, per, n); },
+                          model, router, out);
+}
+
+bool moe_stats_json(const std::function<basalt_status(uint32_t, basalt_moe_stats*, uint64_t*, size_t)>& get,
+                    const basalt_model* model, const std::string& router, nlohmann::json& out) {
     basalt_model_info info{};
     info.struct_size = sizeof(info);
     if (basalt_model_describe(model, &info) != BASALT_OK) {
@@ -106,7 +113,7 @@ bool moe_stats_json(basalt_session* session, const basalt_model* model, const st
     for (uint32_t il = 0; il < info.n_layer; ++il) {
         basalt_moe_stats st{};
         st.struct_size = sizeof(st);
-        if (basalt_session_moe_stats(session, il, &st, per.data(), per.size()) != BASALT_OK) {
+        if (get(il, &st, per.data(), per.size()) != BASALT_OK) {
             print_error(basalt_last_error());
             return false;
         }

@@ -3,6 +3,7 @@
 
 #include <basalt/basalt.h>
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -80,6 +81,10 @@ void add_session_options(po::options_description& d);
 // totals (dropped / rerouted counts and fractions of every layer's assignments, the largest imbalance) and per layer
 // (passes, tokens, assignments, dropped, rerouted, imbalance, per_expert). False after printing the error.
 bool moe_stats_json(basalt_session* session, const basalt_model* model, const std::string& router, nlohmann::json& out);
+// The same from any source of per-layer statistics (get: basalt_session_moe_stats or basalt_engine_moe_stats bound to
+// their handle).
+bool moe_stats_json(const std::function<basalt_status(uint32_t, basalt_moe_stats*, uint64_t*, size_t)>& get,
+                    const basalt_model* model, const std::string& router, nlohmann::json& out);
 // The same as lines of text.
 void print_moe_stats(const nlohmann::json& stats, std::ostream& os);
 // Decoding-strategy options of run and batch: --decoder SPEC, --draft MODEL, --amateur MODEL.
