@@ -411,7 +411,9 @@ class Session(_Owned):
     def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None,
                  device=None, backend_params=None, kv_params=None):
         """device: the backend's device index (None: its default); backend_params / kv_params: dicts of str
-        parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"})."""
+        parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"}).
+        kv_cache: a manager name or "NAME:key=value,..." (e.g. "sink:n_sink=4,window=252", a streaming cache that
+        runs past the context: docs/kv-cache.md)."""
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model
@@ -908,10 +910,11 @@ class Engine(_Owned):
     running at once; seq_max: cache sequences (0: parallel; beams need more); kv_slots: KV slots shared by all
     sequences (0: ctx x seq_max); max_batch_tokens: token budget of a step (0: 512); prefill_chunk: longest
     prefill piece per step (0: whole prompts); threads: backend threads (0: its default); backend, kv_cache:
-    component names (None: "cpu", "paged"); device, backend_params, kv_params: as for Session; second_model: a
-    draft or amateur Model with the same vocabulary, for decoders that need one. prefix_cache=False: prompts never
-    reuse the K/V cached by earlier requests (by default the longest cached chain of full blocks with the same
-    tokens and cache_salt is reused; stats()["cached_tokens"] counts it).
+    component names (None: "cpu", "paged"; kv_cache may carry parameters: "sink:n_sink=4,window=252"); device,
+    backend_params, kv_params: as for Session; second_model: a draft or amateur Model with the same vocabulary,
+    for decoders that need one. prefix_cache=False: prompts never reuse the K/V cached by earlier requests (by
+    default the longest cached chain of full blocks with the same tokens and cache_salt is reused;
+    stats()["cached_tokens"] counts it).
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
