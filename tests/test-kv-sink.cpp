@@ -179,3 +179,51 @@ TEST_CASE("the engine runs a sink-cache request past the context and finishes it
     REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
     CHECK(basalt_request_finish_reason(q.r) == BASALT_FINISH_LENGTH);
 }
+
+TEST_CASE("a forked sink-cache sequence continues exactly as its source, past the context", "[kv-sink]") {
+    test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
+    test::Model model(test::golden_model("tiny-llama-f32.gguf"));
+    basalt_session* s = nullptr;
+    // Two sequences of 32 rows each: 2 sinks + a window of 20 (batches of up to 11 tokens).
+    REQUIRE(make_session(rt.rt, model.m, 64, "sink:n_sink=2,window=20", &s, 2) == BASALT_OK);
+    const std::vector<int32_t> toks = tokens(90);
+    for (size_t at = 0; at < 80; at += 10) {
+        test::decode_rows(s,
+                          std::vector<int32_t>(toks.begin() + static_cast<std::ptrdiff_t>(at),
+                                               toks.begin() + static_cast<std::ptrdiff_t>(at + 10)),
+                          static_cast<int32_t>(at), 0);
+    }
+    REQUIRE(basalt_session_seq_fork(s, 0, 1) == BASALT_OK);
+    // Both sequences take the same 10 tokens in one batch: sequence 1 reads the region copied from sequence 0.
+    std::vector<int32_t> both, pos, seq;
+    std::vector<int8_t> want;
+    for (int32_t q = 0; q < 2; ++q) {
+        for (size_t i = 80; i < 90; ++i) {
+            both.push_back(toks[i]);
+            pos.push_back(static_cast<int32_t>(i));
+            seq.push_back(q);
+            want.push_back(1);
+        }
+    }
+    basalt_batch b{};
+    b.struct_size = sizeof(b);
+    b.n_tokens = both.size();
+    b.tokens = both.data();
+    b.positions = pos.data();
+    b.seq_ids = seq.data();
+    b.want_logits = want.data();
+    REQUIRE(basalt_session_decode(s, &b) == BASALT_OK);
+    const size_t n_vocab = basalt_session_n_vocab(s);
+    for (size_t r = 0; r < 10; ++r) {
+        const float* a = nullptr;
+        const float* c = nullptr;
+        REQUIRE(basalt_session_logits(s, r, &a) == BASALT_OK);
+        REQUIRE(basalt_session_logits(s, r + 10, &c) == BASALT_OK);
+        CHECK(std::vector<float>(a, a + n_vocab) == std::vector<float>(c, c + n_vocab));
+    }
+    // A cut back within the ring's slack works; past it, it is refused naming the positions.
+    REQUIRE(basalt_session_seq_truncate(s, 1, 85) == BASALT_OK);
+    CHECK(basalt_session_seq_truncate(s, 1, 40) == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(test::last_error(), Contains("overwritten already"));
+    basalt_session_free(s);
+}
