@@ -32,11 +32,12 @@ uint64_t align64(uint64_t x) {
 // The K or V type a kv-paged-style "k_type"/"v_type" parameter names (the default manager's F16 otherwise): the
 // memory check before anything is created needs the types the manager will choose.
 basalt_dtype guess_kv_type(const SessionConfig& config, const char* key) {
-    for (const auto& [k, v] : config.kv_params) {
+    basalt_dtype type = BASALT_DTYPE_F16;
+    for (const auto& [k, v] : config.kv_params) {  // the last value given wins, as in the manager's parameters
         if (k != key) continue;
-        if (const DtypeTraits* t = dtype_from_name(v); t != nullptr) return t->id;
+        if (const DtypeTraits* t = dtype_from_name(v); t != nullptr) type = t->id;
     }
-    return BASALT_DTYPE_F16;
+    return type;
 }
 
 // Splits "NAME:key=value,..." into the manager's name and parameters (appended to the given ones).
