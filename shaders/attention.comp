@@ -5,6 +5,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "dequant.glsl"
+#ifdef CACHE_POSITIONS
+#include "cache_positions.glsl"
+#endif
 
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
@@ -45,6 +48,14 @@ void main() {
     const int sinks = int(P(20));
     const float scale = PF(21);
     const float cap = PF(22);
+#ifdef CACHE_POSITIONS
+    const int shift = pos - (sinks + window - 1);
+    float qs[DMAX];
+    for (uint i = 0u; i < DMAX; ++i) {
+        const uint d = l + i * wg;
+        qs[i] = d < hd_k && shift > 0 ? cp_shifted(d, b0f.d[q + d], b0f.d[q + cp_partner(d)], shift) : qr[i];
+    }
+#endif
     float m = uintBitsToFloat(0xff800000u);
     float sum = 0.0;
     const uint lbase = (P(14) >> 2) + list * 2u * P(4);
@@ -55,9 +66,19 @@ void main() {
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
         const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
         float part = 0.0;
-        [[dont_unroll]] for (uint j = 0u; j < nj_k; ++j) {
-            const uint d = l + j * wg;
-            if (d < hd_k) part += qr[j] * ldel_1(P(5), kr, d);
+#ifdef CACHE_POSITIONS
+        if (shift > 0 && p < sinks) {
+            [[dont_unroll]] for (uint j = 0u; j < nj_k; ++j) {
+                const uint d = l + j * wg;
+                if (d < hd_k) part += qs[j] * ldel_1(P(5), kr, d);
+            }
+        } else
+#endif
+        {
+            [[dont_unroll]] for (uint j = 0u; j < nj_k; ++j) {
+                const uint d = l + j * wg;
+                if (d < hd_k) part += qr[j] * ldel_1(P(5), kr, d);
+            }
         }
         float score = wg_sum1(part) * scale;
         if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));

@@ -6,6 +6,9 @@
 // K/V cache types F32, F16, Q8_0. Push constants: as attention.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#ifdef CACHE_POSITIONS
+#include "cache_positions.glsl"
+#endif
 
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
@@ -73,6 +76,19 @@ void main() {
     const int sinks = int(P(20));
     const float scale = PF(21);
     const float cap = PF(22);
+#ifdef CACHE_POSITIONS
+    const int shift = pos - (sinks + window - 1);
+    vec4 qs4[D4];
+    for (uint j = 0u; j < nk; ++j) {
+        qs4[j] = q4[j];
+        if (shift > 0) {
+            for (uint e = 0u; e < 4u; ++e) {
+                const uint d = 4u * j + e;
+                qs4[j][e] = cp_shifted(d, b0f.d[q + d], b0f.d[q + cp_partner(d)], shift);
+            }
+        }
+    }
+#endif
     const float neg_inf = uintBitsToFloat(0xff800000u);
     float m = neg_inf;
     float sum = 0.0;
@@ -84,7 +100,14 @@ void main() {
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
         const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
         float s = 0.0;
-        for (uint j = 0u; j < nk; ++j) s += dot(q4[j], ld4_1(P(5), kr, 4u * j));
+#ifdef CACHE_POSITIONS
+        if (shift > 0 && p < sinks) {
+            for (uint j = 0u; j < nk; ++j) s += dot(qs4[j], ld4_1(P(5), kr, 4u * j));
+        } else
+#endif
+        {
+            for (uint j = 0u; j < nk; ++j) s += dot(q4[j], ld4_1(P(5), kr, 4u * j));
+        }
         float score = s * scale;
         if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
         if (score > m) {

@@ -129,7 +129,10 @@ PIN(basalt_kv_cache_layout, k_type, 4);
 PIN(basalt_kv_cache_layout, v_type, 8);
 PIN(basalt_kv_cache_layout, block_size, 12);
 PIN(basalt_kv_cache_layout, n_window_slots, 16); /* since 1.1 */
-PIN_SIZE(basalt_kv_cache_layout, 20);
+PIN(basalt_kv_cache_layout, stream_sinks, 20);   /* since 1.4 */
+PIN(basalt_kv_cache_layout, stream_window, 24);
+PIN(basalt_kv_cache_layout, stream_batch, 28);
+PIN_SIZE(basalt_kv_cache_layout, 32);
 PIN_SIZE(basalt_kv_copy, 12);
 PIN(basalt_kv_reservation, n_tokens, 8);
 PIN(basalt_kv_reservation, tokens, 16);

@@ -353,6 +353,10 @@ struct AttnSpec {
     float scale = 0.125f, cap = 0.0f;
     basalt_dtype kt = BASALT_DTYPE_F32, vt = BASALT_DTYPE_F32;
     std::string label;
+    // ip[2] (since 1.4): sink keys at cache positions, rotated by ROPE's parameters (mode, n_rot, base, scale).
+    bool cache_positions = false;
+    int32_t rope_mode = 0, n_rot = 0;
+    float rope_base = 10000.0f, rope_scale = 1.0f;
 };
 
 Case attention_case(Rng& rng, const AttnSpec& s) {
@@ -383,7 +387,12 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
     const int li = b.ints("lists", {2 * n_vis, static_cast<int64_t>(s.lists.size())}, lv);
     const int qi = b.ints("queries", {2, tokens}, qv);
     const int o = b.output("out", BASALT_DTYPE_F32, {s.hd_v * s.n_head, tokens});
-    b.node(BASALT_OP_ATTENTION, o, {q, kc, vc, li, qi}, {s.window, s.sinks}, {s.scale, s.cap});
+    if (s.cache_positions) {
+        b.node(BASALT_OP_ATTENTION, o, {q, kc, vc, li, qi}, {s.window, s.sinks, 1, s.rope_mode, s.n_rot},
+               {s.scale, s.cap, s.rope_base, s.rope_scale});
+    } else {
+        b.node(BASALT_OP_ATTENTION, o, {q, kc, vc, li, qi}, {s.window, s.sinks}, {s.scale, s.cap});
+    }
     const auto Q = b.vals(q);
     const auto K = b.vals(kc);
     const auto V = b.vals(vc);
@@ -399,10 +408,29 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
                 const int32_t p = lv[static_cast<size_t>(2 * (g * n_vis + i) + 1)];
                 if (slot < 0 || p > pos) continue;
                 if (s.window != 0 && !(p > pos - s.window || p < s.sinks)) continue;
+                std::vector<double> kr(static_cast<size_t>(s.hd_k));
+                for (int64_t j = 0; j < s.hd_k; ++j) {
+                    kr[static_cast<size_t>(j)] = K[static_cast<size_t>(slot * s.hd_k * s.n_kv + kvh * s.hd_k + j)];
+                }
+                // A sink past the first sinks + window - 1 positions: its key rotated on by the shift, as if it
+                // had been written at p + shift (StreamingLLM's cache positions).
+                const int64_t shift = pos - (s.sinks + s.window - 1);
+                if (s.cache_positions && p < s.sinks && shift > 0) {
+                    const int64_t half = s.n_rot / 2;
+                    for (int64_t r = 0; r < half; ++r) {
+                        const double th =
+                            static_cast<double>(shift) * s.rope_scale *
+                            std::pow(static_cast<double>(s.rope_base), -2.0 * static_cast<double>(r) / s.n_rot);
+                        const auto a = static_cast<size_t>(s.rope_mode == 1 ? r : 2 * r);
+                        const auto c = static_cast<size_t>(s.rope_mode == 1 ? r + half : 2 * r + 1);
+                        const double x0 = kr[a], x1 = kr[c];
+                        kr[a] = x0 * std::cos(th) - x1 * std::sin(th);
+                        kr[c] = x0 * std::sin(th) + x1 * std::cos(th);
+                    }
+                }
                 double d = 0;
                 for (int64_t j = 0; j < s.hd_k; ++j) {
-                    d += Q[static_cast<size_t>((t * s.n_head + h) * s.hd_k + j)] *
-                         K[static_cast<size_t>(slot * s.hd_k * s.n_kv + kvh * s.hd_k + j)];
+                    d += Q[static_cast<size_t>((t * s.n_head + h) * s.hd_k + j)] * kr[static_cast<size_t>(j)];
                 }
                 d *= s.scale;
                 if (s.cap > 0) d = s.cap * std::tanh(d / s.cap);
@@ -671,6 +699,50 @@ std::vector<Case> all_cases() {
         s.sinks = 2;
         s.label = "MQA window 8 sinks 2 hd_v 48";
         cs.push_back(attention_case(rng, s));
+        // Streaming caches (ATTENTION ip[2]): the sinks' keys at cache positions, pairs and neox rotations, part
+        // of the head rotated, a scaled frequency; queries before, at and past the shift's start, several tokens.
+        for (auto kt : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0}) {
+            AttnSpec r = s;
+            r.kt = kt;
+            r.vt = kt;
+            r.hd_k = 32;
+            r.hd_v = 32;
+            r.cache_positions = true;
+            r.window = 6;
+            r.sinks = 3;
+            r.n_rot = 32;
+            r.queries = {{0, 29}, {0, 8}, {0, 7}, {0, 12}, {0, 3}};
+            r.label = "sinks 3 window 6 at cache positions";
+            cs.push_back(attention_case(rng, r));
+            r.rope_mode = 1;
+            r.n_rot = 16;
+            r.rope_base = 500.0f;
+            r.rope_scale = 0.5f;
+            r.n_head = 4;
+            r.n_kv = 2;
+            r.sinks = 4;
+            r.window = 1;
+            r.label = "neox n_rot 16 of 32, sinks 4 window 1 at cache positions";
+            cs.push_back(attention_case(rng, r));
+        }
+        {  // head dims above 64 and below the keys shader's 128 variant, a long shift
+            AttnSpec r;
+            r.hd_k = 128;
+            r.hd_v = 128;
+            r.n_head = 2;
+            r.n_kv = 1;
+            r.n_slots = 20;
+            r.lists.resize(1);
+            for (int i = 0; i < 4; ++i) r.lists[0].push_back({i, i});
+            for (int i = 0; i < 12; ++i) r.lists[0].push_back({4 + i, 9990 + i});
+            r.queries = {{0, 10001}, {0, 9999}};
+            r.cache_positions = true;
+            r.window = 12;
+            r.sinks = 4;
+            r.n_rot = 64;
+            r.label = "hd 128 sinks 4 window 12 at position 10001";
+            cs.push_back(attention_case(rng, r));
+        }
         s.kt = BASALT_DTYPE_F16;
         s.vt = BASALT_DTYPE_Q8_0;
         s.hd_v = 64;

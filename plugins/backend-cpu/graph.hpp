@@ -78,6 +78,8 @@ struct GraphPlan {
 struct AttnScratch {
     std::vector<float> acc, scores, weights, rescale;
     std::vector<const uint8_t*> k_rows, v_rows;
+    std::vector<float> q_shifted;     // ATTENTION ip[2]: the query heads rotated back by the sinks' shift
+    std::vector<int64_t> sink_pairs;  // indices of the visible sink pairs of the current query
 };
 
 // One backend instance (create/destroy).

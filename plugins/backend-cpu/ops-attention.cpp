@@ -118,6 +118,15 @@ void run_attention(NodeCtx& c) {
     const int64_t window = c.ip(0);
     const int64_t sinks = c.ip(1);
     const int64_t group = s.n_head / s.n_kv;
+    // Since 1.4 (ip[2] == 1): sink keys at cache positions. Their K rows were rotated at their own positions p when
+    // written; past the first sinks + window - 1 positions they must score as if rotated at p + d (d = pos - sinks -
+    // window + 1). RoPE is a rotation, so dot(q, R(d) k) = dot(R(-d) q, k): the query is rotated back instead, which
+    // works for any stored K type.
+    const bool cache_positions = c.ip(2) == 1;
+    const bool neox = c.ip(3) == 1;
+    const int64_t rot_half = c.ip(4) / 2;
+    const double rot_base = c.fp(2);
+    const double rot_scale = c.fp(3);
     const Kernels& k = c.be->kernels;
     // Tasks are (token, KV head, part of the query heads sharing it): each K and V row is read once for the
     // heads of the part, whose independent dot products and exps overlap. Every head's arithmetic (its dot
@@ -187,12 +196,15 @@ void run_attention(NodeCtx& c) {
             // behind the weights it read, and the scores do not depend on each other), a long list's first ones
             // only when the block kernels request the rest as they go.
             const int64_t k_ahead = scores_fn != nullptr ? kRequestRows : s.n_vis;
+            const int64_t shift = cache_positions ? pos - (sinks + window - 1) : 0;
+            w.sink_pairs.clear();
             int64_t n = 0;
             for (int64_t i = 0; i < s.n_vis; ++i) {
                 const int64_t slot = list[2 * i];
                 const int64_t p = list[2 * i + 1];
                 if (slot < 0 || p > pos) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
+                if (shift > 0 && p < sinks) w.sink_pairs.push_back(n);
                 const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
                 if (n < k_ahead) prefetch_row(kr, k_row_bytes);
                 k_rows[static_cast<size_t>(n)] = kr;
@@ -208,6 +220,30 @@ void run_attention(NodeCtx& c) {
                     for (int64_t i = 0; i < n; ++i) {
                         scores[i * nh + j] =
                             scale * dot_cache(k, kc.type, s.hd_k, q[j], k_rows[static_cast<size_t>(i)]);
+                    }
+                }
+            }
+            if (!w.sink_pairs.empty()) {  // the sinks' scores at their cache positions (see cache_positions)
+                w.q_shifted.resize(static_cast<size_t>(nh * s.hd_k));
+                for (int j = 0; j < nh; ++j) {
+                    float* qs = w.q_shifted.data() + j * s.hd_k;
+                    const float* x = q[j];
+                    for (int64_t i = 0; i < rot_half; ++i) {
+                        const double theta =
+                            static_cast<double>(shift) * rot_scale * std::pow(rot_base, -2.0 * i / (2.0 * rot_half));
+                        const auto co = static_cast<float>(std::cos(theta));
+                        const auto si = static_cast<float>(std::sin(theta));
+                        const int64_t a = neox ? i : 2 * i;
+                        const int64_t b = neox ? i + rot_half : 2 * i + 1;
+                        qs[a] = x[a] * co + x[b] * si;
+                        qs[b] = x[b] * co - x[a] * si;
+                    }
+                    for (int64_t d = 2 * rot_half; d < s.hd_k; ++d) qs[d] = x[d];
+                }
+                for (const int64_t i : w.sink_pairs) {
+                    for (int j = 0; j < nh; ++j) {
+                        scores[i * nh + j] = scale * dot_cache(k, kc.type, s.hd_k, w.q_shifted.data() + j * s.hd_k,
+                                                               k_rows[static_cast<size_t>(i)]);
                     }
                 }
             }

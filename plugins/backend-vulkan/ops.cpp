@@ -433,6 +433,12 @@ void record_attention(NodeCtx& c) {
                                 u32(c.in[3].nrows()),
                                 u32(hd_k / k.block * k.block_bytes),
                                 u32(hd_v / v.block * v.block_bytes)};
+    // Since 1.4: sink keys at cache positions (ip[2]): the rope parameters, as rope.comp takes them.
+    const bool cache_positions = c.ip(2) == 1;
+    if (cache_positions) {
+        const auto step = static_cast<float>(-2.0 * std::log2(static_cast<double>(c.fp(2))) / c.ip(4));
+        pc.insert(pc.end(), {u32(1 | (c.ip(3) == 1 ? 2 : 0)), u32(c.ip(4)), fbits(step), fbits(c.fp(3))});
+    }
     // Lanes over keys (attention_keys.comp) where the head dims allow; else lanes over dims (attention.comp).
     const int64_t hd = std::max(hd_k, hd_v);
     const bool keys = hd_k % 4 == 0 && hd_v % 4 == 0 && hd <= 256 && c.be->attention_keys();
@@ -440,7 +446,8 @@ void record_attention(NodeCtx& c) {
                                                                           : hd <= 128 ? 128
                                                                                       : 256)
                                     : std::string("attention");
-    run(c, reduce_variant(c, shader.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head),
+    const std::string variant = cache_positions ? shader + "_cp" : shader;
+    run(c, reduce_variant(c, variant.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head),
         u32(tokens), 1);
 }
 

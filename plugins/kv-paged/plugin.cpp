@@ -3,13 +3,17 @@
 //
 // Params: block_size (tokens per block, 1..65536; default: the largest divisor of n_slots up to 16, so no slot is
 // wasted), k_type / v_type (f32 | f16 | q8_0, default f16).
+// Component 'sink' (sink-cache.hpp, StreamingLLM): n_sink (default 4), window (default: the rows of a sequence minus
+// n_sink), k_type / v_type as above.
 #include <basalt/plugin_kv_cache.h>
 #include <basalt/sdk/plugin.hpp>
 
+#include <climits>
 #include <memory>
 #include <string>
 
 #include "paged-cache.hpp"
+#include "sink-cache.hpp"
 
 namespace {
 
@@ -17,6 +21,8 @@ using basalt::kv_paged::kDefaultBlockSize;
 using basalt::kv_paged::kLabel;
 using basalt::kv_paged::Options;
 using basalt::kv_paged::PagedCache;
+using basalt::kv_paged::SinkCache;
+using basalt::kv_paged::SinkOptions;
 
 constexpr long long kMaxBlockSize = 65536;
 
@@ -134,7 +140,111 @@ const basalt_component_desc kComponent = {
     &kIface,
 };
 
-const basalt_component_desc* const kComponents[] = {&kComponent};
+// ---- component 'sink' ----
+
+SinkOptions parse_sink_options(const basalt_params* params) {
+    const basalt::sdk::params p(params, basalt::kv_paged::kSinkLabel);
+    p.expect_only({"n_sink", "window", "k_type", "v_type"});
+    SinkOptions o;
+    o.n_sink = p.get_int("n_sink", o.n_sink);
+    if (o.n_sink < 0 || o.n_sink > INT32_MAX) p.bad("n_sink", *p.find("n_sink"), "an integer from 0 up");
+    o.window = p.get_int("window", o.window);
+    if (p.find("window") && (o.window < 1 || o.window > INT32_MAX)) {
+        p.bad("window", *p.find("window"), "an integer from 1 up");
+    }
+    o.k_type = parse_type(p, "k_type", o.k_type);
+    o.v_type = parse_type(p, "v_type", o.v_type);
+    return o;
+}
+
+SinkCache& sink_self(void* cache) {
+    if (cache == nullptr) {
+        throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT,
+                                 std::string(basalt::kv_paged::kSinkLabel) + ": cache is NULL");
+    }
+    return *static_cast<SinkCache*>(cache);
+}
+
+basalt_status sink_create(const basalt_host* /*host*/, const basalt_kv_cache_config* config,
+                          const basalt_params* params, void** out_cache) {
+    return basalt::sdk::guard([&] {
+        if (config == nullptr || out_cache == nullptr) {
+            throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT,
+                                     std::string(basalt::kv_paged::kSinkLabel) +
+                                         ": create: " + (config == nullptr ? "config" : "out_cache") + " is NULL");
+        }
+        auto cache = std::make_unique<SinkCache>(*config, parse_sink_options(params));
+        *out_cache = cache.release();
+    });
+}
+
+void sink_destroy(void* cache) {
+    delete static_cast<SinkCache*>(cache);
+}
+
+basalt_status sink_layout(void* cache, basalt_kv_cache_layout* out) {
+    return basalt::sdk::guard([&] { sink_self(cache).layout(out); });
+}
+
+basalt_status sink_reserve(void* cache, basalt_kv_reservation* reservation) {
+    return basalt::sdk::guard([&] { sink_self(cache).reserve(reservation); });
+}
+
+basalt_status sink_visible(void* cache, int32_t seq_id, uint32_t layer, int32_t* out_slots, int32_t* out_positions,
+                           size_t capacity, size_t* out_count) {
+    return basalt::sdk::guard(
+        [&] { sink_self(cache).visible(seq_id, layer, out_slots, out_positions, capacity, out_count); });
+}
+
+basalt_status sink_seq_drop(void* cache, int32_t seq_id) {
+    return basalt::sdk::guard([&] { sink_self(cache).drop(seq_id); });
+}
+
+basalt_status sink_seq_fork(void* cache, int32_t src_seq_id, int32_t dst_seq_id) {
+    return basalt::sdk::guard([&] { sink_self(cache).fork(src_seq_id, dst_seq_id); });
+}
+
+basalt_status sink_seq_truncate(void* cache, int32_t seq_id, uint32_t n_keep) {
+    return basalt::sdk::guard([&] { sink_self(cache).truncate(seq_id, n_keep); });
+}
+
+basalt_status sink_seq_set_salt(void* cache, int32_t seq_id, uint64_t /*salt*/) {
+    return basalt::sdk::guard([&] { sink_self(cache).set_salt(seq_id); });
+}
+
+size_t sink_free_slots(void* cache) {
+    return cache == nullptr ? 0 : static_cast<const SinkCache*>(cache)->free_slots();
+}
+
+const basalt_kv_cache_iface kSinkIface = {
+    sizeof(basalt_kv_cache_iface),
+    0,
+    sink_create,
+    sink_destroy,
+    sink_layout,
+    sink_reserve,
+    sink_visible,
+    sink_seq_drop,
+    sink_seq_fork,
+    nullptr,  // no prefix caching: a ring holds no shared prefix
+    sink_free_slots,
+    sink_seq_truncate,
+    sink_seq_set_salt,
+};
+
+const basalt_component_desc kSinkComponent = {
+    sizeof(basalt_component_desc),
+    BASALT_COMPONENT_KV_CACHE,
+    "sink",
+    "streaming KV cache (StreamingLLM): the first n_sink tokens plus a window of recent ones, at cache positions",
+    1,
+    0,
+    0,
+    0,
+    &kSinkIface,
+};
+
+const basalt_component_desc* const kComponents[] = {&kComponent, &kSinkComponent};
 
 const basalt_plugin_desc kPlugin = {
     sizeof(basalt_plugin_desc),
@@ -142,7 +252,7 @@ const basalt_plugin_desc kPlugin = {
     BASALT_ABI_VERSION_MINOR,
     0,
     "kv-paged",
-    1,
+    2,
     kComponents,
     nullptr,
 };

@@ -110,6 +110,7 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     rp.samplers = chain_text.c_str();
     rp.decoder = decoder.c_str();
     rp.max_tokens = static_cast<int32_t>(vm["n-predict"].as<long long>());
+    if (vm["ignore-eos"].as<bool>()) rp.flags |= BASALT_REQUEST_IGNORE_EOG;
     rp.seed = vm.count("seed") != 0 ? vm["seed"].as<long long>() : -1;
     rp.stop = stop_ptrs.data();
     rp.n_stop = stop_ptrs.size();
@@ -197,6 +198,7 @@ const Registrar kRun{Command{
             "top-p", po::value<float>(), "shorthand: top-p of that chain (default 0.95)")(
             "seed", po::value<long long>(), "shorthand: seed of that chain's dist (default random)")(
             "echo", po::bool_switch(), "print the prompt before the generated text")(
+            "ignore-eos", po::bool_switch(), "keep generating past end-of-generation tokens (until -n or a stop)")(
             "stop", po::value<std::vector<std::string>>(), "stop string (repeatable): the text ends before it")(
             "steer", po::value<std::vector<std::string>>(),
             "VEC.gguf[:SCALE[:A-B]] (repeatable; the vectors sum): add a llama.cpp control vector, times SCALE "

@@ -77,7 +77,8 @@ bool parse_ids(const std::string& s, std::vector<int32_t>& out) {
 
 void add_session_options(po::options_description& d) {
     d.add_options()("backend", po::value<std::string>()->default_value("cpu"), "compute backend component")(
-        "kv-cache", po::value<std::string>()->default_value("paged"), "KV cache manager component")(
+        "kv-cache", po::value<std::string>()->default_value("paged"),
+        "KV cache manager NAME[:key=value,...]: paged, or sink:n_sink=4,window=252 (streaming, docs/kv-cache.md)")(
         "threads,t", int_option("threads", 0, 4096)->default_value(0), "backend threads (0: all cores)")(
         "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0), "context size (0: training context, at most 4096)")(
         "batch,b", int_option("batch", 0, INT32_MAX)->default_value(512), "tokens per forward pass (0: 512)")(

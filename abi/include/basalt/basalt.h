@@ -364,7 +364,7 @@ typedef struct basalt_session_params {
     uint32_t n_threads; /* backend threads; 0: the backend's default */
     uint32_t reserved0;
     const char* backend;                 /* backend component name; NULL: "cpu" */
-    const char* kv_cache;                /* KV cache manager name; NULL: "paged" */
+    const char* kv_cache;                /* manager name or "NAME:key=value,..." (after kv_params); NULL: "paged" */
     const basalt_params* backend_params; /* may be NULL; borrowed for the call */
     const basalt_params* kv_params;      /* may be NULL; borrowed for the call */
     /* since 1.4 */
@@ -514,7 +514,7 @@ typedef struct basalt_engine_params {
     uint32_t n_threads;        /* backend threads; 0: the backend's default */
     uint32_t reserved0;
     const char* backend;                 /* backend component; NULL: "cpu" */
-    const char* kv_cache;                /* KV cache manager; NULL: "paged" */
+    const char* kv_cache;                /* KV cache manager or "NAME:key=value,..." as for sessions; NULL: "paged" */
     const basalt_params* backend_params; /* may be NULL; borrowed for the call */
     const basalt_params* kv_params;      /* may be NULL; borrowed for the call */
     const basalt_model* second_model;    /* draft/amateur with the same vocabulary, or NULL; must outlive the engine */

@@ -59,6 +59,11 @@ enum {
      * p < ip[1]): ip[0] sliding window (0 none), ip[1] attention sinks (first positions always visible).
      * score = fp[0] * dot(q, k); fp[1] > 0 soft-caps: score = fp[1] * tanh(score / fp[1]).
      * Head h reads kv head h / (n_head / n_kv_head). out [hd_v * n_head, T]. No visible pair: zeros.
+     * Since 1.4, ip[2] == 1 (with ip[0] != 0) gives the kept keys cache positions (StreamingLLM): with
+     * d = pos_t - (ip[1] + ip[0] - 1) > 0, a visible pair with p < ip[1] (a sink) scores as if its K row, rotated by
+     * ROPE at p when written, had been rotated at p + d: score = fp[0] * dot(q, rope(k, d)) with ip[3] the rope mode,
+     * ip[4] n_rot, fp[2] freq_base, fp[3] freq_scale (as ROPE's). Window keys keep their positions: RoPE depends on
+     * the distance only, which equals the cache distance for them. ip[2] == 0: no rotation.
      */
     BASALT_OP_ATTENTION = 15,
     /* Writes rows: cache[:, in2[i]] = convert(in0[:, i]). in0 F32 [n, T]; in1 cache [n, n_slots] (also the

@@ -43,6 +43,15 @@ typedef struct basalt_kv_cache_layout {
      * also assigns each token a row there (out_window_slots), visible() of a sliding-window layer lists those
      * rows, and out_copies apply to the full-attention layers only. */
     uint32_t n_window_slots;
+    /* since 1.4 */
+    /* Streaming (attention sinks, StreamingLLM): stream_window != 0 says the manager evicts. Each query of every layer
+     * then sees only positions < stream_sinks and its own last stream_window positions, at cache positions (the host
+     * asks attention to rotate the sinks' keys as if they sat just before the window: ATTENTION ip[2]); a sequence may
+     * grow past n_slots (the manager reuses evicted rows); and one reserve call holds at most stream_batch tokens of a
+     * sequence (0: any), the host splitting larger batches. */
+    uint32_t stream_sinks;
+    uint32_t stream_window;
+    uint32_t stream_batch;
 } basalt_kv_cache_layout;
 
 /* A copy the host performs on K and V of every layer before writing new tokens (copy on write). */

@@ -415,7 +415,9 @@ class Session(_Owned):
         """device: the backend's device index (None: its default); backend_params / kv_params: dicts of str
         parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"}).
         moe_router: MoE routing, "dropless" (None, the default) or "capacity:factor=C,overflow=drop|reroute"
-        (docs/moe.md)."""
+        (docs/moe.md).
+        kv_cache: a manager name or "NAME:key=value,..." (e.g. "sink:n_sink=4,window=252", a streaming cache that
+        runs past the context: docs/kv-cache.md)."""
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model
@@ -925,12 +927,13 @@ class Engine(_Owned):
     running at once; seq_max: cache sequences (0: parallel; beams need more); kv_slots: KV slots shared by all
     sequences (0: ctx x seq_max); max_batch_tokens: token budget of a step (0: 512); prefill_chunk: longest
     prefill piece per step (0: whole prompts); threads: backend threads (0: its default); backend, kv_cache:
-    component names (None: "cpu", "paged"); device, backend_params, kv_params: as for Session; second_model: a
-    draft or amateur Model with the same vocabulary, for decoders that need one. prefix_cache=False: prompts never
-    reuse the K/V cached by earlier requests (by default the longest cached chain of full blocks with the same
-    tokens and cache_salt is reused; stats()["cached_tokens"] counts it). moe_router: MoE routing of every batch,
-    "dropless" (None) or "capacity:factor=C,overflow=drop|reroute" (docs/moe.md); moe_stats=True: collect the
-    routing statistics per layer (moe_stats()).
+    component names (None: "cpu", "paged"; kv_cache may carry parameters: "sink:n_sink=4,window=252"); device,
+    backend_params, kv_params: as for Session; second_model: a draft or amateur Model with the same vocabulary,
+    for decoders that need one. prefix_cache=False: prompts never reuse the K/V cached by earlier requests (by
+    default the longest cached chain of full blocks with the same tokens and cache_salt is reused;
+    stats()["cached_tokens"] counts it). moe_router: MoE routing of every batch, "dropless" (None) or
+    "capacity:factor=C,overflow=drop|reroute" (docs/moe.md); moe_stats=True: collect the routing statistics per
+    layer (moe_stats()).
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.

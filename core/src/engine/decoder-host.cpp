@@ -129,7 +129,7 @@ void make_decoder_host(Request& r) {
     h.n_models = r.info.n_models;
     h.ctx = &r;
     h.n_vocab = r.engine->n_vocab();
-    h.n_ctx = r.engine->n_ctx();
+    h.n_ctx = r.engine->seq_positions();
     h.n_seq = r.info.n_seq;
     h.sample = host_sample;
     h.distribution = host_distribution;

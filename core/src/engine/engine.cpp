@@ -277,7 +277,7 @@ uint64_t Engine::worst_case_slots(const Request& r) const {
 
 std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle) {
     if (spec.prompt.empty()) fail(BASALT_ERR_INVALID_ARGUMENT, "the prompt is empty");
-    if (spec.prompt.size() > n_ctx_) {
+    if (spec.prompt.size() > n_ctx_ && !sessions_[0]->streaming()) {
         fail(BASALT_ERR_CAPACITY, "the prompt has {} tokens, more than the context of {} (n_ctx)", spec.prompt.size(),
              n_ctx_);
     }
@@ -544,7 +544,8 @@ bool Engine::replan(Request& r) {
                     fail(BASALT_ERR_PLUGIN, "feed token {} is outside the vocabulary", f.tokens[i]);
                 }
             }
-            if (sessions_[f.model]->seq_length(sid) + f.n_tokens > n_ctx_) {
+            // A streaming cache (attention sinks) evicts instead: its sequences never reach a context limit.
+            if (sessions_[f.model]->seq_length(sid) + f.n_tokens > n_ctx_ && !sessions_[f.model]->streaming()) {
                 finish(r, BASALT_FINISH_CONTEXT);
                 return false;
             }

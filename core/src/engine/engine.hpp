@@ -68,6 +68,8 @@ class Engine {
 
     const basalt_model& model() const { return model_; }
     uint32_t n_ctx() const { return n_ctx_; }
+    // Positions one sequence may hold: n_ctx, or no limit (INT32_MAX) with a streaming cache (attention sinks).
+    uint32_t seq_positions() const { return sessions_[0]->streaming() ? INT32_MAX : n_ctx_; }
     size_t n_vocab() const { return model_.hparams.n_vocab; }
     bool own_thread() const { return config_.own_thread; }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "exec/sampler-chain.hpp"
 #include "graph/arch.hpp"
 #include "host/host-services.hpp"
 #include "model/dtype.hpp"
@@ -31,17 +32,38 @@ uint64_t align64(uint64_t x) {
 // The K or V type a kv-paged-style "k_type"/"v_type" parameter names (the default manager's F16 otherwise): the
 // memory check before anything is created needs the types the manager will choose.
 basalt_dtype guess_kv_type(const SessionConfig& config, const char* key) {
-    for (const auto& [k, v] : config.kv_params) {
+    basalt_dtype type = BASALT_DTYPE_F16;
+    for (const auto& [k, v] : config.kv_params) {  // the last value given wins, as in the manager's parameters
         if (k != key) continue;
-        if (const DtypeTraits* t = dtype_from_name(v); t != nullptr) return t->id;
+        if (const DtypeTraits* t = dtype_from_name(v); t != nullptr) type = t->id;
     }
-    return BASALT_DTYPE_F16;
+    return type;
+}
+
+// Splits "NAME:key=value,..." into the manager's name and parameters (appended to the given ones).
+SessionConfig with_kv_spec(const SessionConfig& in) {
+    SessionConfig c = in;
+    if (in.kv_cache.find_first_of(":;") == std::string::npos) return c;
+    std::vector<SamplerSpec> spec;
+    try {
+        spec = parse_sampler_chain(in.kv_cache);
+    } catch (const Error& e) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "KV cache spec '{}': {}", in.kv_cache, e.what());
+    }
+    if (spec.size() != 1) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "KV cache spec '{}' names {} managers; give one NAME[:key=value,...]",
+             in.kv_cache, spec.size());
+    }
+    c.kv_cache = spec[0].name;
+    for (auto& kv : spec[0].params) c.kv_params.push_back(std::move(kv));
+    return c;
 }
 
 }  // namespace
 
-Session::Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config)
-    : model_(model), config_(config) {
+Session::Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config_in)
+    : model_(model), config_(with_kv_spec(config_in)) {
+    const SessionConfig& config = config_;
     const ModelHparams& hp = model.hparams;
     // Refused before anything is created: an architecture without a builder, a missing or unusable tensor.
     check_runnable(model.gguf.file, hp);
@@ -182,6 +204,7 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         }
         k_row_bytes_ = *kb;
         v_row_bytes_ = *vb;
+        if (layout_.stream_window != 0) check_streaming();
         // Sliding-window layers in the manager's capped storage when it has one (the layout says how many rows).
         n_window_slots_ = layout_.n_window_slots;
         window_storage_.assign(hp.n_layer, 0);
@@ -225,6 +248,36 @@ Session::~Session() {
     if (io_buffer_ != nullptr) backend_.buffer_free(backend_instance_, io_buffer_);
     if (kv_instance_ != nullptr) kv_.destroy(kv_instance_);
     if (backend_instance_ != nullptr) backend_.destroy(backend_instance_);
+}
+
+void Session::check_streaming() {
+    const ModelHparams& hp = model_.hparams;
+    // Cache positions come from rotating keys (RoPE): learned or absent position embeddings cannot be shifted.
+    if (hp.arch == "gpt2" || hp.arch == "t5") {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "KV cache manager '{}' streams (attention sinks + window) and needs rotary positions, but {} has none",
+             config_.kv_cache, hp.arch);
+    }
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.layer_sliding[il]) {
+            fail(BASALT_ERR_UNSUPPORTED, "KV cache manager '{}' streams, but layer {} of {} has its own sliding window",
+                 config_.kv_cache, il, hp.arch);
+        }
+    }
+    if (layout_.stream_window + layout_.stream_sinks > n_ctx_) {
+        fail(BASALT_ERR_PLUGIN, "KV cache manager '{}' streams {} sinks + a window of {}, more than the {} slots",
+             config_.kv_cache, layout_.stream_sinks, layout_.stream_window, n_ctx_);
+    }
+    // A backend built for ABI 1.3 would ignore ATTENTION's ip[2] and score the sinks at their old positions.
+    if (backend_component_->plugin_abi_major == 1 && backend_component_->plugin_abi_minor < 4) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "KV cache manager '{}' streams, which needs attention at cache positions (ABI 1.4), but backend '{}' "
+             "was built for ABI {}.{}",
+             config_.kv_cache, config_.backend, backend_component_->plugin_abi_major,
+             backend_component_->plugin_abi_minor);
+    }
+    // The manager's ring holds one batch of stream_batch tokens per sequence: split larger ones.
+    if (layout_.stream_batch != 0) n_batch_ = std::min(n_batch_, layout_.stream_batch);
 }
 
 void Session::check_fits(const MemoryPlan& p) const {
@@ -506,14 +559,17 @@ void Session::decode(const basalt_batch& batch) {
             fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than gpt2's {} learned positions", seq, e,
                  learned_positions);
         }
-        if (e > n_ctx_) {
+        if (e > n_ctx_ && !streaming()) {
             fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than the context of {} (n_ctx)", seq, e,
                  n_ctx_);
+        }
+        if (e >= static_cast<uint32_t>(INT32_MAX)) {
+            fail(BASALT_ERR_CAPACITY, "sequence {} would pass the position range", seq);
         }
     }
     uint64_t total = 0;
     for (uint32_t e : expected) total += e;
-    if (total > n_ctx_) {
+    if (total > n_ctx_ && !streaming()) {
         fail(BASALT_ERR_CAPACITY, "the batch needs {} cache slots in all, more than the context of {} (n_ctx)", total,
              n_ctx_);
     }
@@ -561,6 +617,8 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
         }
     }
     ForwardContext c{graph_, hp, *weights_};
+    c.stream_sinks = static_cast<int32_t>(layout_.stream_sinks);
+    c.stream_window = static_cast<int32_t>(layout_.stream_window);
     c.n_tokens = T;
     c.n_outputs = n_rows;
     c.tokens = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_tokens", io_buffer_, io.tokens);

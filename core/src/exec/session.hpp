@@ -36,6 +36,8 @@ struct SessionConfig {
 
 class Session {
   public:
+    // config.kv_cache may carry the manager's parameters as "NAME:key=value,..." (e.g. "sink:n_sink=4,window=252");
+    // they are added after config.kv_params (a key given in both: the spec's value).
     Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config);
     ~Session();
     Session(const Session&) = delete;
@@ -48,6 +50,11 @@ class Session {
     size_t n_outputs() const { return n_out_; }
     size_t n_vocab() const;
     uint32_t n_ctx() const { return n_ctx_; }
+    // Streaming cache (the manager's layout has stream_window != 0, e.g. kv_cache 'sink'): sequences may grow past
+    // n_ctx (the manager evicts), each query sees stream_sinks() first positions and its last stream_window().
+    bool streaming() const { return layout_.stream_window != 0; }
+    uint32_t stream_sinks() const { return layout_.stream_sinks; }
+    uint32_t stream_window() const { return layout_.stream_window; }
     size_t n_embd() const;
     uint32_t seq_length(int32_t seq) const;
 
@@ -106,6 +113,9 @@ class Session {
                      const GraphShape& shape, const IoLayout& io);
     // Refuses (BASALT_ERR_OUT_OF_MEMORY) a plan larger than the machine's available memory plus free swap.
     void check_fits(const MemoryPlan& plan) const;
+    // Refuses a streaming manager on a model it cannot serve (no rotary positions, own sliding windows); caps the
+    // batch at the manager's stream_batch.
+    void check_streaming();
     void check_status(basalt_status st, const std::string& what) const;
     void ensure_io(uint64_t bytes);
 

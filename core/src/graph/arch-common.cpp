@@ -111,8 +111,14 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il_u], {k_rows, c.k_cache[il_u], slots});
     c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il_u], {v, c.v_cache[il_u], slots});
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
-    const int32_t att = c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
-                               {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query}, {o.window, 0}, {scale, 0.f});
+    const int32_t att =
+        c.stream_window != 0
+            ? c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
+                     {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query},
+                     {c.stream_window, c.stream_sinks, o.rope ? 1 : 0, o.rope_mode, static_cast<int32_t>(hp.n_rot)},
+                     {scale, 0.f, o.rope_base, hp.rope_freq_scale})
+            : c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
+                     {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query}, {o.window, 0}, {scale, 0.f});
     return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
 }
 

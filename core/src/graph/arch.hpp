@@ -36,6 +36,10 @@ struct ForwardContext {
     int32_t kv_slots_window = -1;         // I32 [T]
     int32_t attn_lists_window = -1;       // I32 [2 * n_vis_window, n_lists]
     std::vector<uint8_t> window_storage;  // per layer (empty: none): non-zero when the layer uses the two above
+    // Streaming cache (attention sinks): every layer's attention masks to stream_sinks + stream_window and gives the
+    // kept keys cache positions (ATTENTION ip[2]); 0: off.
+    int32_t stream_sinks = 0;
+    int32_t stream_window = 0;
     // Activation steering (absent when no row of the step is steered): each row's slot, and per layer the table of
     // slot vectors [n_embd, n_slots] added after that layer's output (-1: the layer is not steered).
     int32_t steer_rows = -1;            // I32 [T]

@@ -144,6 +144,22 @@ AttentionShape attention(const C& c) {
                                                 std::to_string(c.ip(1)) + ", scale fp[0] = " + std::to_string(c.fp(0)) +
                                                 ", soft-cap fp[1] = " + std::to_string(c.fp(1)) + " are not valid");
     }
+    // Since 1.4: sink keys at cache positions (ip[2] 1), rotated with ROPE's parameters ip[3], ip[4], fp[2], fp[3].
+    if (c.ip(2) != 0) {
+        if (c.ip(2) != 1 || c.ip(0) == 0) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "cache positions ip[2] = " + std::to_string(c.ip(2)) +
+                                                    " must be 0 or 1, and 1 needs a window ip[0] (it is " +
+                                                    std::to_string(c.ip(0)) + ")");
+        }
+        if ((c.ip(3) != 0 && c.ip(3) != 1) || c.ip(4) <= 0 || c.ip(4) % 2 != 0 || c.ip(4) > s.hd_k ||
+            !(c.fp(2) > 0.0f) || !std::isfinite(c.fp(2)) || !std::isfinite(c.fp(3))) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "sink rotation: rope mode ip[3] = " + std::to_string(c.ip(3)) +
+                                                    ", n_rot ip[4] = " + std::to_string(c.ip(4)) +
+                                                    ", freq_base fp[2] = " + std::to_string(c.fp(2)) +
+                                                    ", freq_scale fp[3] = " + std::to_string(c.fp(3)) +
+                                                    " are not valid (head size " + std::to_string(s.hd_k) + ")");
+        }
+    }
     return s;
 }
 
