@@ -6,7 +6,7 @@
 #    before it (--recompute); the plain model in non-overlapping chunks of 256 for reference.
 # 2. Peak RSS of `basalt run --kv-cache sink:n_sink=4,window=252` at several lengths, and VmRSS sampled every 2 s
 #    over one 20,000-token run.
-# Usage: bench/kv-sink/measure.sh [BUILD_DIR] [RECOMPUTE_WINDOWS]   (default "128"; 256 takes ~2x as long)
+# Usage: bench/kv-sink/measure.sh [BUILD_DIR] [RECOMPUTE_WINDOWS]   (default "128"; "128 256" for both, ~2x longer)
 # Prints Markdown tables (docs/kv-cache.md quotes them). Threads: 1 per run (the machine is shared).
 set -euo pipefail
 B=${1:-build}/bin/basalt
@@ -37,7 +37,7 @@ for C in 256 128 64 32; do
             --kv-cache "sink:n_sink=$S,window=$((C - S))"
     done
     if [[ " $RECOMPUTE " == *" $C "* ]]; then
-        ppl "$C positions: sliding window, recomputed" --recompute $C --parallel $((4096 / C))
+        ppl "$C positions: sliding window, recomputed" --recompute $C --parallel $((4096 / C))  # 128: ~1,000 s
     fi
 done
 
