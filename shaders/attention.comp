@@ -12,6 +12,7 @@ DECLARE_BINDING(2)
 DECLARE_BINDING(3)
 DECLARE_BINDING(4)
 DECLARE_BINDING(5)
+DECLARE_BINDING(6)
 DECLARE_LOADS(1)
 DECLARE_LOADS(2)
 DECLARE_DEQUANT(1)
@@ -45,13 +46,19 @@ void main() {
     const int sinks = int(P(20));
     const float scale = PF(21);
     const float cap = PF(22);
+    // P(27) flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = P(28), at
+    // byte P(29)).
+    const bool causal = (P(27) & 1u) == 0u;
+    const bool biased = (P(27) & 2u) != 0u;
+    const int bias_r = int(P(28));
+    const uint bias_base = P(29) >> 2;
     float m = uintBitsToFloat(0xff800000u);
     float sum = 0.0;
     const uint lbase = (P(14) >> 2) + list * 2u * P(4);
     for (uint i = 0u; i < n_vis; ++i) {
         const int slot = int(b3u.d[lbase + 2u * i]);
         const int p = int(b3u.d[lbase + 2u * i + 1u]);
-        if (slot < 0 || slot >= int(P(23)) || p > pos) continue;
+        if (slot < 0 || slot >= int(P(23)) || (causal && p > pos)) continue;
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
         const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
         float part = 0.0;
@@ -60,6 +67,7 @@ void main() {
             if (d < hd_k) part += qr[j] * ldel_1(P(5), kr, d);
         }
         float score = wg_sum1(part) * scale;
+        if (biased) score += b6f.d[bias_base + uint(clamp(p - pos, -bias_r, bias_r) + bias_r) * P(2) + h];
         if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
         if (score > m) {
             const float r = exp(m - score);

@@ -78,6 +78,7 @@ struct GraphPlan {
 struct AttnScratch {
     std::vector<float> acc, scores, weights, rescale;
     std::vector<const uint8_t*> k_rows, v_rows;
+    std::vector<int32_t> positions;  // of the visible pairs (relative position bias)
 };
 
 // One backend instance (create/destroy).

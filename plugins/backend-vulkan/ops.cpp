@@ -433,6 +433,11 @@ void record_attention(NodeCtx& c) {
                                 u32(c.in[3].nrows()),
                                 u32(hd_k / k.block * k.block_bytes),
                                 u32(hd_v / v.block * v.block_bytes)};
+    // Encoder-decoder attention: not causal (ip[2] bit 0), relative position bias by distance (input 5).
+    const bool biased = c.n_in > 5;
+    const Placed bp = biased ? c.be->place(c.in[5]) : Placed{};
+    pc.insert(pc.end(), {u32((c.ip(2) & 1) | (biased ? 2 : 0)), biased ? u32((c.in[5].ne[1] - 1) / 2) : 0u,
+                         biased ? bp.delta : 0u});
     // Lanes over keys (attention_keys.comp) where the head dims allow; else lanes over dims (attention.comp).
     const int64_t hd = std::max(hd_k, hd_v);
     const bool keys = hd_k % 4 == 0 && hd_v % 4 == 0 && hd <= 256 && c.be->attention_keys();
@@ -440,7 +445,7 @@ void record_attention(NodeCtx& c) {
                                                                           : hd <= 128 ? 128
                                                                                       : 256)
                                     : std::string("attention");
-    run(c, reduce_variant(c, shader.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head),
+    run(c, reduce_variant(c, shader.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op, bp}, pc, u32(n_head),
         u32(tokens), 1);
 }
 
@@ -618,7 +623,7 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"GELU_ERF", 1, 1, check_unary, record_unary},
     {"SWIGLU", 2, 2, check_binary, record_binary},
     {"GEGLU", 2, 2, check_binary, record_binary},
-    {"ATTENTION", 5, 5, check_attention, record_attention},
+    {"ATTENTION", 5, 6, check_attention, record_attention},
     {"KV_WRITE", 3, 3, check_kv_write, record_kv_write},
     {"TOPK", 1, 1, check_topk, record_routing},
     {"MOE_MATMUL", 3, 3, check_moe_matmul, record_moe_matmul},

@@ -59,6 +59,10 @@ enum {
      * p < ip[1]): ip[0] sliding window (0 none), ip[1] attention sinks (first positions always visible).
      * score = fp[0] * dot(q, k); fp[1] > 0 soft-caps: score = fp[1] * tanh(score / fp[1]).
      * Head h reads kv head h / (n_head / n_kv_head). out [hd_v * n_head, T]. No visible pair: zeros.
+     * since 1.4 (encoder-decoder models): ip[2] flags, bit 0 = not causal (every pair with s >= 0 is visible
+     * whatever its position: encoder self-attention, cross-attention); in5 (optional) F32 [n_head, 2R + 1]
+     * relative position bias by distance: score += in5[h, clamp(p - pos_t, -R, R) + R] (after the scale,
+     * before the soft-cap; T5's bucketed bias tabulated by the host).
      */
     BASALT_OP_ATTENTION = 15,
     /* Writes rows: cache[:, in2[i]] = convert(in0[:, i]). in0 F32 [n, T]; in1 cache [n, n_slots] (also the

@@ -40,6 +40,14 @@ struct ForwardContext {
     int32_t steer_rows = -1;            // I32 [T]
     std::vector<int32_t> steer_tables;  // per layer
     std::vector<int32_t> observe_out;   // per layer: F32 [n_embd, T] host-visible copy of the layer's output, or -1
+    // Encoder-decoder models (t5). The encoder pass (encoder_pass) attends over its own K/V rows: attn_lists pairs
+    // are (batch row, position) and no cache is written but the cross storage. The decoder pass reads it.
+    bool encoder_pass = false;
+    int32_t rel_index = -1;        // I32 [2R + 1]: position-bias bucket of each distance -R..R (clamped)
+    int32_t cross_slots = -1;      // encoder pass: I32 [T], the cross-storage row of each token's K/V
+    int32_t cross_lists = -1;      // decoder pass: I32 [2 * n_vis_cross, n_lists], (row, position) pairs
+    std::vector<int32_t> cross_k;  // per decoder layer: [n_embd_k_gqa, n_cross_rows]
+    std::vector<int32_t> cross_v;  // per decoder layer: [n_embd_v_gqa, n_cross_rows]
 
     // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
     // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
@@ -91,6 +99,12 @@ void build_qwen2(ForwardContext& c);
 void build_moe(ForwardContext& c);
 void build_gemma3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
+// t5: the encoder pass or the decoder pass, as c.encoder_pass says.
+void build_t5(ForwardContext& c);
+// T5's relative position bucket of distance (key position - query position), as in the T5 reference code.
+int32_t t5_bucket(int32_t distance, uint32_t n_buckets, bool bidirectional, uint32_t max_distance);
+// The bucket of every distance -R..R (R = hp.rel_max_distance; farther distances share the end buckets).
+std::vector<int32_t> t5_bucket_table(const ModelHparams& hp, bool bidirectional);
 
 // Picks the builder for the model's architecture; throws Error(UNSUPPORTED) naming it when there is none.
 void build_forward(ForwardContext& c);

@@ -144,6 +144,17 @@ AttentionShape attention(const C& c) {
                                                 std::to_string(c.ip(1)) + ", scale fp[0] = " + std::to_string(c.fp(0)) +
                                                 ", soft-cap fp[1] = " + std::to_string(c.fp(1)) + " are not valid");
     }
+    if ((c.ip(2) & ~1) != 0) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "flags ip[2] = " + std::to_string(c.ip(2)) + " (bit 0: not causal)");
+    }
+    if (c.node->n_inputs > 5) {  // relative position bias by distance
+        c.expect_type(c.in[5], "position bias", BASALT_DTYPE_F32);
+        if (c.in[5].ne[0] != s.n_head || c.in[5].ne[1] % 2 != 1 || c.in[5].ne[2] != 1 || c.in[5].ne[3] != 1 ||
+            !c.in[5].rows_packed()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "position bias " + c.in[5].shape() + " must be packed [n_head = " +
+                                                    std::to_string(s.n_head) + ", 2R + 1]");
+        }
+    }
     return s;
 }
 
