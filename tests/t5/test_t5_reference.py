@@ -73,17 +73,19 @@ class ReferenceTest(unittest.TestCase):
                         basalt.Session(rt, model, n_ctx=256, n_batch=64, n_seq_max=4, kv_params=F32_KV,
                                        backend=backend) as s:
                     got = basalt_logits(s, sources, decoders, [2, 0, 3])
+                # Vulkan computes in F32 on the dequantized weights whatever their type: 1e-4 (measured <= 6e-6).
+                limit = tol if backend == "cpu" else 1e-4
                 for g, w in zip(got, want):
                     d = np.abs(g - w).max()
-                    self.assertLess(d, tol, f"{name} on {backend}: max abs {d:.3g}")
+                    self.assertLess(d, limit, f"{name} on {backend}: max abs {d:.3g}")
 
     def test_f32_long_sources_every_bucket(self):
         self.check_model("tiny-t5-f32", 1e-4)
 
     def test_quantized_files_on_their_dequantized_weights(self):
         # The CPU quantizes activations to Q8_0 for Q8_0/Q4_0 weights and rounds them to F16 for F16 weights (as
-        # llama.cpp does): bounded by the golden README's "act. effect" column (0.0099 / 0.21 / 0.21), measured here
-        # on sources 8x longer; Vulkan keeps activations in F32 (the dequantized weights' float64 answer).
+        # llama.cpp does): the golden README's "act. effect" (0.0099 / 0.21 / 0.21 on 18 tokens); measured here on
+        # sources up to 150 tokens 0.0077 / 0.28 / 0.23. Vulkan keeps activations in F32: the float64 answer.
         for variant, tol in (("f16", 0.03), ("q8_0", 0.4), ("q4_0", 0.4)):
             self.check_model("tiny-t5-" + variant, tol)
 
@@ -159,7 +161,8 @@ def write_without(src, dst, drop):
     """Copies F32 GGUF file src to dst without tensor `drop` (the same metadata and other tensors)."""
     import make_models as mm
     _, kv, tensors = read_gguf(src)
-    data = open(src, "rb").read()
+    with open(src, "rb") as f:
+        data = f.read()
     g = mm.GGUFWriter()
     for k, v in kv.items():
         vt, st = mm._kv_types(data, k)

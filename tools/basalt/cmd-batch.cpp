@@ -294,6 +294,10 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
                         {"cached_tokens", st.cached_tokens},
                         {"ttft_ms", st.ttft_ms},
                         {"tokens_per_s", st.tokens_per_s}};
+            if (st.source_tokens > 0) {  // encoder-decoder: the source and its share of the encoder pass
+                out["source_tokens"] = st.source_tokens;
+                out["encode_ms"] = st.encode_ms;
+            }
             if (basalt_request_n_hypotheses(r) > 1) {  // n-best (beam search): every hypothesis with its score
                 json hyps = json::array();
                 for (size_t h = 0; h < basalt_request_n_hypotheses(r); ++h) {
