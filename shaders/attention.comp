@@ -15,6 +15,7 @@ DECLARE_BINDING(2)
 DECLARE_BINDING(3)
 DECLARE_BINDING(4)
 DECLARE_BINDING(5)
+DECLARE_BINDING(6)
 DECLARE_LOADS(1)
 DECLARE_LOADS(2)
 DECLARE_DEQUANT(1)
@@ -56,13 +57,26 @@ void main() {
         qs[i] = d < hd_k && shift > 0 ? cp_shifted(d, b0f.d[q + d], b0f.d[q + cp_partner(d)], shift) : qr[i];
     }
 #endif
+#ifdef CACHE_POSITIONS
+    const bool causal = true;
+    const bool biased = false;
+    const int bias_r = 0;
+    const uint bias_base = 0u;
+#else
+    // P(27) flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = P(28), at
+    // byte P(29)). The "_cp" variants use P(27..30) for the sinks' rotation instead: always causal, no bias.
+    const bool causal = (P(27) & 1u) == 0u;
+    const bool biased = (P(27) & 2u) != 0u;
+    const int bias_r = int(P(28));
+    const uint bias_base = P(29) >> 2;
+#endif
     float m = uintBitsToFloat(0xff800000u);
     float sum = 0.0;
     const uint lbase = (P(14) >> 2) + list * 2u * P(4);
     for (uint i = 0u; i < n_vis; ++i) {
         const int slot = int(b3u.d[lbase + 2u * i]);
         const int p = int(b3u.d[lbase + 2u * i + 1u]);
-        if (slot < 0 || slot >= int(P(23)) || p > pos) continue;
+        if (slot < 0 || slot >= int(P(23)) || (causal && p > pos)) continue;
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
         const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
         float part = 0.0;
@@ -81,6 +95,7 @@ void main() {
             }
         }
         float score = wg_sum1(part) * scale;
+        if (biased) score += b6f.d[bias_base + uint(clamp(p - pos, -bias_r, bias_r) + bias_r) * P(2) + h];
         if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
         if (score > m) {
             const float r = exp(m - score);

@@ -16,6 +16,7 @@ DECLARE_BINDING(2)
 DECLARE_BINDING(3)
 DECLARE_BINDING(4)
 DECLARE_BINDING(5)
+DECLARE_BINDING(6)
 DECLARE_LOADS(1)
 DECLARE_LOADS(2)
 layout(std430, binding = 1) buffer B1v {
@@ -89,6 +90,19 @@ void main() {
         }
     }
 #endif
+#ifdef CACHE_POSITIONS
+    const bool causal = true;
+    const bool biased = false;
+    const int bias_r = 0;
+    const uint bias_base = 0u;
+#else
+    // P(27) flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = P(28), at
+    // byte P(29)). The "_cp" variants use P(27..30) for the sinks' rotation instead: always causal, no bias.
+    const bool causal = (P(27) & 1u) == 0u;
+    const bool biased = (P(27) & 2u) != 0u;
+    const int bias_r = int(P(28));
+    const uint bias_base = P(29) >> 2;
+#endif
     const float neg_inf = uintBitsToFloat(0xff800000u);
     float m = neg_inf;
     float sum = 0.0;
@@ -96,7 +110,7 @@ void main() {
     for (uint i = l; i < n_vis; i += wg) {
         const int slot = int(b3u.d[lbase + 2u * i]);
         const int p = int(b3u.d[lbase + 2u * i + 1u]);
-        if (slot < 0 || slot >= int(P(23)) || p > pos) continue;
+        if (slot < 0 || slot >= int(P(23)) || (causal && p > pos)) continue;
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
         const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
         float s = 0.0;
@@ -109,6 +123,7 @@ void main() {
             for (uint j = 0u; j < nk; ++j) s += dot(q4[j], ld4_1(P(5), kr, 4u * j));
         }
         float score = s * scale;
+        if (biased) score += b6f.d[bias_base + uint(clamp(p - pos, -bias_r, bias_r) + bias_r) * P(2) + h];
         if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
         if (score > m) {
             const float r = exp(m - score);

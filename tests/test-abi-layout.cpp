@@ -231,11 +231,16 @@ PIN(basalt_request_params, user_data, 112);
 PIN(basalt_request_params, cache_salt, 120);
 PIN(basalt_request_params, steer, 128); /* since 1.3 */
 PIN(basalt_request_params, n_steer, 136);
-PIN_SIZE(basalt_request_params, 144);
+PIN(basalt_request_params, source, 144); /* since 1.4 */
+PIN(basalt_request_params, source_tokens, 152);
+PIN(basalt_request_params, n_source_tokens, 160);
+PIN_SIZE(basalt_request_params, 168);
 PIN(basalt_request_stats, prompt_tokens, 8);
 PIN(basalt_request_stats, queue_ms, 32);
 PIN(basalt_request_stats, tokens_per_s, 88);
-PIN_SIZE(basalt_request_stats, 96);
+PIN(basalt_request_stats, source_tokens, 96); /* since 1.4 */
+PIN(basalt_request_stats, encode_ms, 104);
+PIN_SIZE(basalt_request_stats, 112);
 PIN(basalt_engine_stats, steps, 8);
 PIN(basalt_engine_stats, kv_slots_free, 72);
 PIN(basalt_engine_stats, cached_tokens, 80);

@@ -357,6 +357,8 @@ struct AttnSpec {
     bool cache_positions = false;
     int32_t rope_mode = 0, n_rot = 0;
     float rope_base = 10000.0f, rope_scale = 1.0f;
+    bool causal = true;   // ip[5] bit 0 clear
+    int32_t bias_r = -1;  // >= 0: relative position bias input [n_head, 2R + 1] (encoder-decoder models)
 };
 
 Case attention_case(Rng& rng, const AttnSpec& s) {
@@ -387,12 +389,17 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
     const int li = b.ints("lists", {2 * n_vis, static_cast<int64_t>(s.lists.size())}, lv);
     const int qi = b.ints("queries", {2, tokens}, qv);
     const int o = b.output("out", BASALT_DTYPE_F32, {s.hd_v * s.n_head, tokens});
-    if (s.cache_positions) {
-        b.node(BASALT_OP_ATTENTION, o, {q, kc, vc, li, qi}, {s.window, s.sinks, 1, s.rope_mode, s.n_rot},
-               {s.scale, s.cap, s.rope_base, s.rope_scale});
-    } else {
-        b.node(BASALT_OP_ATTENTION, o, {q, kc, vc, li, qi}, {s.window, s.sinks}, {s.scale, s.cap});
+    const int32_t flags = s.causal ? 0 : 1;  // ip[5] bit 0: not causal
+    const int32_t cp = s.cache_positions ? 1 : 0;
+    std::vector<int> inputs = {q, kc, vc, li, qi};
+    int bias = -1;
+    if (s.bias_r >= 0) {
+        bias = b.input("pos_bias", BASALT_DTYPE_F32, {s.n_head, 2 * s.bias_r + 1});
+        inputs.push_back(bias);
     }
+    b.node(BASALT_OP_ATTENTION, o, inputs, {s.window, s.sinks, cp, s.rope_mode, s.n_rot, flags},
+           {s.scale, s.cap, s.rope_base, s.rope_scale});
+    const auto B = bias >= 0 ? b.vals(bias) : std::vector<double>{};
     const auto Q = b.vals(q);
     const auto K = b.vals(kc);
     const auto V = b.vals(vc);
@@ -406,7 +413,7 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
             for (int64_t i = 0; i < n_vis; ++i) {
                 const int32_t slot = lv[static_cast<size_t>(2 * (g * n_vis + i))];
                 const int32_t p = lv[static_cast<size_t>(2 * (g * n_vis + i) + 1)];
-                if (slot < 0 || p > pos) continue;
+                if (slot < 0 || (s.causal && p > pos)) continue;
                 if (s.window != 0 && !(p > pos - s.window || p < s.sinks)) continue;
                 std::vector<double> kr(static_cast<size_t>(s.hd_k));
                 for (int64_t j = 0; j < s.hd_k; ++j) {
@@ -433,6 +440,10 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
                     d += Q[static_cast<size_t>((t * s.n_head + h) * s.hd_k + j)] * kr[static_cast<size_t>(j)];
                 }
                 d *= s.scale;
+                if (bias >= 0) {
+                    const int32_t dist = std::clamp(p - pos, -s.bias_r, s.bias_r);
+                    d += B[static_cast<size_t>((dist + s.bias_r) * s.n_head + h)];
+                }
                 if (s.cap > 0) d = s.cap * std::tanh(d / s.cap);
                 sc.push_back(d);
                 sl.push_back(slot);
@@ -770,6 +781,39 @@ std::vector<Case> all_cases() {
         for (int i = 0; i < 300; ++i) s.lists[0].push_back({299 - i, i});
         s.queries = {{0, 299}};
         s.label = "long context 300 MHA";
+        cs.push_back(attention_case(rng, s));
+    }
+    {
+        // Encoder-decoder attention (since ABI 1.4): not causal (encoder self-attention, cross-attention over slots
+        // in any order), and a relative position bias by clamped distance, causal or not, both Vulkan variants.
+        AttnSpec s;
+        s.n_head = 4;
+        s.n_kv = 4;
+        s.hd_k = 16;
+        s.hd_v = 16;
+        s.n_slots = 20;
+        s.scale = 1.0f;
+        s.lists = {{{7, 0}, {3, 1}, {12, 2}, {0, 3}, {5, 4}}, {{9, 0}, {10, 1}, {-1, 0}}};
+        s.queries = {{0, 0}, {0, 4}, {1, 1}, {0, 2}};
+        s.causal = false;
+        s.label = "not causal";
+        cs.push_back(attention_case(rng, s));
+        s.bias_r = 2;
+        s.label = "not causal, position bias R 2";
+        cs.push_back(attention_case(rng, s));
+        s.causal = true;
+        s.bias_r = 3;
+        s.kt = BASALT_DTYPE_F16;
+        s.vt = BASALT_DTYPE_F16;
+        s.label = "causal, position bias R 3";
+        cs.push_back(attention_case(rng, s));
+        s.hd_k = 6;  // lanes over dims on Vulkan
+        s.hd_v = 10;
+        s.kt = BASALT_DTYPE_F32;
+        s.vt = BASALT_DTYPE_F32;
+        s.causal = false;
+        s.bias_r = 1;
+        s.label = "not causal, position bias R 1, head dims 6/10";
         cs.push_back(attention_case(rng, s));
     }
     {

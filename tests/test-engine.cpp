@@ -320,10 +320,16 @@ TEST_CASE("greedy requests through the engine give llama.cpp's golden continuati
         // tolerances: test-golden checks them step by step).
         if (run["config"] != "ref" || run["variant"] != "f32" || !run.contains("greedy_tokens")) continue;
         const std::string file = run["model"].get<std::string>() + "-" + run["variant"].get<std::string>() + ".gguf";
-        if (run["model"] == "tiny-t5") continue;                         // encoder-decoder: not runnable yet
         if (!std::filesystem::exists(dir + "models/" + file)) continue;  // golden logits of a variant not shipped
         CAPTURE(file);
         const auto prompt = run["prompt_tokens"].get<std::vector<int32_t>>();
+        // Encoder-decoder (t5): the source goes to the encoder; the prompt is the teacher-forced decoder prefix.
+        std::vector<int32_t> source;
+        if (run["model"] == "tiny-t5") {
+            std::ifstream js(dir + "logits/" + run["json"].get<std::string>());
+            REQUIRE(js.good());
+            source = nlohmann::json::parse(js)["encoder_tokens"].get<std::vector<int32_t>>();
+        }
         const auto want = run["greedy_tokens"].get<std::vector<int32_t>>();
         Model model(dir + "models/" + file);
         // Three copies in one engine, prefill in pieces of 5 tokens: batching must not change a token.
@@ -336,6 +342,10 @@ TEST_CASE("greedy requests through the engine give llama.cpp's golden continuati
             rp.tokens = prompt.data();
             rp.n_tokens = prompt.size();
             rp.flags = BASALT_REQUEST_IGNORE_EOG;
+            if (!source.empty()) {
+                rp.source_tokens = source.data();
+                rp.n_source_tokens = source.size();
+            }
             REQUIRE(basalt_engine_submit(e.e, &rp, &q.r) == BASALT_OK);
         }
         REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
@@ -345,7 +355,65 @@ TEST_CASE("greedy requests through the engine give llama.cpp's golden continuati
         }
         ++checked;
     }
-    CHECK(checked >= 5);
+    CHECK(checked >= 6);
+}
+
+TEST_CASE("encoder-decoder requests batched together get what each gets alone", "[engine][t5]") {
+    // Sources of different lengths, encoded together in one ragged encoder batch at admission; their decoder steps
+    // share the decode batches (budget 8 tokens: prompts and steps of several requests mix).
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-t5-f32.gguf"));
+    const char* sources[] = {"Once upon a time, the stranger opened the wooden box.", "The box",
+                             "A stranger came to town, and nobody knew his name or where he was from.", "Hello"};
+    const char* chains[] = {"greedy", "top_k:40;temp:0.8;dist:seed=3", "penalties:repeat=1.2;greedy", "greedy"};
+    std::vector<std::pair<std::vector<int32_t>, std::string>> want;
+    for (int i = 0; i < 4; ++i) {
+        basalt_request_params p = request(sources[i], 10 + 3 * i, chains[i]);
+        p.flags = BASALT_REQUEST_IGNORE_EOG;
+        want.push_back(solo(rt.rt, model.m, p));
+        CHECK(want.back().first.size() == static_cast<size_t>(10 + 3 * i));
+    }
+    // The same source given as a source with an explicit decoder start: the same output as the prompt-as-source.
+    {
+        const std::vector<int32_t> start = {0};
+        basalt_request_params p = request(nullptr, 10, "greedy");
+        p.flags = BASALT_REQUEST_IGNORE_EOG;
+        p.source = sources[0];
+        p.tokens = start.data();
+        p.n_tokens = start.size();
+        CHECK(solo(rt.rt, model.m, p) == want[0]);
+    }
+    basalt_engine_params ep = params(4);
+    ep.max_batch_tokens = 8;
+    Engine e(rt.rt, model.m, ep);
+    Request r[4];
+    for (int i = 0; i < 4; ++i) {
+        basalt_request_params p = request(sources[i], 10 + 3 * i, chains[i]);
+        p.flags = BASALT_REQUEST_IGNORE_EOG;
+        REQUIRE(submit(e.e, p, &r[i].r) == BASALT_OK);
+    }
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+    for (int i = 0; i < 4; ++i) {
+        CAPTURE(i);
+        CHECK(basalt_request_finish_reason(r[i].r) == BASALT_FINISH_LENGTH);
+        CHECK(drain(r[i].r) == want[i]);
+    }
+    // A decoder-only model refuses a source; an encoder-decoder one an empty source.
+    Model llama(golden("tiny-llama-f32.gguf"));
+    Engine le(rt.rt, llama.m, params());
+    basalt_request_params bad = request("Hello", 4);
+    bad.source = "Bonjour";
+    Request q;
+    CHECK(submit(le.e, bad, &q.r) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("decoder-only model"));
+    const int32_t none = 0;
+    basalt_request_params empty = request(nullptr, 4);
+    empty.source_tokens = &none;
+    empty.n_source_tokens = 0;
+    std::vector<int32_t> start = {0};
+    empty.tokens = start.data();
+    empty.n_tokens = 1;
+    CHECK(submit(e.e, empty, &q.r) == BASALT_ERR_INVALID_ARGUMENT);
 }
 
 namespace {

@@ -190,10 +190,21 @@ TEST_CASE("a model missing a tensor or with a zero-sized one is not runnable, to
         CHECK((s != nullptr) == (c.status == BASALT_OK));
         basalt_session_free(s);
     }
-    // An architecture without a graph builder is UNSUPPORTED, not a broken file.
+    // An architecture without a graph builder is UNSUPPORTED, not a broken file, and is not described as supported.
+    const std::string unknown = (dir / "mamba.gguf").string();
+    REQUIRE(test::write_unrunnable_model(unknown, test::Unrunnable::kUnknownArch).empty());
+    Model mamba(unknown);
+    CHECK(basalt_model_check_runnable(mamba.m) == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(last_error(), Contains("architecture 'mamba' is not supported"));
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    REQUIRE(basalt_model_describe(mamba.m, &info) == BASALT_OK);
+    CHECK(info.supported == 0);
+    // t5 has its builders now: runnable, and described as supported.
     Model t5(golden("tiny-t5-f32.gguf"));
-    CHECK(basalt_model_check_runnable(t5.m) == BASALT_ERR_UNSUPPORTED);
-    CHECK_THAT(last_error(), Contains("architecture t5"));
+    CHECK(basalt_model_check_runnable(t5.m) == BASALT_OK);
+    REQUIRE(basalt_model_describe(t5.m, &info) == BASALT_OK);
+    CHECK(info.supported == 1);
     CHECK(basalt_model_check_runnable(nullptr) == BASALT_ERR_INVALID_ARGUMENT);
 }
 

@@ -18,7 +18,9 @@
 
 namespace test {
 
-enum class Unrunnable { kComplete, kMissingTensor, kZeroDim };
+// kUnknownArch: the complete llama model relabelled as architecture "mamba" (its keys "mamba.*"), which no builder
+// of this build knows.
+enum class Unrunnable { kComplete, kMissingTensor, kZeroDim, kUnknownArch };
 
 // The tensor each broken variant breaks.
 constexpr const char* kMissingTensorName = "blk.1.ffn_down.weight";
@@ -51,16 +53,18 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     std::vector<const char*> token_ptrs;
     for (const auto& t : tokens) token_ptrs.push_back(t.c_str());
     const auto n_vocab = static_cast<uint32_t>(tokens.size());
+    const std::string arch = variant == Unrunnable::kUnknownArch ? "mamba" : "llama";
+    auto key = [&arch](const char* k) { return arch + "." + k; };
     const bool meta_ok =
-        basalt_gguf_writer_set_string(w, "general.architecture", "llama") == BASALT_OK &&
-        basalt_gguf_writer_set_u32(w, "llama.context_length", 64) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(w, "llama.embedding_length", kEmbd) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(w, "llama.block_count", kLayers) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(w, "llama.feed_forward_length", kFf) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(w, "llama.attention.head_count", 2) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(w, "llama.attention.head_count_kv", 2) == BASALT_OK &&
-        basalt_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(w, "llama.vocab_size", n_vocab) == BASALT_OK &&
+        basalt_gguf_writer_set_string(w, "general.architecture", arch.c_str()) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, key("context_length").c_str(), 64) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, key("embedding_length").c_str(), kEmbd) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, key("block_count").c_str(), kLayers) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, key("feed_forward_length").c_str(), kFf) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, key("attention.head_count").c_str(), 2) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, key("attention.head_count_kv").c_str(), 2) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(w, key("attention.layer_norm_rms_epsilon").c_str(), 1e-5f) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(w, key("vocab_size").c_str(), n_vocab) == BASALT_OK &&
         basalt_gguf_writer_set_string(w, "tokenizer.ggml.model", "llama") == BASALT_OK &&
         basalt_gguf_writer_set_array_string(w, "tokenizer.ggml.tokens", token_ptrs.data(), token_ptrs.size()) ==
             BASALT_OK &&

@@ -27,7 +27,7 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"GELU_ERF", 1, 1, check_unary, run_gelu_erf},
     {"SWIGLU", 2, 2, check_glu, run_swiglu},
     {"GEGLU", 2, 2, check_glu, run_geglu},
-    {"ATTENTION", 5, 5, check_attention, run_attention},
+    {"ATTENTION", 5, 6, check_attention, run_attention},
     {"KV_WRITE", 3, 3, check_kv_write, run_kv_write},
     {"TOPK", 1, 1, check_topk, run_topk},
     {"MOE_MATMUL", 3, 3, check_moe_matmul, run_moe_matmul},

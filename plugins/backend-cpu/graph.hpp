@@ -80,6 +80,7 @@ struct AttnScratch {
     std::vector<const uint8_t*> k_rows, v_rows;
     std::vector<float> q_shifted;     // ATTENTION ip[2]: the query heads rotated back by the sinks' shift
     std::vector<int64_t> sink_pairs;  // indices of the visible sink pairs of the current query
+    std::vector<int32_t> positions;   // of the visible pairs (relative position bias)
 };
 
 // One backend instance (create/destroy).

@@ -117,6 +117,10 @@ void run_attention(NodeCtx& c) {
     const float cap = c.fp(1);
     const int64_t window = c.ip(0);
     const int64_t sinks = c.ip(1);
+    const bool causal = (c.ip(5) & 1) == 0;  // ip[5] bit 0: not causal (encoder-decoder)
+    // Relative position bias by distance (T5): [n_head, 2R + 1], or none.
+    const float* bias = c.n_in > 5 ? reinterpret_cast<const float*>(c.in[5].data) : nullptr;
+    const int64_t bias_r = bias != nullptr ? (c.in[5].ne[1] - 1) / 2 : 0;
     const int64_t group = s.n_head / s.n_kv;
     // Since 1.4 (ip[2] == 1): sink keys at cache positions. Their K rows were rotated at their own positions p when
     // written; past the first sinks + window - 1 positions they must score as if rotated at p + d (d = pos - sinks -
@@ -168,6 +172,7 @@ void run_attention(NodeCtx& c) {
         if (w.k_rows.size() < pairs) {
             w.k_rows.resize(pairs);
             w.v_rows.resize(pairs);
+            w.positions.resize(pairs);
         }
         if (w.scores.size() < per_pair) {
             w.scores.resize(per_pair);
@@ -202,11 +207,12 @@ void run_attention(NodeCtx& c) {
             for (int64_t i = 0; i < s.n_vis; ++i) {
                 const int64_t slot = list[2 * i];
                 const int64_t p = list[2 * i + 1];
-                if (slot < 0 || p > pos) continue;
+                if (slot < 0 || (causal && p > pos)) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
                 if (shift > 0 && p < sinks) w.sink_pairs.push_back(n);
                 const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
                 if (n < k_ahead) prefetch_row(kr, k_row_bytes);
+                w.positions[static_cast<size_t>(n)] = static_cast<int32_t>(p);
                 k_rows[static_cast<size_t>(n)] = kr;
                 v_rows[static_cast<size_t>(n++)] = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
             }
@@ -245,6 +251,13 @@ void run_attention(NodeCtx& c) {
                         scores[i * nh + j] = scale * dot_cache(k, kc.type, s.hd_k, w.q_shifted.data() + j * s.hd_k,
                                                                k_rows[static_cast<size_t>(i)]);
                     }
+                }
+            }
+            if (bias != nullptr) {
+                for (int64_t i = 0; i < n; ++i) {
+                    const int64_t d = std::clamp<int64_t>(w.positions[static_cast<size_t>(i)] - pos, -bias_r, bias_r);
+                    const float* b = bias + (d + bias_r) * s.n_head + h0;
+                    for (int j = 0; j < nh; ++j) scores[i * nh + j] += b[j];
                 }
             }
             if (cap > 0.0f) {

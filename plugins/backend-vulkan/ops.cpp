@@ -433,11 +433,23 @@ void record_attention(NodeCtx& c) {
                                 u32(c.in[3].nrows()),
                                 u32(hd_k / k.block * k.block_bytes),
                                 u32(hd_v / v.block * v.block_bytes)};
-    // Since 1.4: sink keys at cache positions (ip[2]): the rope parameters, as rope.comp takes them.
+    // Since 1.4 two features take push constants from P(27) on (the block holds 32 words), never both in one node
+    // (a streaming cache needs rotary positions, which encoder-decoder models do not have):
+    // sink keys at cache positions (ip[2]): the rope parameters, as rope.comp takes them (the "_cp" variants);
+    // encoder-decoder attention: not causal (ip[5] bit 0), relative position bias by distance (input 5).
     const bool cache_positions = c.ip(2) == 1;
+    const bool biased = c.n_in > 5;
+    const Placed bp = biased ? c.be->place(c.in[5]) : Placed{};
     if (cache_positions) {
+        if (biased || (c.ip(5) & 1) != 0) {
+            c.fail(BASALT_ERR_UNSUPPORTED,
+                   "sink keys at cache positions (ip[2]) with a position bias or without causal masking");
+        }
         const auto step = static_cast<float>(-2.0 * std::log2(static_cast<double>(c.fp(2))) / c.ip(4));
         pc.insert(pc.end(), {u32(1 | (c.ip(3) == 1 ? 2 : 0)), u32(c.ip(4)), fbits(step), fbits(c.fp(3))});
+    } else {
+        pc.insert(pc.end(), {u32((c.ip(5) & 1) | (biased ? 2 : 0)), biased ? u32((c.in[5].ne[1] - 1) / 2) : 0u,
+                             biased ? bp.delta : 0u});
     }
     // Lanes over keys (attention_keys.comp) where the head dims allow; else lanes over dims (attention.comp).
     const int64_t hd = std::max(hd_k, hd_v);
@@ -447,7 +459,7 @@ void record_attention(NodeCtx& c) {
                                                                                       : 256)
                                     : std::string("attention");
     const std::string variant = cache_positions ? shader + "_cp" : shader;
-    run(c, reduce_variant(c, variant.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op}, pc, u32(n_head),
+    run(c, reduce_variant(c, variant.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op, bp}, pc, u32(n_head),
         u32(tokens), 1);
 }
 
@@ -647,7 +659,7 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"GELU_ERF", 1, 1, check_unary, record_unary},
     {"SWIGLU", 2, 2, check_binary, record_binary},
     {"GEGLU", 2, 2, check_binary, record_binary},
-    {"ATTENTION", 5, 5, check_attention, record_attention},
+    {"ATTENTION", 5, 6, check_attention, record_attention},
     {"KV_WRITE", 3, 3, check_kv_write, record_kv_write},
     {"TOPK", 1, 1, check_topk, record_routing},
     {"MOE_MATMUL", 3, 3, check_moe_matmul, record_moe_matmul},

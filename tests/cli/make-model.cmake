@@ -69,3 +69,27 @@ execute_process(COMMAND ${MAKE} --shape tiny --type q8_0 -o ${OUT}.missing/x.ggu
 if(NOT rc EQUAL 1 OR NOT e MATCHES "x.gguf: cannot create: No such file or directory")
   message(FATAL_ERROR "make-model into a missing folder: rc ${rc}, ${o}${e}")
 endif()
+# The encoder-decoder shapes (t5 architecture): t5-tiny loads, inspects as encoder + decoder, and runs a source through
+# `basalt run --timings` (the split printed) and `basalt batch` (a "source" line). t5-small and pegasus share the
+# writer (docs/performance.md measures them).
+execute_process(COMMAND ${MAKE} --shape t5-tiny --type q8_0 -o ${OUT}.t5.gguf RESULT_VARIABLE rc OUTPUT_VARIABLE o
+                ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT o MATCHES "t5 2\\+2 layers")
+  message(FATAL_ERROR "make-model --shape t5-tiny failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} inspect ${OUT}.t5.gguf RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT o MATCHES "architecture t5" OR NOT o MATCHES "2 layers \\(encoder\\) \\+ 2 \\(decoder\\)"
+   OR NOT o MATCHES "runnable     yes")
+  message(FATAL_ERROR "inspect of the t5-tiny model failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} run -m ${OUT}.t5.gguf -p "Once upon a time" -n 4 --timings RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT e MATCHES "encode [0-9]+ source tokens")
+  message(FATAL_ERROR "run of the t5-tiny model failed (${rc}): ${o}${e}")
+endif()
+file(WRITE ${OUT}.t5.jsonl "{\"id\": \"a\", \"source\": \"Once upon a time\", \"max_tokens\": 3}\n{\"id\": \"b\", \"source_tokens\": [1, 5, 9], \"tokens\": [0, 7], \"max_tokens\": 2}\n")
+execute_process(COMMAND ${EXE} batch -m ${OUT}.t5.gguf --requests ${OUT}.t5.jsonl RESULT_VARIABLE rc OUTPUT_VARIABLE o
+                ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT o MATCHES "\"id\":\"a\"" OR NOT o MATCHES "\"id\":\"b\"" OR NOT o MATCHES "\"source_tokens\":3")
+  message(FATAL_ERROR "batch with sources on the t5-tiny model failed (${rc}): ${o}${e}")
+endif()

@@ -35,6 +35,9 @@ struct Job {
     std::string cache_salt;
     std::vector<std::string> steer;
     std::vector<const char*> steer_ptrs;
+    std::string source;  // encoder-decoder models: the encoder's input (text or ids)
+    std::vector<int32_t> source_tokens;
+    bool has_source = false, has_source_tokens = false;
     RequestHandle request;
 };
 
@@ -47,15 +50,31 @@ std::string parse_job(const std::string& text, Job& job) {
         return std::string("not valid JSON: ") + e.what();
     }
     if (!j.is_object()) return "a request must be a JSON object";
-    static const char* const kKeys[] = {"id",      "prompt", "tokens", "max_tokens", "samplers",
-                                        "decoder", "stop",   "seed",   "cache_salt", "steer"};
+    static const char* const kKeys[] = {"id",   "prompt", "tokens",     "max_tokens", "samplers", "decoder",
+                                        "stop", "seed",   "cache_salt", "steer",      "source",   "source_tokens"};
     for (const auto& [key, value] : j.items()) {
         if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
             return "unknown field '" + key +
-                   "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt, steer)";
+                   "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt, steer, "
+                   "source, source_tokens)";
         }
     }
     job.id = j.contains("id") ? j["id"] : json(job.line);
+    // Encoder-decoder models: the source (then prompt/tokens, optional, are the decoder's prefix).
+    if (j.contains("source_tokens")) {
+        if (!j["source_tokens"].is_array()) return "'source_tokens' must be an array of token ids";
+        for (const auto& t : j["source_tokens"]) {
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+                return "'source_tokens' must hold non-negative integer ids, not " + t.dump();
+            }
+            job.source_tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+        }
+        job.has_source_tokens = true;
+    } else if (j.contains("source")) {
+        if (!j["source"].is_string()) return "'source' must be a string";
+        job.source = j["source"].get<std::string>();
+        job.has_source = true;
+    }
     if (j.contains("tokens")) {
         if (!j["tokens"].is_array()) return "'tokens' must be an array of token ids";
         for (const auto& t : j["tokens"]) {
@@ -68,8 +87,8 @@ std::string parse_job(const std::string& text, Job& job) {
     } else if (j.contains("prompt")) {
         if (!j["prompt"].is_string()) return "'prompt' must be a string";
         job.prompt = j["prompt"].get<std::string>();
-    } else {
-        return "a request needs 'prompt' (text) or 'tokens' (ids)";
+    } else if (!job.has_source && !job.has_source_tokens) {
+        return "a request needs 'prompt' (text) or 'tokens' (ids) (encoder-decoder models: or 'source')";
     }
     if (j.contains("max_tokens")) {
         const auto& m = j["max_tokens"];
@@ -202,9 +221,15 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             if (job->has_tokens) {
                 rp.tokens = job->tokens.data();
                 rp.n_tokens = job->tokens.size();
-            } else {
+            } else if (!job->prompt.empty() || (!job->has_source && !job->has_source_tokens)) {
                 rp.prompt = job->prompt.data();
                 rp.prompt_len = job->prompt.size();
+            }
+            if (job->has_source_tokens) {
+                rp.source_tokens = job->source_tokens.data();
+                rp.n_source_tokens = job->source_tokens.size();
+            } else if (job->has_source) {
+                rp.source = job->source.c_str();
             }
             rp.samplers = job->samplers.c_str();
             rp.decoder = job->decoder.empty() ? nullptr : job->decoder.c_str();
@@ -271,6 +296,10 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
                         {"cached_tokens", st.cached_tokens},
                         {"ttft_ms", st.ttft_ms},
                         {"tokens_per_s", st.tokens_per_s}};
+            if (st.source_tokens > 0) {  // encoder-decoder: the source and its share of the encoder pass
+                out["source_tokens"] = st.source_tokens;
+                out["encode_ms"] = st.encode_ms;
+            }
             if (basalt_request_n_hypotheses(r) > 1) {  // n-best (beam search): every hypothesis with its score
                 json hyps = json::array();
                 for (size_t h = 0; h < basalt_request_n_hypotheses(r); ++h) {
@@ -336,9 +365,10 @@ const Registrar kBatch{Command{
                         "GGUF model file, or a shipped model's name (target, draft)")(
             "requests,r", po::value<std::string>()->required(),
             "JSON lines: {\"id\", \"prompt\" | \"tokens\", \"max_tokens\" (64), \"samplers\", \"decoder\", \"stop\", "
-            "\"seed\", \"cache_salt\", \"steer\"}; - reads stdin")("max-batch-tokens",
-                                                                   int_option("max-batch-tokens", 1, 1 << 20),
-                                                                   "token budget of one step (default: --batch, 512)")(
+            "\"seed\", \"cache_salt\", \"steer\", \"source\" | \"source_tokens\" (encoder-decoder models: the "
+            "encoder's input; prompt/tokens are then the decoder's prefix)}; - reads stdin")(
+            "max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
+            "token budget of one step (default: --batch, 512)")(
             "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),
             "longest prefill piece per request and step (0: whole prompts)")(
             "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests running at once")(

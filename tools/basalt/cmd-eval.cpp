@@ -30,6 +30,34 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
         print_error(basalt_last_error());
         return kExitError;
     }
+    // Encoder-decoder models: the source first (one encoder pass); --tokens are then the decoder's tokens.
+    std::vector<int32_t> source;
+    if (vm.count("encoder-tokens") != 0U) {
+        if (!parse_ids(vm["encoder-tokens"].as<std::string>(), source)) return kExitUsage;
+        if (source.empty()) {
+            print_error("--encoder-tokens is empty");
+            return kExitUsage;
+        }
+        std::vector<int32_t> spos(source.size()), sseq(source.size(), 0);
+        for (size_t i = 0; i < source.size(); ++i) spos[i] = static_cast<int32_t>(i);
+        basalt_batch eb{};
+        eb.struct_size = sizeof(eb);
+        eb.n_tokens = source.size();
+        eb.tokens = source.data();
+        eb.positions = spos.data();
+        eb.seq_ids = sseq.data();
+        if (basalt_session_encode(session.get(), &eb) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+    } else if (const char* start = nullptr;
+               basalt_model_meta(model.get(), "t5.decoder_start_token_id", &start) == BASALT_OK) {
+        print_error(
+            "this is an encoder-decoder model: give its source with --encoder-tokens (--tokens are the "
+            "decoder's, starting with the decoder start token " +
+            std::string(start) + ")");
+        return kExitUsage;
+    }
     const size_t n_vocab = basalt_session_n_vocab(session.get());
     std::vector<float> all;
     all.reserve(ids.size() * n_vocab);
@@ -91,6 +119,7 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
         out["n_vocab"] = n_vocab;
         out["seq"] = seq;
         out["tokens"] = ids;
+        if (!source.empty()) out["encoder_tokens"] = source;
         out["positions"] = positions;
         out["logits_file"] =
             vm.count("logits") != 0U ? nlohmann::json(vm["logits"].as<std::string>()) : nlohmann::json();
@@ -104,10 +133,14 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
 
 const Registrar kEval{Command{
     "eval", "logits at every position of a token list",
-    "basalt eval -m MODEL --tokens 1,2,3 [--logits OUT.f32] [--seq] [--json] [--moe-router SPEC] [--moe-stats]",
+    "basalt eval -m MODEL --tokens 1,2,3 [--encoder-tokens 4,5,6] [--logits OUT.f32] [--seq] [--json] "
+    "[--moe-router SPEC] [--moe-stats]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
-            "tokens", po::value<std::string>()->required(), "token ids, comma-separated")(
+            "tokens", po::value<std::string>()->required(),
+            "token ids, comma-separated (encoder-decoder models: the decoder's, starting with its start token)")(
+            "encoder-tokens", po::value<std::string>(),
+            "encoder-decoder models (t5): the source token ids the encoder reads first, comma-separated")(
             "logits", po::value<std::string>(), "write raw little-endian f32 logits, one row per position")(
             "seq", po::bool_switch(), "feed one token per decode instead of one batch")(
             "json", po::bool_switch(),

@@ -160,12 +160,23 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         return finish();
     }
 
+    // Encoder-decoder models (t5): block_count is the encoder's; the decoder's is its own key (default the same).
+    std::string decoder_layers;
+    if (std::string(info.arch) == "t5") {
+        const char* dec = nullptr;
+        decoder_layers =
+            std::string(" (encoder) + ") +
+            (basalt_model_meta(model, "t5.decoder_block_count", &dec) == BASALT_OK ? std::string(dec)
+                                                                                   : std::to_string(info.n_layer)) +
+            " (decoder)";
+    }
     std::cout << "file         " << path << " (" << human(info.file_bytes) << ", GGUF v" << info.gguf_version << ")\n"
               << "model        " << (info.name[0] != '\0' ? info.name : "(unnamed)") << ", architecture " << info.arch
               << (info.supported != 0 ? "" : " (no graph builder in this build)") << '\n'
-              << "shape        " << info.n_layer << " layers, embd " << info.n_embd << ", heads " << info.n_head
-              << " (kv " << info.n_head_kv << "), head dim " << info.head_dim_k << "/" << info.head_dim_v << ", ffn "
-              << info.n_ff << ", vocab " << info.n_vocab << ", train ctx " << info.n_ctx_train << '\n';
+              << "shape        " << info.n_layer << " layers" << decoder_layers << ", embd " << info.n_embd
+              << ", heads " << info.n_head << " (kv " << info.n_head_kv << "), head dim " << info.head_dim_k << "/"
+              << info.head_dim_v << ", ffn " << info.n_ff << ", vocab " << info.n_vocab << ", train ctx "
+              << info.n_ctx_train << '\n';
     std::cout << "runnable     " << (run_status == BASALT_OK ? "yes" : "no (" + run_error + ")") << '\n';
     if (info.n_expert > 0)
         std::cout << "experts      " << info.n_expert << " (" << info.n_expert_used << " used per token)\n";

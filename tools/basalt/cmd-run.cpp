@@ -169,10 +169,29 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
         out["decoder"] = {{"spec", decoder}, {"stats", dstats}};
         out["usage"] = {{"prompt_tokens", st.prompt_tokens}, {"completion_tokens", st.generated_tokens}};
         out["timings"] = {{"ttft_ms", st.ttft_ms}, {"total_ms", st.total_ms}, {"tokens_per_s", st.tokens_per_s}};
+        if (st.source_tokens > 0) {  // encoder-decoder: where the time went
+            out["timings"]["source_tokens"] = st.source_tokens;
+            out["timings"]["encode_ms"] = st.encode_ms;
+            out["timings"]["decode_ms_per_token"] = st.itl_mean_ms;
+        }
         std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
         return kExitOk;
     }
     std::cout << '\n';
+    if (vm["timings"].as<bool>()) {
+        // Where the time went: queueing, the encoder (encoder-decoder models), the prompt, each generated token.
+        std::cerr << "timings: queue " << st.queue_ms << " ms";
+        if (st.source_tokens > 0) {
+            std::cerr << "; encode " << st.source_tokens << " source tokens " << st.encode_ms << " ms ("
+                      << (st.encode_ms > 0 ? 1e3 * static_cast<double>(st.source_tokens) / st.encode_ms : 0.0)
+                      << " t/s)";
+        }
+        std::cerr << "; first token " << (st.ttft_ms - st.queue_ms - st.encode_ms) << " ms after "
+                  << (st.source_tokens > 0 ? "encoding" : "admission") << " (" << st.prompt_tokens
+                  << (st.source_tokens > 0 ? " decoder prompt" : " prompt") << " tokens); decode "
+                  << (st.generated_tokens > 1 ? st.generated_tokens - 1 : 0) << " tokens " << st.itl_mean_ms
+                  << " ms/token (p50 " << st.itl_p50_ms << ", p99 " << st.itl_p99_ms << ")\n";
+    }
     const double prefill_s = st.ttft_ms / 1e3;
     const double decode_s = (st.total_ms - st.ttft_ms) / 1e3;
     std::cerr << "prompt " << prompt.size() << " tokens in " << prefill_s * 1e3 << " ms ("
@@ -199,7 +218,10 @@ const Registrar kRun{Command{
             "seed", po::value<long long>(), "shorthand: seed of that chain's dist (default random)")(
             "echo", po::bool_switch(), "print the prompt before the generated text")(
             "ignore-eos", po::bool_switch(), "keep generating past end-of-generation tokens (until -n or a stop)")(
-            "stop", po::value<std::vector<std::string>>(), "stop string (repeatable): the text ends before it")(
+            "timings", po::bool_switch(),
+            "print where the time went on stderr: queue, encode (encoder-decoder models: the source), the first "
+            "token, and ms per generated token")("stop", po::value<std::vector<std::string>>(),
+                                                 "stop string (repeatable): the text ends before it")(
             "steer", po::value<std::vector<std::string>>(),
             "VEC.gguf[:SCALE[:A-B]] (repeatable; the vectors sum): add a llama.cpp control vector, times SCALE "
             "(default 1), to the residual stream after layers A..B (counted from 0; default every layer it has)")(

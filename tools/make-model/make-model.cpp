@@ -1,7 +1,10 @@
-// make-model: writes a random-weight llama-architecture GGUF at a real model's shape, for benchmarks
+// make-model: writes a random-weight llama-architecture (or t5 encoder-decoder) GGUF at a real model's shape, for
+// benchmarks
 // (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1] [--vocab target]
-// Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), and a tiny one for tests.
+// Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), a tiny one for tests, and
+// encoder-decoder ones (t5 architecture, gated-GELU FFN, relative position buckets): T5-small (6+6 layers, tied head)
+// and a PEGASUS-large shape (16+16 layers, d_model 1024, its own output matrix) plus a tiny one.
 // The file carries a real tokenizer, so both engines load and run it unchanged: the vocabulary of --vocab (default
 // the shipped target model's 2048 SentencePiece pieces) padded with unused "[PADn]" tokens to the shape's size.
 // A client of the public C API only (basalt_gguf_writer_*, basalt_model_meta*).
@@ -26,6 +29,7 @@ struct Shape {
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     float rope_base;
     bool tied;
+    bool t5 = false;  // encoder-decoder (t5 architecture): n_layer encoder and n_layer decoder blocks
 };
 
 const Shape kShapes[] = {
@@ -33,6 +37,9 @@ const Shape kShapes[] = {
     {"smollm2-360m", 960, 32, 15, 5, 2560, 49152, 8192, 100000.f, true},
     {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.f, false},
     {"tiny", 64, 2, 4, 2, 192, 2560, 256, 10000.f, false},  // 2560: the shipped 2048 pieces + 512 padding
+    {"t5-small", 512, 6, 8, 8, 2048, 32128, 512, 0.f, true, true},
+    {"pegasus", 1024, 16, 16, 16, 4096, 96103, 1024, 0.f, false, true},
+    {"t5-tiny", 64, 2, 4, 4, 128, 2560, 512, 0.f, false, true},
 };
 
 // splitmix64 + Box-Muller: reproducible normal samples independent of the platform's <random>.
@@ -160,6 +167,72 @@ bool add_vocabulary(basalt_gguf_writer* w, const std::string& vocab, uint32_t n_
     return true;
 }
 
+// An encoder-decoder model (t5 architecture, flan-T5 layout): per stack its own relative position bias table in block
+// 0 (32 buckets), gated-GELU FFNs, cross-attention in every decoder block. Returns false after printing why.
+bool write_t5(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std::string& name, const std::string& vocab,
+              uint64_t seed, const std::string& out) {
+    const bool meta_ok = basalt_gguf_writer_set_string(raw, "general.architecture", "t5") == BASALT_OK &&
+                         basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.context_length", s.n_ctx) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.embedding_length", s.n_embd) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.block_count", s.n_layer) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.decoder_block_count", s.n_layer) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.feed_forward_length", s.n_ff) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.attention.head_count", s.n_head) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.attention.head_count_kv", s.n_head_kv) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.attention.relative_buckets_count", 32) == BASALT_OK &&
+                         basalt_gguf_writer_set_f32(raw, "t5.attention.layer_norm_rms_epsilon", 1e-6f) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.decoder_start_token_id", 0) == BASALT_OK &&
+                         basalt_gguf_writer_set_u32(raw, "t5.vocab_size", s.n_vocab) == BASALT_OK;
+    if (!meta_ok) {
+        std::fprintf(stderr, "make-model: error: %s\n", basalt_last_error());
+        return false;
+    }
+    if (!add_vocabulary(raw, vocab, s.n_vocab)) return false;
+    Rng rng{seed};
+    const int64_t E = s.n_embd, hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
+    const basalt_dtype t = type;
+    basalt::tools::ProgressBar bar("making " + std::string(s.name), 5 + 23 * uint64_t{s.n_layer} + (s.tied ? 0 : 1),
+                                   basalt::tools::ProgressBar::Unit::kCount, "tensors");
+    uint64_t n_made = 0;
+    auto put = [&](const std::string& tensor, std::vector<int64_t> ne, float std_dev, bool ones = false) {
+        // The relative position bias stays F32 (llama-quantize --pure keeps attn_rel_b).
+        const bool ok = add(raw, rng, tensor, std::move(ne),
+                            tensor.find("attn_rel_b") != std::string::npos ? BASALT_DTYPE_F32 : t, std_dev, ones);
+        bar.update(++n_made);
+        return ok;
+    };
+    auto attn = [&](const std::string& p) {
+        return put(p + "q.weight", {E, E}, 0.05f) && put(p + "k.weight", {E, kv}, 0.05f) &&
+               put(p + "v.weight", {E, kv}, 0.05f) && put(p + "o.weight", {E, E}, 0.05f);
+    };
+    auto ffn = [&](const std::string& p) {
+        return put(p + "ffn_norm.weight", {E}, 0, true) && put(p + "ffn_gate.weight", {E, s.n_ff}, 0.05f) &&
+               put(p + "ffn_up.weight", {E, s.n_ff}, 0.05f) && put(p + "ffn_down.weight", {s.n_ff, E}, 0.05f);
+    };
+    bool ok = put("token_embd.weight", {E, s.n_vocab}, 1.0f);
+    for (const char* stack : {"enc", "dec"}) {
+        for (uint32_t il = 0; ok && il < s.n_layer; ++il) {
+            const std::string p = std::string(stack) + ".blk." + std::to_string(il) + ".";
+            ok = put(p + "attn_norm.weight", {E}, 0, true) && attn(p + "attn_") &&
+                 (il != 0 || put(p + "attn_rel_b.weight", {s.n_head, 32}, 0.5f));
+            if (ok && std::string(stack) == "dec")
+                ok = put(p + "cross_attn_norm.weight", {E}, 0, true) && attn(p + "cross_attn_");
+            ok = ok && ffn(p);
+        }
+        ok = ok && put(std::string(stack) + ".output_norm.weight", {E}, 0, true);
+    }
+    if (ok && !s.tied) ok = put("output.weight", {E, s.n_vocab}, 0.05f);
+    bar.finish();
+    if (!ok || basalt_gguf_writer_write(raw, out.c_str()) != BASALT_OK) {
+        std::fprintf(stderr, "make-model: error: %s\n", basalt_last_error());
+        return false;
+    }
+    std::printf("wrote %s (%s, t5 %u+%u layers, %s, the vocabulary of %s padded to %u tokens)\n", out.c_str(), s.name,
+                s.n_layer, s.n_layer, basalt_dtype_name(type), vocab.c_str(), s.n_vocab);
+    return true;
+}
+
 int usage() {
     std::string shapes;
     for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
@@ -227,6 +300,7 @@ int main(int argc, char** argv) {
     const Writer w(raw, &basalt_gguf_writer_destroy);
     const Shape& s = *shape;
     const std::string name = std::string("random-") + s.name;
+    if (s.t5) return write_t5(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     const bool meta_ok =
         basalt_gguf_writer_set_string(raw, "general.architecture", "llama") == BASALT_OK &&
         basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&

@@ -390,6 +390,17 @@ BASALT_API void basalt_session_free(basalt_session* session);
  * names the sequence and the context) so a refused batch changes nothing.
  */
 BASALT_API basalt_status basalt_session_decode(basalt_session* session, const basalt_batch* batch);
+/*
+ * since 1.4. Encoder-decoder models (t5): runs the encoder over a ragged batch of sources, each sequence's whole
+ * source (positions 0..n-1) into an empty sequence; want_logits is ignored. Every decoder layer's cross-attention
+ * K/V of the source are kept for the sequence's decoder steps (shared by forks, freed by seq_drop); a sequence must
+ * be encoded before basalt_session_decode takes its decoder tokens (the first usually the model's decoder start
+ * token, basalt_model_info.decoder_start_token). Validated first: BASALT_ERR_UNSUPPORTED for a decoder-only model,
+ * BASALT_ERR_CAPACITY for more source tokens than free cross-attention rows (n_ctx in all). Sources are packed
+ * into encoder passes of at most n_batch tokens; a longer source has a pass of its own.
+ * Not thread-safe with other calls on the session.
+ */
+BASALT_API basalt_status basalt_session_encode(basalt_session* session, const basalt_batch* batch);
 /* Number of logits rows produced by the last decode. */
 BASALT_API size_t basalt_session_n_outputs(const basalt_session* session);
 /* Logits (n_vocab floats) of output row `row` of the last decode, in batch order; borrowed until the next
@@ -575,6 +586,14 @@ typedef struct basalt_request_params {
                                  is checked against the model at submit. The steering joins the prefix-cache salt.
                                  Copied. NULL / 0: none */
     size_t n_steer;
+    /* since 1.4: encoder-decoder models (t5). With neither field set, the prompt (text or tokens) is the source and
+       the decoder starts from the model's decoder start token. With one set, the source is this and the prompt, if
+       any, is the decoder's prefix: tokens as given (the start token included), text tokenized without special
+       tokens after the start token. A decoder-only model refuses a source. */
+    const char* source;           /* the encoder's input text (NUL-terminated), tokenized as a text prompt is (T5's
+                                     vocabulary appends </s>); copied */
+    const int32_t* source_tokens; /* the source as token ids instead (when non-NULL, source is ignored); borrowed */
+    size_t n_source_tokens;
 } basalt_request_params;
 
 /* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */
@@ -675,6 +694,10 @@ typedef struct basalt_request_stats {
     double itl_p99_ms;
     double itl_max_ms;
     double tokens_per_s; /* (generated - 1) / (finish - first token), 0 below two tokens */
+    /* since 1.4: encoder-decoder requests (0 otherwise) */
+    uint64_t source_tokens; /* tokens of the source the encoder read */
+    double encode_ms;       /* the request's share (by source tokens) of the ragged encoder pass it ran in; part of
+                               ttft_ms, the rest of which is queueing and the decoder's first step(s) */
 } basalt_request_stats;
 
 /* Writes the request's figures into *out. Thread-safe. */

@@ -64,6 +64,10 @@ enum {
      * ROPE at p when written, had been rotated at p + d: score = fp[0] * dot(q, rope(k, d)) with ip[3] the rope mode,
      * ip[4] n_rot, fp[2] freq_base, fp[3] freq_scale (as ROPE's). Window keys keep their positions: RoPE depends on
      * the distance only, which equals the cache distance for them. ip[2] == 0: no rotation.
+     * since 1.4 (encoder-decoder models): ip[5] flags, bit 0 = not causal (every pair with s >= 0 is visible
+     * whatever its position: encoder self-attention, cross-attention); in5 (optional) F32 [n_head, 2R + 1]
+     * relative position bias by distance: score += in5[h, clamp(p - pos_t, -R, R) + R] (after the scale,
+     * before the soft-cap; T5's bucketed bias tabulated by the host).
      */
     BASALT_OP_ATTENTION = 15,
     /* Writes rows: cache[:, in2[i]] = convert(in0[:, i]). in0 F32 [n, T]; in1 cache [n, n_slots] (also the

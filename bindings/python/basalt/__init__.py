@@ -451,6 +451,29 @@ class Session(_Owned):
         _check(self._lib.basalt_session_seq_length(self._h, seq_id, byref(n)))
         return n.value
 
+    def encode(self, tokens, seq_id=0, seq_ids=None):
+        """Encoder-decoder models (t5): encodes a source into empty sequence seq_id (positions 0..n-1), or, with
+        seq_ids (one per token), the sources of several sequences in one ragged encoder batch (each sequence's
+        tokens in order). Its decoder tokens then go through decode(); the first is usually the model's decoder
+        start token (metadata "t5.decoder_start_token_id")."""
+        n = len(tokens)
+        if n == 0:
+            raise ValueError("encode: no tokens")
+        if seq_ids is None:
+            seq_ids = [seq_id] * n
+        if len(seq_ids) != n:
+            raise ValueError("encode: tokens and seq_ids must have the same length")
+        seen = {}
+        positions = []
+        for s in seq_ids:
+            positions.append(seen.get(s, 0))
+            seen[s] = positions[-1] + 1
+        tok = _ids(tokens, "encode: tokens")
+        pos = _ids(positions, "encode: positions")
+        seq = _ids(seq_ids, "encode: seq_ids")
+        batch = _capi.Batch(ctypes.sizeof(_capi.Batch), 0, n, tok, pos, seq, None)
+        _check(self._lib.basalt_session_encode(self._h, byref(batch)))
+
     def decode(self, tokens, seq_id=0, positions=None, seq_ids=None, logits="last"):
         """Decodes a batch. By default all tokens belong to seq_id and continue its positions; give positions and
         seq_ids (lists as long as tokens) for a ragged batch of several sequences. logits: "last" (the last row),
@@ -989,7 +1012,7 @@ class Engine(_Owned):
 
     def submit(self, prompt=None, tokens=None, samplers="greedy", decoder=None, max_tokens=-1, seed=-1, stop=(),
                stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False,
-               cache_salt=None, steer=None):
+               cache_salt=None, steer=None, source=None, source_tokens=None):
         """Queues a request and returns its Request; it starts when admission allows (FIFO).
 
         prompt: text (str or UTF-8 bytes; tokenized with BOS as the vocabulary asks unless add_special=False;
@@ -1002,6 +1025,9 @@ class Engine(_Owned):
         same salt, e.g. one per tenant; None: the shared default). steer: activation steering, a spec
         "FILE[:SCALE[:A-B]]" (a llama.cpp control-vector GGUF, scale default 1, layers A..B from 0) or a list of
         them (the vectors sum); a file that does not fit the model raises BasaltError naming both figures.
+        Encoder-decoder models (t5): the prompt (text or tokens) is the source the encoder reads and the decoder
+        starts from the model's decoder start token; or give source (text) / source_tokens (ids) and the prompt,
+        if any, is the decoder's prefix (tokens as given, text after the start token).
 
         callback(request, tokens, text, finish_reason) is called after each step that produced output for the
         request (tokens: list of ids, text: str, finish_reason: None while running, the reason's name on the
@@ -1027,6 +1053,15 @@ class Engine(_Owned):
             keep.append(data)
             p.prompt = data
             p.prompt_len = len(data)
+        if source_tokens is not None:
+            src = _ids(source_tokens, "submit: source_tokens")
+            keep.append(src)
+            p.source_tokens = src
+            p.n_source_tokens = len(source_tokens)
+        elif source is not None:
+            data = _text_bytes(source, "submit: source") + b"\0"
+            keep.append(data)
+            p.source = data
         if isinstance(samplers, SamplerChain):
             samplers = samplers.spec
         p.samplers = samplers.encode() if samplers is not None else None
@@ -1145,7 +1180,8 @@ def _moe_stats(fn, handle, n_layer, n_expert):
 
 
 _REQUEST_STATS = ("prompt_tokens", "cached_tokens", "generated_tokens", "queue_ms", "ttft_ms", "total_ms",
-                  "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "tokens_per_s")
+                  "itl_mean_ms", "itl_p50_ms", "itl_p99_ms", "itl_max_ms", "tokens_per_s", "source_tokens",
+                  "encode_ms")
 
 
 class Request(_Owned):
@@ -1209,8 +1245,9 @@ class Request(_Owned):
 
     def stats(self):
         """Figures as a dict: prompt_tokens, cached_tokens, generated_tokens, queue_ms, ttft_ms, total_ms,
-        itl_mean_ms, itl_p50_ms, itl_p99_ms, itl_max_ms, tokens_per_s (times in milliseconds, up to now while
-        running)."""
+        itl_mean_ms, itl_p50_ms, itl_p99_ms, itl_max_ms, tokens_per_s, and for encoder-decoder requests
+        source_tokens and encode_ms (the request's share of its encoder pass, part of ttft_ms) (times in
+        milliseconds, up to now while running)."""
         s = _capi.RequestStats()
         s.struct_size = ctypes.sizeof(s)
         _check(self._lib.basalt_request_stats_get(self._h, byref(s)))

@@ -138,7 +138,8 @@ class RequestParams(Structure):
                 ("stop_tokens", POINTER(c_int32)), ("n_stop_tokens", c_size_t), ("stop", POINTER(c_char_p)),
                 ("n_stop", c_size_t), ("callback", RequestCallbackFn), ("user_data", c_void_p),
                 ("cache_salt", c_char_p),
-                ("steer", POINTER(c_char_p)), ("n_steer", c_size_t)]  # since 1.3
+                ("steer", POINTER(c_char_p)), ("n_steer", c_size_t),  # since 1.3
+                ("source", c_char_p), ("source_tokens", POINTER(c_int32)), ("n_source_tokens", c_size_t)]  # 1.4
 
 
 class DecoderNeeds(Structure):
@@ -149,7 +150,8 @@ class RequestStats(Structure):
     _fields_ = [("struct_size", c_uint32), ("finish_reason", c_int32), ("prompt_tokens", c_uint64),
                 ("cached_tokens", c_uint64), ("generated_tokens", c_uint64), ("queue_ms", c_double),
                 ("ttft_ms", c_double), ("total_ms", c_double), ("itl_mean_ms", c_double), ("itl_p50_ms", c_double),
-                ("itl_p99_ms", c_double), ("itl_max_ms", c_double), ("tokens_per_s", c_double)]
+                ("itl_p99_ms", c_double), ("itl_max_ms", c_double), ("tokens_per_s", c_double),
+                ("source_tokens", c_uint64), ("encode_ms", c_double)]  # since 1.4
 
 
 class EngineStats(Structure):
@@ -246,6 +248,7 @@ def _declare(lib):
     fn("basalt_session_create", st, c_void_p, c_void_p, P(SessionParams), P(c_void_p))
     fn("basalt_session_free", None, c_void_p)
     fn("basalt_session_decode", st, c_void_p, P(Batch))
+    fn("basalt_session_encode", st, c_void_p, P(Batch))  # since 1.4
     fn("basalt_session_n_outputs", c_size_t, c_void_p)
     fn("basalt_session_logits", st, c_void_p, c_size_t, P(P(c_float)))
     fn("basalt_session_n_vocab", c_size_t, c_void_p)

@@ -190,7 +190,8 @@ class TestEngine(unittest.TestCase):
         stats = r.stats()
         self.assertEqual(sorted(stats), sorted(["prompt_tokens", "cached_tokens", "generated_tokens", "queue_ms",
                                                 "ttft_ms", "total_ms", "itl_mean_ms", "itl_p50_ms", "itl_p99_ms",
-                                                "itl_max_ms", "tokens_per_s"]))
+                                                "itl_max_ms", "tokens_per_s", "source_tokens", "encode_ms"]))
+        self.assertEqual((stats["source_tokens"], stats["encode_ms"]), (0, 0))  # decoder-only: no encoder
         self.assertEqual((stats["prompt_tokens"], stats["generated_tokens"]), (len(self.model.tokenize(PROMPT)), 5))
         self.assertEqual(len(r.itl()), 4)
         self.assertGreater(stats["total_ms"], 0)

@@ -153,7 +153,37 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_params.struct_size {} is too small", params->struct_size);
         }
         basalt::engine::RequestSpec spec;
-        spec.prompt = prompt_tokens(e.model(), *params);
+        const bool has_source = BASALT_HAS_FIELD(params, basalt_request_params, n_source_tokens) &&
+                                (params->source != nullptr || params->source_tokens != nullptr);
+        if (has_source) {
+            if (params->source_tokens != nullptr) {
+                spec.source.assign(params->source_tokens, params->source_tokens + params->n_source_tokens);
+            } else {
+                spec.source = e.model().tok().tokenize(params->source, (params->flags & BASALT_REQUEST_NO_SPECIAL) == 0,
+                                                       (params->flags & BASALT_REQUEST_PARSE_SPECIAL) != 0);
+            }
+            if (!e.model().hparams.encoder_decoder) {
+                fail(BASALT_ERR_INVALID_ARGUMENT,
+                     "a source (encoder input) was given, but '{}' is a decoder-only model", e.model().hparams.arch);
+            }
+            // The decoder's prefix: tokens as given, or the start token and the text without special tokens.
+            if (params->tokens != nullptr) {
+                spec.prompt.assign(params->tokens, params->tokens + params->n_tokens);
+            } else {
+                spec.prompt.push_back(e.model().hparams.decoder_start_token);
+                if (params->prompt != nullptr) {
+                    const size_t len =
+                        params->prompt_len == SIZE_MAX ? std::strlen(params->prompt) : params->prompt_len;
+                    const auto more = e.model().tok().tokenize(std::string_view(params->prompt, len), false,
+                                                               (params->flags & BASALT_REQUEST_PARSE_SPECIAL) != 0);
+                    spec.prompt.insert(spec.prompt.end(), more.begin(), more.end());
+                }
+            }
+        } else if (e.model().hparams.encoder_decoder) {
+            spec.source = prompt_tokens(e.model(), *params);  // the prompt is the source; the decoder starts fresh
+        } else {
+            spec.prompt = prompt_tokens(e.model(), *params);
+        }
         spec.samplers = seeded_chain(params->samplers != nullptr ? params->samplers : "greedy", params->seed);
         if (params->decoder != nullptr && params->decoder[0] != '\0') {
             basalt::SamplerSpec d = decoder_spec(params->decoder);
@@ -381,6 +411,8 @@ basalt_status basalt_request_stats_get(const basalt_request* request, basalt_req
         const double gen_ms = r.has_first ? ms(r.first_token, end) : 0;
         v.tokens_per_s =
             r.generated_tokens >= 2 && gen_ms > 0 ? 1e3 * static_cast<double>(r.generated_tokens - 1) / gen_ms : 0;
+        v.source_tokens = r.spec.source.size();
+        v.encode_ms = r.encode_ms;
         basalt::api::write_sized(out, v);
     });
 }

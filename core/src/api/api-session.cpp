@@ -75,6 +75,13 @@ basalt_status basalt_session_decode(basalt_session* session, const basalt_batch*
     });
 }
 
+basalt_status basalt_session_encode(basalt_session* session, const basalt_batch* batch) {
+    return guard([&] {
+        if (batch == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_encode: batch is NULL");
+        get(session).encode(*batch);
+    });
+}
+
 size_t basalt_session_n_outputs(const basalt_session* session) {
     return session == nullptr || !session->s ? 0 : session->s->n_outputs();
 }

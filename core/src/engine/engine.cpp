@@ -276,6 +276,30 @@ uint64_t Engine::worst_case_slots(const Request& r) const {
 }
 
 std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle) {
+    const ModelHparams& hp = model_.hparams;
+    if (hp.encoder_decoder) {
+        // The source goes to the encoder (its rows come from the cross-attention storage of n_ctx rows); the
+        // decoder starts from the model's decoder start token unless a prefix was given.
+        if (spec.source.empty()) fail(BASALT_ERR_INVALID_ARGUMENT, "the source (the encoder's input) is empty");
+        if (spec.source.size() > n_ctx_) {
+            fail(BASALT_ERR_CAPACITY, "the source has {} tokens, more than the context of {} (n_ctx)",
+                 spec.source.size(), n_ctx_);
+        }
+        for (size_t i = 0; i < spec.source.size(); ++i) {
+            const int32_t t = spec.source[i];
+            if (t < 0 || static_cast<size_t>(t) >= n_vocab()) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "source token {} = {} is not in the vocabulary (0..{})", i, t,
+                     n_vocab() - 1);
+            }
+        }
+        if (spec.prompt.empty()) spec.prompt.push_back(hp.decoder_start_token);
+        if (second_ != nullptr) {
+            fail(BASALT_ERR_UNSUPPORTED, "encoder-decoder requests cannot use a second model (draft or amateur)");
+        }
+    } else if (!spec.source.empty()) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "a source (encoder input) was given, but '{}' is a decoder-only model",
+             hp.arch);
+    }
     if (spec.prompt.empty()) fail(BASALT_ERR_INVALID_ARGUMENT, "the prompt is empty");
     if (spec.prompt.size() > n_ctx_ && !sessions_[0]->streaming()) {
         fail(BASALT_ERR_CAPACITY, "the prompt has {} tokens, more than the context of {} (n_ctx)", spec.prompt.size(),
@@ -380,6 +404,9 @@ bool Engine::admissible(const Request& r) const {
         const uint32_t need = m == 0 ? r.info.n_seq : (r.info.n_models > 1 ? r.info.n_seq : 0);
         if (free_seqs_[m].size() < need) return false;
     }
+    // Encoder-decoder: room for the source's cross-attention rows too.
+    if (!r.spec.source.empty() && source_reserved_ + r.spec.source.size() > sessions_[0]->free_source_rows())
+        return false;
     return kv_reserved_ + worst_case_slots(r) <= n_kv_slots_;
 }
 
@@ -396,6 +423,7 @@ void Engine::admit(const std::shared_ptr<Request>& r) {
     }
     // Steering applies to the target model (0) only: a draft stays a plain proposer, verified against the steered
     // target. The vectors go to the device once, here.
+    if (!r->spec.source.empty()) source_reserved_ += r->spec.source.size();
     if (!r->steer_vectors.empty()) {
         r->steer_slot = sessions_[0]->steer_acquire(r->steer_vectors, r->steer_layers);
         for (int32_t sid : r->seq_ids[0]) sessions_[0]->seq_set_steer(sid, r->steer_slot);
@@ -412,7 +440,8 @@ void Engine::release(Request& r) {
     for (int m = 0; m < 2; ++m) {
         for (int32_t s : r.seq_ids[m]) {
             try {
-                if (sessions_[m]->seq_length(s) > 0) sessions_[m]->seq_drop(s);
+                if (sessions_[m]->seq_length(s) > 0 || sessions_[m]->seq_source_length(s) > 0)
+                    sessions_[m]->seq_drop(s);
             } catch (const Error& e) {
                 log::warn("engine: dropping sequence {} of request {}: {}", s, r.id, e.what());
             }
@@ -427,6 +456,49 @@ void Engine::release(Request& r) {
     kv_reserved_ -= r.kv_reserved;
     r.kv_reserved = 0;
     r.release_plugin_objects();  // now, not when the caller frees the handle
+}
+
+void Engine::encode_sources(const std::vector<std::shared_ptr<Request>>& started,
+                            std::vector<std::shared_ptr<Request>>& touched) {
+    std::vector<Request*> batch_of;
+    std::vector<int32_t> toks, pos, seqs;
+    for (const auto& rp : started) {
+        Request& r = *rp;
+        if (r.encoded || r.spec.source.empty()) continue;
+        source_reserved_ -= std::min<uint64_t>(source_reserved_, r.spec.source.size());
+        if (r.done != BASALT_FINISH_NONE || r.seq_ids[0].empty()) continue;
+        batch_of.push_back(&r);
+        for (size_t i = 0; i < r.spec.source.size(); ++i) {
+            toks.push_back(r.spec.source[i]);
+            pos.push_back(static_cast<int32_t>(i));
+            seqs.push_back(r.seq_ids[0][0]);
+        }
+    }
+    if (batch_of.empty()) return;
+    basalt_batch b{};
+    b.struct_size = sizeof(b);
+    b.n_tokens = toks.size();
+    b.tokens = toks.data();
+    b.positions = pos.data();
+    b.seq_ids = seqs.data();
+    const Clock::time_point t0 = Clock::now();
+    try {
+        sessions_[0]->encode(b);
+    } catch (const Error& e) {
+        for (Request* r : batch_of) {
+            finish(*r, BASALT_FINISH_ERROR, fmt::format("encoder: {}", e.what()));
+            for (const auto& rp : started)
+                if (rp.get() == r) touched.push_back(rp);
+        }
+        return;
+    }
+    // Each request's share of the ragged encoder batch, by its source tokens.
+    const double ms = ms_between(t0, Clock::now());
+    for (Request* r : batch_of) {
+        r->encoded = true;
+        std::lock_guard lock(r->mutex);
+        r->encode_ms = ms * static_cast<double>(r->spec.source.size()) / static_cast<double>(toks.size());
+    }
 }
 
 void Engine::finish(Request& r, int32_t reason, const std::string& error) {
@@ -583,6 +655,7 @@ size_t Engine::step() {
     for (auto& r : started) {
         if (!start(*r)) touched.push_back(r);
     }
+    if (model_.hparams.encoder_decoder) encode_sources(started, touched);
     for (auto& r : running_) {
         if (r->cancel.load() && r->done == BASALT_FINISH_NONE) {
             finish(*r, BASALT_FINISH_CANCELLED);

@@ -90,6 +90,9 @@ class Engine {
     void attach_prefixes(Request& r);  // the first plan's prompt feeds reuse cached blocks
     void finish(Request& r, int32_t reason, const std::string& error = {});
     void release(Request& r);  // sequences and KV room back
+    // Encoder-decoder: the sources of the started requests in one ragged encoder batch (a failure fails them).
+    void encode_sources(const std::vector<std::shared_ptr<Request>>& started,
+                        std::vector<std::shared_ptr<Request>>& touched);
     void deliver(const std::vector<std::shared_ptr<Request>>& touched);
     uint64_t worst_case_slots(const Request& r) const;
     void loop();
@@ -112,6 +115,7 @@ class Engine {
     std::vector<std::shared_ptr<Request>> running_;  // loop thread; its size is read under mutex_
     std::vector<int32_t> free_seqs_[2];
     uint64_t kv_reserved_ = 0;
+    uint64_t source_reserved_ = 0;  // encoder-decoder: source rows of admitted requests not yet encoded
     uint64_t next_id_ = 1;
     EngineStats stats_;
     std::vector<MoeLayerStats> moe_stats_;  // copied from the main session after each step (under mutex_)

@@ -23,7 +23,8 @@ using Clock = std::chrono::steady_clock;
 
 // What a request asks for, checked and normalised by Engine::submit.
 struct RequestSpec {
-    std::vector<int32_t> prompt;
+    std::vector<int32_t> prompt;      // encoder-decoder models: the decoder's prefix (the decoder start token first)
+    std::vector<int32_t> source;      // encoder-decoder models: the encoder's input (empty otherwise)
     std::string samplers = "greedy";  // chain text, seed already applied
     std::string decoder = "sample";   // component name
     std::vector<std::pair<std::string, std::string>> decoder_params;
@@ -61,6 +62,7 @@ struct Request {
     std::vector<float> steer_vectors;           // the loaded steering (n_layer x n_embd; empty: none)
     std::vector<uint8_t> steer_layers;
     int32_t steer_slot = -1;                 // the model-0 session's steering slot while admitted
+    bool encoded = false;                    // encoder-decoder: its source is encoded (into local sequence 0)
     std::vector<basalt_decoder_feed> feeds;  // the current plan
     std::vector<size_t> fed;                 // tokens of each feed computed (or found in the prefix cache) so far
     std::vector<size_t> cached;              // tokens of each feed found in the prefix cache
@@ -85,6 +87,7 @@ struct Request {
     Clock::time_point submitted{}, admitted{}, first_token{}, finished_at{};
     bool has_admitted = false, has_first = false;
     uint64_t prompt_tokens = 0, cached_tokens = 0;
+    double encode_ms = 0;           // encoder-decoder: its share of the ragged encoder pass it ran in
     uint64_t generated_tokens = 0;  // written by the loop thread only (under mutex), so it reads it without one
     std::vector<double> itl_ms;
     std::vector<Hypothesis> hypotheses;                        // grows as the decoder emits them

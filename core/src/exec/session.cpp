@@ -167,15 +167,16 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         }
 
         // KV cache manager and its storage.
-        std::vector<int32_t> windows(hp.n_layer, 0);
-        sliding_.assign(hp.n_layer, 0);
-        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const uint32_t n_cache_layers = cache_layers();
+        std::vector<int32_t> windows(n_cache_layers, 0);
+        sliding_.assign(n_cache_layers, 0);
+        for (uint32_t il = 0; il < n_cache_layers && il < hp.layer_sliding.size(); ++il) {
             if (hp.layer_sliding[il]) windows[il] = static_cast<int32_t>(hp.sliding_window);
             sliding_[il] = hp.layer_sliding[il] ? 1 : 0;
         }
         basalt_kv_cache_config kc{};
         kc.struct_size = sizeof(kc);
-        kc.n_layers = hp.n_layer;
+        kc.n_layers = n_cache_layers;
         kc.n_kv_heads = hp.n_head_kv;
         kc.head_dim_k = hp.head_dim_k;
         kc.head_dim_v = hp.head_dim_v;
@@ -207,14 +208,14 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         if (layout_.stream_window != 0) check_streaming();
         // Sliding-window layers in the manager's capped storage when it has one (the layout says how many rows).
         n_window_slots_ = layout_.n_window_slots;
-        window_storage_.assign(hp.n_layer, 0);
-        for (uint32_t il = 0; il < hp.n_layer; ++il) window_storage_[il] = sliding_[il] && n_window_slots_ != 0;
+        window_storage_.assign(n_cache_layers, 0);
+        for (uint32_t il = 0; il < n_cache_layers; ++il) window_storage_[il] = sliding_[il] && n_window_slots_ != 0;
         // The exact plan for the types the manager chose; the machine must hold it.
         request.k_type = layout_.k_type;
         request.v_type = layout_.v_type;
         plan_ = plan_memory(model.gguf.file, hp, request);
         check_fits(plan_);
-        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        for (uint32_t il = 0; il < n_cache_layers; ++il) {
             basalt_buffer* k = nullptr;
             basalt_buffer* v = nullptr;
             const uint64_t rows = window_storage_[il] ? n_window_slots_ : n_ctx_;
@@ -228,6 +229,23 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
             owned_buffers_.push_back(v);
             k_buffers_.push_back(k);
             v_buffers_.push_back(v);
+        }
+        if (hp.encoder_decoder) {
+            // Cross-attention K/V of encoded sources: n_ctx rows per decoder layer (the plan counts them with the
+            // decoder's own cache), handed out per source.
+            for (uint32_t il = 0; il < hp.n_layer_dec; ++il) {
+                for (int kv = 0; kv < 2; ++kv) {
+                    basalt_buffer* b = nullptr;
+                    const uint64_t bytes = (kv == 0 ? k_row_bytes_ : v_row_bytes_) * n_ctx_;
+                    check_status(backend_.buffer_alloc(backend_instance_, bytes, BASALT_BUFFER_KV, &b),
+                                 kv == 0 ? "buffer_alloc(cross K)" : "buffer_alloc(cross V)");
+                    owned_buffers_.push_back(b);
+                    kv_bytes_ += bytes;
+                    (kv == 0 ? cross_k_buffers_ : cross_v_buffers_).push_back(b);
+                }
+            }
+            for (uint32_t r = n_ctx_; r-- > 0;) cross_free_.push_back(static_cast<int32_t>(r));  // lowest rows first
+            seq_source_.assign(config.n_seq_max, nullptr);
         }
     } catch (...) {
         for (auto* b : owned_buffers_) backend_.buffer_free(backend_instance_, b);
@@ -304,7 +322,8 @@ MemoryPlan Session::allocated() const {
     m.n_params = plan_.n_params;
     m.types = plan_.types;
     m.weight_bytes = weight_buffer_bytes_;
-    m.kv_bytes_per_token = static_cast<uint64_t>(hp.n_layer) * (k_row_bytes_ + v_row_bytes_);
+    m.kv_bytes_per_token = static_cast<uint64_t>(cache_layers()) * (k_row_bytes_ + v_row_bytes_) *
+                           (hp.encoder_decoder ? 2 : 1);  // + the cross-attention rows
     m.kv_bytes = kv_bytes_;
     m.kv_cells_full = n_ctx_;
     bool any_sliding = false;
@@ -349,20 +368,24 @@ void Session::seq_drop(int32_t seq) {
     const basalt_status st = kv_.seq_drop(kv_instance_, seq);
     if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_drop: {}", config_.kv_cache, plugin_error_message());
     seq_len_[static_cast<size_t>(seq)] = 0;
+    release_source(seq);
 }
 
 void Session::seq_fork(int32_t src, int32_t dst) {
     const uint32_t len = seq_length(src);
-    if (seq_length(dst) != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "fork target sequence {} is not empty", dst);
+    if (seq_length(dst) != 0 || seq_source_length(dst) != 0)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "fork target sequence {} is not empty", dst);
     clear_plugin_error();
     const basalt_status st = kv_.seq_fork(kv_instance_, src, dst);
     if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_fork: {}", config_.kv_cache, plugin_error_message());
     seq_len_[static_cast<size_t>(dst)] = len;
     seq_steer_[static_cast<size_t>(dst)] = seq_steer_[static_cast<size_t>(src)];
+    if (!seq_source_.empty()) seq_source_[static_cast<size_t>(dst)] = seq_source_[static_cast<size_t>(src)];
 }
 
 int32_t Session::steer_acquire(const std::vector<float>& vectors, const std::vector<uint8_t>& layers) {
     const ModelHparams& hp = model_.hparams;
+    if (hp.encoder_decoder) fail(BASALT_ERR_UNSUPPORTED, "steering is not supported for encoder-decoder models (t5)");
     const size_t n_embd = hp.n_embd;
     if (vectors.size() != static_cast<size_t>(hp.n_layer) * n_embd || layers.size() != hp.n_layer) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "steering vectors of {} floats and {} layer flags do not fit {} layers of {}",
@@ -421,6 +444,8 @@ void Session::seq_set_steer_vectors(int32_t seq, const std::vector<float>& vecto
 
 void Session::set_observe(const std::vector<uint8_t>& layers) {
     const ModelHparams& hp = model_.hparams;
+    if (hp.encoder_decoder && std::find(layers.begin(), layers.end(), 1) != layers.end())
+        fail(BASALT_ERR_UNSUPPORTED, "observing layers is not supported for encoder-decoder models (t5)");
     if (!layers.empty() && layers.size() != hp.n_layer)
         fail(BASALT_ERR_INVALID_ARGUMENT, "observe: {} layer flags for a model of {} layers", layers.size(),
              hp.n_layer);
@@ -478,7 +503,8 @@ void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
 uint32_t Session::prefix_attach(int32_t seq, const int32_t* tokens, size_t n) {
     if (seq_length(seq) != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: sequence {} is not empty", seq);
     if (tokens == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: tokens is NULL");
-    if (kv_.prefix_attach == nullptr || n == 0) return 0;
+    // An encoder-decoder decoder's K/V depend on the source (through cross-attention): no sharing by tokens.
+    if (kv_.prefix_attach == nullptr || n == 0 || model_.hparams.encoder_decoder) return 0;
     size_t matched = 0;
     clear_plugin_error();
     const basalt_status st = kv_.prefix_attach(kv_instance_, seq, tokens, std::min<size_t>(n, n_ctx_), &matched);
@@ -549,6 +575,10 @@ void Session::decode(const basalt_batch& batch) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "batch token {} has sequence id {} (session allows 0..{})", i, seq,
                  seq_len_.size() - 1);
         }
+        if (hp.encoder_decoder && seq_source_[static_cast<size_t>(seq)] == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "batch token {}: sequence {} has no encoded source (encode it first: basalt_session_encode)", i, seq);
+        }
         auto& e = expected[static_cast<size_t>(seq)];
         if (pos < 0 || static_cast<uint32_t>(pos) != e) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "batch token {} of sequence {} has position {}, expected {}", i, seq, pos,
@@ -599,7 +629,7 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
     for (int pass = 0; pass < 2; ++pass) {
         const auto& list = pass == 0 ? copies : window_copies;
         for (const auto& cp : list) {
-            for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            for (uint32_t il = 0; il < cache_layers(); ++il) {
                 if ((window_storage_[il] != 0) != (pass == 1)) continue;
                 const std::string p = "blk." + std::to_string(il) + (pass == 0 ? ".kv_copy" : ".kv_window_copy");
                 for (int kv = 0; kv < 2; ++kv) {
@@ -640,7 +670,7 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
         c.logits = graph_.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), n_rows}, "logits", io_buffer_,
                                  io.logits);
     }
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    for (uint32_t il = 0; il < cache_layers(); ++il) {
         const auto rows = static_cast<int64_t>(window_storage_[il] != 0 ? n_window_slots_ : n_ctx_);
         c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), rows}, "cache_k." + std::to_string(il),
                                           k_buffers_[il], 0));
@@ -685,6 +715,19 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
                     graph_.tensor(BASALT_DTYPE_I32, {k, T}, "moe_status." + std::to_string(il), io_buffer_, off);
                 off += bytes;
             }
+        }
+    }
+    if (hp.encoder_decoder) {
+        c.rel_index = graph_.tensor(BASALT_DTYPE_I32, {2 * static_cast<int64_t>(hp.rel_max_distance) + 1},
+                                    "inp_rel_index", io_buffer_, io.rel);
+        c.cross_lists = graph_.tensor(
+            BASALT_DTYPE_I32, {static_cast<int64_t>(2 * shape.n_vis_cross), static_cast<int64_t>(shape.n_lists)},
+            "inp_cross_lists", io_buffer_, io.cross_lists);
+        for (uint32_t il = 0; il < hp.n_layer_dec; ++il) {
+            c.cross_k.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), static_cast<int64_t>(n_ctx_)},
+                                              "cross_k." + std::to_string(il), cross_k_buffers_[il], 0));
+            c.cross_v.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), static_cast<int64_t>(n_ctx_)},
+                                              "cross_v." + std::to_string(il), cross_v_buffers_[il], 0));
         }
     }
     build_forward(c);
@@ -748,8 +791,8 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
         order.push_back(s);
     }
     uint32_t full_layer = 0, window_layer = 0;
-    while (full_layer + 1 < hp.n_layer && window_storage_[full_layer] != 0) ++full_layer;
-    while (window_layer + 1 < hp.n_layer && window_storage_[window_layer] == 0) ++window_layer;
+    while (full_layer + 1 < cache_layers() && window_storage_[full_layer] != 0) ++full_layer;
+    while (window_layer + 1 < cache_layers() && window_storage_[window_layer] == 0) ++window_layer;
     // Pairs of every sequence's list of `layer`, each padded (slot -1) to n_vis pairs: a multiple of kVisibleStep
     // (at most `cap`), so consecutive decode steps build graphs of one shape, which a backend can run again from
     // what it recorded (Vulkan replays its command buffer).
@@ -791,6 +834,23 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     const std::vector<int32_t> list_data = collect(full_layer, n_ctx_, n_vis);
     std::vector<int32_t> window_list_data;
     if (n_window_slots_ != 0) window_list_data = collect(window_layer, n_window_slots_, n_vis_window);
+    // Encoder-decoder: each sequence's cross-attention (row, position) pairs over its source, padded like the
+    // self-attention lists; the causal position-bias buckets.
+    size_t n_vis_cross = 0;
+    std::vector<int32_t> cross_data, rel;
+    if (hp.encoder_decoder) {
+        for (int32_t s : order) n_vis_cross = std::max(n_vis_cross, seq_source_[static_cast<size_t>(s)]->size());
+        n_vis_cross = std::min<size_t>((n_vis_cross + kVisibleStep - 1) / kVisibleStep * kVisibleStep, n_ctx_);
+        cross_data.assign(2 * n_vis_cross * order.size(), -1);
+        for (size_t g = 0; g < order.size(); ++g) {
+            const auto& src = *seq_source_[static_cast<size_t>(order[g])];
+            for (size_t i = 0; i < src.size(); ++i) {
+                cross_data[2 * (n_vis_cross * g + i)] = src[i];
+                cross_data[2 * (n_vis_cross * g + i) + 1] = static_cast<int32_t>(i);
+            }
+        }
+        rel = t5_bucket_table(hp, false);
+    }
     std::vector<int32_t> query(2 * static_cast<size_t>(T));
     std::vector<int32_t> out_rows;
     for (int64_t t = 0; t < T; ++t) {
@@ -831,7 +891,9 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     io.window_slots = align64(io.lists + 4 * list_data.size());
     io.window_lists = align64(io.window_slots + 4 * window_slots.size());
     io.steer = align64(io.window_lists + 4 * window_list_data.size());
-    io.rows = align64(io.steer + 4 * steer_rows.size());
+    io.rel = align64(io.steer + 4 * steer_rows.size());
+    io.cross_lists = align64(io.rel + 4 * rel.size());
+    io.rows = align64(io.cross_lists + 4 * cross_data.size());
     io.logits = align64(io.rows + 4 * std::max<uint64_t>(1, out_rows.size()));
     const uint64_t logits_end = io.logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
     io_logits_bytes_ = std::max(io_logits_bytes_, logits_end - io.logits);
@@ -854,6 +916,8 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     put(staged, io.window_slots, window_slots);
     put(staged, io.window_lists, window_list_data);
     put(staged, io.steer, steer_rows);
+    put(staged, io.rel, rel);
+    put(staged, io.cross_lists, cross_data);
     put(staged, io.rows, out_rows);
     check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, staged.data(), staged.size()),
                  "buffer_write(inputs)");
@@ -867,7 +931,8 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
                            io_buffer_,
                            steer_layers,
                            observe_layers_,
-                           moe_stats_};
+                           moe_stats_,
+                           n_vis_cross};
     if (!copies.empty() || !window_copies.empty() || !(shape == built_)) build_graph(copies, window_copies, shape, io);
     clear_plugin_error();
     st = backend_.graph_compute(backend_instance_, &graph_.graph());
@@ -932,6 +997,177 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
                     ls.per_expert[static_cast<size_t>(ids[i])] += 1;
             }
         }
+    }
+}
+
+uint32_t Session::cache_layers() const {
+    const ModelHparams& hp = model_.hparams;
+    return hp.encoder_decoder ? hp.n_layer_dec : hp.n_layer;
+}
+
+bool Session::encoder_decoder() const {
+    return model_.hparams.encoder_decoder;
+}
+
+uint32_t Session::seq_source_length(int32_t seq) const {
+    seq_length(seq);
+    if (seq_source_.empty() || seq_source_[static_cast<size_t>(seq)] == nullptr) return 0;
+    return static_cast<uint32_t>(seq_source_[static_cast<size_t>(seq)]->size());
+}
+
+void Session::release_source(int32_t seq) {
+    if (seq_source_.empty()) return;
+    auto& src = seq_source_[static_cast<size_t>(seq)];
+    if (src != nullptr && src.use_count() == 1) cross_free_.insert(cross_free_.end(), src->rbegin(), src->rend());
+    src.reset();
+}
+
+void Session::encode(const basalt_batch& batch) {
+    const ModelHparams& hp = model_.hparams;
+    if (!hp.encoder_decoder) {
+        fail(BASALT_ERR_UNSUPPORTED, "encode: '{}' is not an encoder-decoder model (it has no encoder)", hp.arch);
+    }
+    if (batch.struct_size < offsetof(basalt_batch, want_logits) + sizeof(batch.want_logits)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_batch.struct_size {} is too small", batch.struct_size);
+    }
+    const size_t n = batch.n_tokens;
+    if (n == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "encode: empty batch");
+    if (batch.tokens == nullptr || batch.positions == nullptr || batch.seq_ids == nullptr) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "encode: the batch needs tokens, positions and seq_ids");
+    }
+    // Validate everything before any work: each sequence empty, its source whole (positions 0..n-1 in order).
+    std::vector<std::vector<size_t>> rows(seq_len_.size());
+    std::vector<int32_t> order;
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t tok = batch.tokens[i], seq = batch.seq_ids[i], pos = batch.positions[i];
+        if (tok < 0 || static_cast<uint32_t>(tok) >= hp.n_vocab) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "encode: token {} = {} is not in the vocabulary (0..{})", i, tok,
+                 hp.n_vocab - 1);
+        }
+        if (seq < 0 || static_cast<size_t>(seq) >= seq_len_.size()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "encode: token {} has sequence id {} (session allows 0..{})", i, seq,
+                 seq_len_.size() - 1);
+        }
+        auto& r = rows[static_cast<size_t>(seq)];
+        if (r.empty()) {
+            if (seq_len_[static_cast<size_t>(seq)] != 0 || seq_source_[static_cast<size_t>(seq)] != nullptr) {
+                fail(BASALT_ERR_INVALID_ARGUMENT,
+                     "encode: sequence {} is not empty (a source starts a sequence; drop it first)", seq);
+            }
+            order.push_back(seq);
+        }
+        if (pos < 0 || static_cast<size_t>(pos) != r.size()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "encode: token {} of sequence {} has position {}, expected {}", i, seq,
+                 pos, r.size());
+        }
+        r.push_back(i);
+    }
+    size_t total = 0;
+    for (int32_t s : order) total += rows[static_cast<size_t>(s)].size();
+    if (total > cross_free_.size()) {
+        fail(BASALT_ERR_CAPACITY,
+             "encode: {} source tokens need as many cross-attention rows; {} of {} are free (n_ctx)", total,
+             cross_free_.size(), n_ctx_);
+    }
+    // Rows for every source, then passes of whole sources of at most n_batch tokens (a longer source: a pass of its
+    // own, at most n_ctx tokens, which the memory plan's encoder activations allow for).
+    for (int32_t s : order) {
+        auto src = std::make_shared<std::vector<int32_t>>();
+        for (size_t i = 0; i < rows[static_cast<size_t>(s)].size(); ++i) {
+            src->push_back(cross_free_.back());
+            cross_free_.pop_back();
+        }
+        seq_source_[static_cast<size_t>(s)] = std::move(src);
+    }
+    try {
+        std::vector<int32_t> pass;
+        size_t in_pass = 0;
+        for (size_t k = 0; k <= order.size(); ++k) {
+            const size_t len = k < order.size() ? rows[static_cast<size_t>(order[k])].size() : 0;
+            if (!pass.empty() && (k == order.size() || in_pass + len > n_batch_)) {
+                encode_pass(batch, pass, rows);
+                pass.clear();
+                in_pass = 0;
+            }
+            if (k < order.size()) {
+                pass.push_back(order[k]);
+                in_pass += len;
+            }
+        }
+    } catch (...) {
+        for (int32_t s : order) release_source(s);  // no half-written sources
+        throw;
+    }
+}
+
+void Session::encode_pass(const basalt_batch& batch, const std::vector<int32_t>& seqs,
+                          const std::vector<std::vector<size_t>>& rows) {
+    const ModelHparams& hp = model_.hparams;
+    // Sources packed one after another; each attends over its own rows (batch row, position), bidirectionally.
+    std::vector<int32_t> tokens, positions, query, cross_slots;
+    size_t longest = 0;
+    for (int32_t s : seqs) longest = std::max(longest, rows[static_cast<size_t>(s)].size());
+    std::vector<int32_t> lists(2 * longest * seqs.size(), -1);
+    for (size_t g = 0; g < seqs.size(); ++g) {
+        const auto& r = rows[static_cast<size_t>(seqs[g])];
+        const auto& src = *seq_source_[static_cast<size_t>(seqs[g])];
+        for (size_t i = 0; i < r.size(); ++i) {
+            lists[2 * (longest * g + i)] = static_cast<int32_t>(tokens.size());
+            lists[2 * (longest * g + i) + 1] = static_cast<int32_t>(i);
+            tokens.push_back(batch.tokens[r[i]]);
+            positions.push_back(static_cast<int32_t>(i));
+            query.push_back(static_cast<int32_t>(g));
+            query.push_back(static_cast<int32_t>(i));
+            cross_slots.push_back(src[i]);
+        }
+    }
+    const std::vector<int32_t> rel = t5_bucket_table(hp, true);
+    const auto T = static_cast<int64_t>(tokens.size());
+    IoLayout io{};
+    io.tokens = 0;
+    io.pos = align64(io.tokens + 4 * tokens.size());
+    io.query = align64(io.pos + 4 * positions.size());
+    io.lists = align64(io.query + 4 * query.size());
+    io.slots = align64(io.lists + 4 * lists.size());
+    io.rel = align64(io.slots + 4 * cross_slots.size());
+    const uint64_t end = io.rel + 4 * rel.size();
+    ensure_io(end);
+    std::vector<uint8_t> staged(end, 0);
+    put(staged, io.tokens, tokens);
+    put(staged, io.pos, positions);
+    put(staged, io.query, query);
+    put(staged, io.lists, lists);
+    put(staged, io.slots, cross_slots);
+    put(staged, io.rel, rel);
+    check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, staged.data(), staged.size()),
+                 "buffer_write(encoder inputs)");
+
+    enc_graph_.clear();
+    ForwardContext c{enc_graph_, hp, *weights_};
+    c.encoder_pass = true;
+    c.n_tokens = T;
+    c.n_outputs = 0;
+    c.tokens = enc_graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_enc_tokens", io_buffer_, io.tokens);
+    c.positions = enc_graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_enc_positions", io_buffer_, io.pos);
+    c.attn_query = enc_graph_.tensor(BASALT_DTYPE_I32, {2, T}, "inp_enc_query", io_buffer_, io.query);
+    c.attn_lists =
+        enc_graph_.tensor(BASALT_DTYPE_I32, {static_cast<int64_t>(2 * longest), static_cast<int64_t>(seqs.size())},
+                          "inp_enc_lists", io_buffer_, io.lists);
+    c.cross_slots = enc_graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_cross_slots", io_buffer_, io.slots);
+    c.rel_index = enc_graph_.tensor(BASALT_DTYPE_I32, {static_cast<int64_t>(rel.size())}, "inp_enc_rel_index",
+                                    io_buffer_, io.rel);
+    for (uint32_t il = 0; il < hp.n_layer_dec; ++il) {
+        c.cross_k.push_back(enc_graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), static_cast<int64_t>(n_ctx_)},
+                                              "cross_k." + std::to_string(il), cross_k_buffers_[il], 0));
+        c.cross_v.push_back(enc_graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), static_cast<int64_t>(n_ctx_)},
+                                              "cross_v." + std::to_string(il), cross_v_buffers_[il], 0));
+    }
+    build_forward(c);
+    clear_plugin_error();
+    const basalt_status st = backend_.graph_compute(backend_instance_, &enc_graph_.graph());
+    if (st != BASALT_OK) {
+        fail(st, "backend '{}': graph_compute (encoder): {}", config_.backend,
+             plugin_error_message().empty() ? status_name(st) : plugin_error_message());
     }
 }
 

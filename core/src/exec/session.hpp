@@ -7,6 +7,7 @@
 #include <basalt/plugin_kv_cache.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,17 @@ class Session {
 
     // Runs a ragged batch. Validates everything (ids, positions, context room) before any work.
     void decode(const basalt_batch& batch);
+    // Encoder-decoder models: runs the encoder over a ragged batch of sources (each sequence's whole source, positions
+    // 0..n-1, into an empty sequence) and keeps every decoder layer's cross-attention K/V of it for the sequence's
+    // decoder steps (shared by forks, freed by seq_drop). Sources are packed into passes of at most n_batch tokens
+    // (a longer source has a pass of its own); more source tokens than free cross rows (n_ctx in all) is refused
+    // (CAPACITY) before any work.
+    void encode(const basalt_batch& batch);
+    // Tokens of seq's encoded source (0: none).
+    uint32_t seq_source_length(int32_t seq) const;
+    // Cross-attention rows still free (encoder-decoder models; 0 otherwise).
+    size_t free_source_rows() const { return cross_free_.size(); }
+    bool encoder_decoder() const;
     // Logits of output row `row` (batch rows with want_logits, in batch order) of the last decode.
     const float* logits(size_t row) const;
     size_t n_outputs() const { return n_out_; }
@@ -118,6 +130,12 @@ class Session {
     void check_streaming();
     void check_status(basalt_status st, const std::string& what) const;
     void ensure_io(uint64_t bytes);
+    // One encoder pass over whole sources: `seqs` in order, their tokens at `rows` of the batch.
+    void encode_pass(const basalt_batch& batch, const std::vector<int32_t>& seqs,
+                     const std::vector<std::vector<size_t>>& rows);
+    // Gives seq's cross rows back when no other sequence shares them.
+    void release_source(int32_t seq);
+    uint32_t cache_layers() const;
 
     const basalt_model& model_;
     SessionConfig config_;
@@ -135,6 +153,12 @@ class Session {
     basalt_buffer* weights_buffer_ = nullptr;
     std::unique_ptr<ModelWeights> weights_;
     std::vector<basalt_buffer*> k_buffers_, v_buffers_;
+    // Encoder-decoder: per decoder layer the cross-attention K/V of encoded sources (n_ctx rows each), the rows not
+    // in use, and each sequence's rows (in source order; shared by forks).
+    std::vector<basalt_buffer*> cross_k_buffers_, cross_v_buffers_;
+    std::vector<int32_t> cross_free_;
+    std::vector<std::shared_ptr<const std::vector<int32_t>>> seq_source_;
+    GraphBuilder enc_graph_;
     uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
     uint64_t weight_buffer_bytes_ = 0;
     uint64_t kv_bytes_ = 0;
@@ -168,6 +192,7 @@ class Session {
     // Byte offsets of the step's inputs and logits in the IO buffer.
     struct IoLayout {
         uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists, steer, observe, moe;
+        uint64_t rel = 0, cross_lists = 0;  // encoder-decoder: position-bias buckets, cross-attention lists
     };
     struct GraphShape {
         int64_t tokens = -1;
@@ -179,6 +204,7 @@ class Session {
         std::vector<uint8_t> steer_layers;    // layers with a STEER node (empty: no row of the step is steered)
         std::vector<uint8_t> observe_layers;  // layers whose rows are copied out (empty: none)
         bool moe_stats = false;               // each MoE layer's routing copied out
+        size_t n_vis_cross = 0;               // encoder-decoder: cross-attention pairs per list
         bool operator==(const GraphShape&) const = default;
     };
     GraphShape built_;

@@ -201,12 +201,11 @@ void build_forward(ForwardContext& c) {
     } else if (a == "gpt2") {
         build_gpt2(c);
     } else if (a == "t5") {
-        fail(BASALT_ERR_UNSUPPORTED,
-             "architecture t5 (encoder-decoder) is not supported yet; it arrives with the encoder-decoder work");
+        build_t5(c);
     } else {
         fail(BASALT_ERR_UNSUPPORTED,
              "architecture '{}' is not supported (supported: llama, qwen2, gemma3, gpt2, "
-             "llama with experts)",
+             "llama with experts, t5)",
              a);
     }
 }

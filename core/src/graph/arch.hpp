@@ -50,6 +50,14 @@ struct ForwardContext {
     MoeRouter moe_router;
     std::vector<int32_t> moe_ids_out;     // per layer, or empty / -1: not recorded
     std::vector<int32_t> moe_status_out;  // per layer (capacity mode), or empty / -1
+    // Encoder-decoder models (t5). The encoder pass (encoder_pass) attends over its own K/V rows: attn_lists pairs
+    // are (batch row, position) and no cache is written but the cross storage. The decoder pass reads it.
+    bool encoder_pass = false;
+    int32_t rel_index = -1;        // I32 [2R + 1]: position-bias bucket of each distance -R..R (clamped)
+    int32_t cross_slots = -1;      // encoder pass: I32 [T], the cross-storage row of each token's K/V
+    int32_t cross_lists = -1;      // decoder pass: I32 [2 * n_vis_cross, n_lists], (row, position) pairs
+    std::vector<int32_t> cross_k;  // per decoder layer: [n_embd_k_gqa, n_cross_rows]
+    std::vector<int32_t> cross_v;  // per decoder layer: [n_embd_v_gqa, n_cross_rows]
 
     // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
     // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
@@ -101,6 +109,12 @@ void build_qwen2(ForwardContext& c);
 void build_moe(ForwardContext& c);
 void build_gemma3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
+// t5: the encoder pass or the decoder pass, as c.encoder_pass says.
+void build_t5(ForwardContext& c);
+// T5's relative position bucket of distance (key position - query position), as in the T5 reference code.
+int32_t t5_bucket(int32_t distance, uint32_t n_buckets, bool bidirectional, uint32_t max_distance);
+// The bucket of every distance -R..R (R = hp.rel_max_distance; farther distances share the end buckets).
+std::vector<int32_t> t5_bucket_table(const ModelHparams& hp, bool bidirectional);
 
 // Picks the builder for the model's architecture; throws Error(UNSUPPORTED) naming it when there is none.
 void build_forward(ForwardContext& c);

@@ -19,9 +19,23 @@ void check_runnable(const gguf::File& file, const ModelHparams& hp) {
     c.attn_lists = g.tensor(BASALT_DTYPE_I32, {2, 1}, "inp_attn_lists");
     c.out_rows = g.tensor(BASALT_DTYPE_I32, {1}, "inp_out_rows");
     c.logits = g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), 1}, "logits");
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    const uint32_t cache_layers = hp.encoder_decoder ? hp.n_layer_dec : hp.n_layer;
+    for (uint32_t il = 0; il < cache_layers; ++il) {
         c.k_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_k_gqa()), 1}, "cache_k"));
         c.v_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_v_gqa()), 1}, "cache_v"));
+    }
+    if (hp.encoder_decoder) {
+        // Both passes: the encoder's (its cross K/V writes) and the decoder's.
+        c.rel_index = g.tensor(BASALT_DTYPE_I32, {2 * static_cast<int64_t>(hp.rel_max_distance) + 1}, "inp_rel_index");
+        c.cross_slots = g.tensor(BASALT_DTYPE_I32, {1}, "inp_cross_slots");
+        c.cross_lists = g.tensor(BASALT_DTYPE_I32, {2, 1}, "inp_cross_lists");
+        for (uint32_t il = 0; il < hp.n_layer_dec; ++il) {
+            c.cross_k.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_k_gqa()), 1}, "cross_k"));
+            c.cross_v.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_v_gqa()), 1}, "cross_v"));
+        }
+        c.encoder_pass = true;
+        build_forward(c);
+        c.encoder_pass = false;
     }
     build_forward(c);
 }

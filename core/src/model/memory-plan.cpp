@@ -104,7 +104,25 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     const uint64_t logits = 4 * T * hp.n_vocab;  // every row of the batch may ask for logits
     p.logits_bytes = 2 * logits;
     p.io_bytes = inputs + logits;
-    p.scratch_bytes = 4 * floats + 2 * inputs + p.logits_bytes;
+    uint64_t io_inputs = inputs;
+    if (hp.encoder_decoder) {
+        // Decoder steps: + cross-attention q and context per layer, + each sequence's cross-attention list and the
+        // position-bias buckets (2 more aligned arrays).
+        const uint64_t rel = 4 * (2 * static_cast<uint64_t>(hp.rel_max_distance) + 1);
+        floats += T * static_cast<uint64_t>(hp.n_head) * (hp.head_dim_k + hp.head_dim_v);
+        const uint64_t dec_inputs = inputs + 8 * lists * ctx + rel + 2 * 63;
+        // Encoder passes: one layer's activations for a pass of up to max(n_batch, n_ctx) tokens (a source longer
+        // than the batch has a pass of its own) plus the cross K/V of its output before they are written; inputs:
+        // tokens, positions, cross rows, query table, the sources' (row, position) lists, buckets (6 arrays).
+        const uint64_t Te = std::max<uint64_t>(T, ctx);
+        const uint64_t enc_floats = 4 * Te * hp.n_embd + Te * qkv + Te * hp.n_head * hp.head_dim_v + 3 * Te * hp.n_ff +
+                                    Te * (hp.n_embd_k_gqa() + hp.n_embd_v_gqa());
+        const uint64_t enc_inputs = 4 * Te * 5 + 8 * lists * ctx + rel + 6 * 63;
+        floats = std::max(floats, enc_floats);
+        io_inputs = std::max(dec_inputs, enc_inputs);
+        p.io_bytes = std::max(dec_inputs + logits, enc_inputs);
+    }
+    p.scratch_bytes = 4 * floats + 2 * io_inputs + p.logits_bytes;
 
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
     return p;

@@ -105,6 +105,17 @@ ModelHparams read_hparams(const gguf::File& f) {
     if (h.arch == "t5") {
         h.encoder_decoder = true;
         h.n_layer_dec = optional_u32(f, A + "decoder_block_count", h.n_layer);
+        h.n_rel_buckets = optional_u32(f, A + "attention.relative_buckets_count", 32);
+        h.decoder_start_token = static_cast<int32_t>(optional_u32(f, A + "decoder_start_token_id", 0));
+        if (h.n_rel_buckets < 4 || h.n_rel_buckets > 4096) {
+            fail(BASALT_ERR_FORMAT, "{}: {}attention.relative_buckets_count = {} is not in 4..4096", f.source(), A,
+                 h.n_rel_buckets);
+        }
+        if (h.n_layer_dec == 0) fail(BASALT_ERR_FORMAT, "{}: {}decoder_block_count is 0", f.source(), A);
+        if (static_cast<uint32_t>(h.decoder_start_token) >= h.n_vocab) {
+            fail(BASALT_ERR_FORMAT, "{}: {}decoder_start_token_id = {} is not in the vocabulary of {}", f.source(), A,
+                 h.decoder_start_token, h.n_vocab);
+        }
     }
     return h;
 }

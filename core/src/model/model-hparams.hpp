@@ -32,7 +32,10 @@ struct ModelHparams {
     uint32_t sliding_window = 0;      // 0: none
     std::vector<bool> layer_sliding;  // n_layer entries: layer uses the sliding window
     bool encoder_decoder = false;
-    bool known_arch = false;  // one of the families Basalt builds graphs for
+    uint32_t n_rel_buckets = 0;        // t5: relative position buckets (attention.relative_buckets_count)
+    uint32_t rel_max_distance = 128;   // t5: distance at which the buckets saturate (fixed in T5)
+    int32_t decoder_start_token = -1;  // t5: first decoder token (decoder_start_token_id, default pad 0)
+    bool known_arch = false;           // one of the families Basalt builds graphs for
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }
