@@ -45,7 +45,7 @@ void HttpSession::read_request() {
     parser_->header_limit(static_cast<std::uint32_t>(limits_.header_bytes));
     parser_->body_limit(limits_.body_bytes);
     // One deadline for the whole request: a slow or partial request cannot hold the connection longer.
-    stream_.expires_after(buffer_.size() > 0 ? limits_.read_timeout : limits_.idle_timeout + limits_.read_timeout);
+    stream_.expires_after(limits_.read_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             net::bind_executor(strand_, [self = shared_from_this()](beast::error_code ec, size_t) {
                                 self->on_header(ec);
@@ -57,9 +57,7 @@ void HttpSession::on_header(beast::error_code ec) {
     if (ec == http::error::body_limit) return fail_http(413, "the request body is larger than the limit");
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
         ec == net::error::operation_aborted || ec == net::error::connection_reset) {
-        if (ec == beast::error::timeout && buffer_.size() > 0)
-            return fail_http(408, "the request was not complete in time");
-        return close();
+        return close();  // a request not complete within --read-timeout: the stream closed the socket
     }
     if (ec) {
         if (ec.category() == beast::error_code(http::error::bad_method).category())
@@ -88,7 +86,6 @@ void HttpSession::on_header(beast::error_code ec) {
 
 void HttpSession::on_body(beast::error_code ec) {
     if (ec == http::error::body_limit) return fail_http(413, "the request body is larger than the limit");
-    if (ec == beast::error::timeout) return fail_http(408, "the request was not complete in time");
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset)
         return close();
@@ -102,7 +99,14 @@ void HttpSession::on_body(beast::error_code ec) {
     in_exchange_ = true;
     stream_.expires_never();
     watch();
-    handler_(shared_from_this(), std::move(req));
+    try {
+        handler_(shared_from_this(), std::move(req));
+    } catch (const std::exception& e) {  // never let a handler's failure take the server down
+        if (!closed_ && !writing_ && out_.empty())
+            fail_http(500, std::string("internal error: ") + e.what());
+        else
+            close();
+    }
 }
 
 void HttpSession::fail_http(int status, const std::string& message) {

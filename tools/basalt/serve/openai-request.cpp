@@ -217,7 +217,7 @@ json parse_body(const std::string& body) {
     json j;
     try {
         j = json::parse(body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse errors, and numbers that overflow a double (out_of_range)
         throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
     }
     if (!j.is_object()) throw ApiError(400, "the body must be a JSON object");
