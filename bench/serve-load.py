@@ -45,7 +45,7 @@ def one(host, port, body, out):
             break
         j = json.loads(data)
         now = time.perf_counter()
-        if any(ch.get("text") for ch in j["choices"]):
+        if j["choices"]:  # one event per engine step that produced tokens (text may be empty)
             times.append(now)
         if j.get("usage"):
             tokens = j["usage"]["completion_tokens"]

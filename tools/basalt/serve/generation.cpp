@@ -201,7 +201,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
             }
             if (g_.stream && !http_->closed()) {
                 const char* fr = j.done ? openai_finish(reason) : nullptr;
-                if (!text.empty() || fr != nullptr) {
+                if (n > 0 || !text.empty() || fr != nullptr) {  // one event per step with tokens, even textless
                     json c = {{"index", i}};
                     if (g_.chat) {
                         c["delta"] = text.empty() ? json::object() : json{{"content", text}};
