@@ -4,7 +4,7 @@
 malformed.py BASALT
     Each case gets its status code and an OpenAI-style error object where the server answers with JSON; the server
     stays healthy after all of them (a valid completion still works, /health answers), a full queue answers 429 with
-    Retry-After, a client that disconnects cancels its request, and SIGTERM with a stream running exits cleanly.
+    Retry-After, generations past --request-timeout answer 504 (or an SSE error event), a client that disconnects cancels its request, and SIGTERM with a stream running exits cleanly.
 """
 import json
 import socket
@@ -229,6 +229,37 @@ def main():
         check("a stream running at SIGTERM finishes", first and rest and rest[-1] == "[DONE]", rest[-2:])
         srv.proc.wait(20)
         check("SIGTERM exits 0", srv.proc.returncode == 0, srv.output())
+    finally:
+        srv.stop()
+    # --- per-request timeout: requests queued behind others run past --request-timeout: 504 / an SSE error event ---
+    srv = Server(basalt, ["--parallel", "1", "--max-queue", "8", "--request-timeout", "0.4"], name="timeout")
+    try:
+        body = {"prompt": "Once upon a time", "max_tokens": 250, "temperature": 0, "ignore_eos": True}
+        results = [None] * 4
+
+        def go(i):
+            if i < 3:
+                results[i] = srv.request("POST", "/v1/completions", body=body)[0]
+            else:
+                c = srv.conn()
+                c.request("POST", "/v1/completions", body=json.dumps(dict(body, stream=True)),
+                          headers={"Content-Type": "application/json"})
+                results[i] = list(sse_events(c.getresponse()))
+
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(4)]
+        for i, t in enumerate(threads):
+            t.start()
+            time.sleep(0.02)  # queue order: the stream is last
+        for t in threads:
+            t.join(30)
+        codes = results[:3]
+        events = results[3] or []
+        check("a generation past --request-timeout answers 504", 504 in codes, str(codes))
+        check("a stream past --request-timeout ends with an error event and [DONE]",
+              len(events) >= 2 and events[-1] == "[DONE]" and '"timeout' in events[-2], str(events[-2:]))
+        status, _, _ = srv.request("GET", "/health")
+        check("healthy after timeouts", status == 200, str(status))
+        check("504 counted in /metrics", srv.metric('basalt_http_requests_total{endpoint="/v1/completions",status="504"}') >= 1)
     finally:
         srv.stop()
     if failures:
