@@ -271,11 +271,15 @@ void HttpListener::stop() {
 void HttpListener::accept() {
     acceptor_.async_accept(net::make_strand(ioc_), [self = shared_from_this()](beast::error_code ec, tcp::socket s) {
         if (ec == net::error::operation_aborted || !self->acceptor_.is_open()) return;
-        if (!ec) {
-            beast::error_code nd;
-            s.set_option(tcp::no_delay(true), nd);
-            std::make_shared<HttpSession>(std::move(s), self->limits_, self->handler_, self->status_hook_)->start();
+        if (ec) {
+            // Out of descriptors or memory: retry shortly instead of spinning on the error.
+            auto t = std::make_shared<net::steady_timer>(self->ioc_, std::chrono::milliseconds(50));
+            t->async_wait([self, t](const beast::error_code&) { self->accept(); });
+            return;
         }
+        beast::error_code nd;
+        s.set_option(tcp::no_delay(true), nd);
+        std::make_shared<HttpSession>(std::move(s), self->limits_, self->handler_, self->status_hook_)->start();
         self->accept();
     });
 }

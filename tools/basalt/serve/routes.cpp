@@ -33,8 +33,7 @@ void Server::handle(const std::shared_ptr<HttpSession>& s, HttpRequest&& req) {
     const auto method = req.method();
 
     if (target == "/health") {
-        if (method != http::verb::get && method != http::verb::head)
-            return send_error(s, endpoint, ApiError(405, "/health takes GET"));
+        if (method != http::verb::get) return send_error(s, endpoint, ApiError(405, "/health takes GET"));
         if (draining()) return send_json(s, endpoint, 503, json{{"status", "draining"}});
         return send_json(s, endpoint, 200, json{{"status", "ok"}});
     }
