@@ -29,7 +29,8 @@ class Server:
         self.port = int(open(self.port_file).read())
 
     def output(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return open(self.log_path).read()
 
     def conn(self, timeout=60):
