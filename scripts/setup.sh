@@ -24,6 +24,7 @@ packages=(
     libvulkan-dev mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
     glslang-tools glslang-dev spirv-tools
     clang-format python3 python3-numpy nlohmann-json3-dev
+    nodejs npm nginx
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -52,4 +53,10 @@ if [ "${CI:-}" = true ]; then werror=ON; fi
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DBASALT_WERROR="$werror" \
     -DBASALT_SANITIZE="$sanitize" >/dev/null
+# The official OpenAI client for the server tests (tests/server/openai-client.py), pinned, in a test-only folder.
+openai_npm=openai@4.95.0
+if [ ! -f "$build_dir/test-node/node_modules/openai/package.json" ]; then
+    npm install --prefix "$build_dir/test-node" --no-audit --no-fund --loglevel=error "$openai_npm" >/dev/null ||
+        echo "setup.sh: warning: could not install $openai_npm (the server's OpenAI-client test will fail)" >&2
+fi
 cmake --build "$build_dir" -j2

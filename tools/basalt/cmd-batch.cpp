@@ -13,6 +13,7 @@
 
 #include "cli.hpp"
 #include "handles.hpp"
+#include "request-spec.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -23,21 +24,7 @@ using json = nlohmann::ordered_json;
 struct Job {
     size_t line = 0;
     json id;
-    std::string prompt;
-    std::vector<int32_t> tokens;
-    bool has_tokens = false;
-    int32_t max_tokens = 64;
-    std::string samplers = "greedy";
-    std::string decoder;
-    std::vector<std::string> stop;
-    std::vector<const char*> stop_ptrs;
-    int64_t seed = -1;
-    std::string cache_salt;
-    std::vector<std::string> steer;
-    std::vector<const char*> steer_ptrs;
-    std::string source;  // encoder-decoder models: the encoder's input (text or ids)
-    std::vector<int32_t> source_tokens;
-    bool has_source = false, has_source_tokens = false;
+    RequestSpec spec;
     RequestHandle request;
 };
 
@@ -67,13 +54,13 @@ std::string parse_job(const std::string& text, Job& job) {
             if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
                 return "'source_tokens' must hold non-negative integer ids, not " + t.dump();
             }
-            job.source_tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+            job.spec.source_tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
         }
-        job.has_source_tokens = true;
+        job.spec.has_source_tokens = true;
     } else if (j.contains("source")) {
         if (!j["source"].is_string()) return "'source' must be a string";
-        job.source = j["source"].get<std::string>();
-        job.has_source = true;
+        job.spec.source = j["source"].get<std::string>();
+        job.spec.has_source = true;
     }
     if (j.contains("tokens")) {
         if (!j["tokens"].is_array()) return "'tokens' must be an array of token ids";
@@ -81,13 +68,13 @@ std::string parse_job(const std::string& text, Job& job) {
             if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
                 return "'tokens' must hold non-negative integer ids, not " + t.dump();
             }
-            job.tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+            job.spec.tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
         }
-        job.has_tokens = true;
+        job.spec.has_tokens = true;
     } else if (j.contains("prompt")) {
         if (!j["prompt"].is_string()) return "'prompt' must be a string";
-        job.prompt = j["prompt"].get<std::string>();
-    } else if (!job.has_source && !job.has_source_tokens) {
+        job.spec.prompt = j["prompt"].get<std::string>();
+    } else if (!job.spec.has_source && !job.spec.has_source_tokens) {
         return "a request needs 'prompt' (text) or 'tokens' (ids) (encoder-decoder models: or 'source')";
     }
     if (j.contains("max_tokens")) {
@@ -95,52 +82,37 @@ std::string parse_job(const std::string& text, Job& job) {
         if (!m.is_number_integer() || m.get<int64_t>() < -1 || m.get<int64_t>() > INT32_MAX) {
             return "'max_tokens' must be an integer from -1 (until the context is full) to 2^31-1, not " + m.dump();
         }
-        job.max_tokens = static_cast<int32_t>(m.get<int64_t>());
+        job.spec.max_tokens = static_cast<int32_t>(m.get<int64_t>());
     }
     if (j.contains("samplers")) {
         if (!j["samplers"].is_string()) return "'samplers' must be a chain string such as \"top_k:40;temp:0.7;dist\"";
-        job.samplers = j["samplers"].get<std::string>();
+        job.spec.samplers = j["samplers"].get<std::string>();
     }
     if (j.contains("decoder")) {
         if (!j["decoder"].is_string()) return "'decoder' must be a string such as \"sample\"";
-        job.decoder = j["decoder"].get<std::string>();
+        job.spec.decoder = j["decoder"].get<std::string>();
     }
     if (j.contains("stop")) {
-        const auto& s = j["stop"];
-        if (s.is_string()) {
-            job.stop.push_back(s.get<std::string>());
-        } else if (s.is_array()) {
-            for (const auto& e : s) {
-                if (!e.is_string()) return "'stop' must be a string or an array of strings";
-                job.stop.push_back(e.get<std::string>());
-            }
-        } else {
-            return "'stop' must be a string or an array of strings";
-        }
+        if (auto why = read_string_or_list(j["stop"], "stop", "a string or an array of strings", job.spec.stop);
+            !why.empty())
+            return why;
     }
     if (j.contains("cache_salt")) {
         if (!j["cache_salt"].is_string())
             return "'cache_salt' must be a string (requests share cached K/V only with the same salt)";
-        job.cache_salt = j["cache_salt"].get<std::string>();
+        job.spec.cache_salt = j["cache_salt"].get<std::string>();
     }
     if (j.contains("steer")) {
-        const auto& s = j["steer"];
-        if (s.is_string()) {
-            job.steer.push_back(s.get<std::string>());
-        } else if (s.is_array()) {
-            for (const auto& e : s) {
-                if (!e.is_string()) return "'steer' must be a string \"FILE[:SCALE[:A-B]]\" or an array of them";
-                job.steer.push_back(e.get<std::string>());
-            }
-        } else {
-            return "'steer' must be a string \"FILE[:SCALE[:A-B]]\" or an array of them";
-        }
+        if (auto why = read_string_or_list(j["steer"], "steer", "a string \"FILE[:SCALE[:A-B]]\" or an array of them",
+                                           job.spec.steer);
+            !why.empty())
+            return why;
     }
     if (j.contains("seed")) {
         if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < -1) {
             return "'seed' must be an integer >= -1, not " + j["seed"].dump();
         }
-        job.seed = j["seed"].get<int64_t>();
+        job.spec.seed = j["seed"].get<int64_t>();
     }
     return {};
 }
@@ -181,7 +153,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
         auto job = std::make_unique<Job>();
         job->line = line_no;
         std::string why = parse_job(line, *job);
-        const std::string spec = job->decoder.empty() ? "sample" : job->decoder;
+        const std::string spec = job->spec.decoder.empty() ? "sample" : job->spec.decoder;
         if (why.empty() && needs.count(spec) == 0) {
             basalt_decoder_needs n{};
             n.struct_size = sizeof(n);
@@ -216,32 +188,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
         auto& job = parsed[k];
         std::string why = why_not[k];
         if (why.empty()) {
-            basalt_request_params rp{};
-            rp.struct_size = sizeof(rp);
-            if (job->has_tokens) {
-                rp.tokens = job->tokens.data();
-                rp.n_tokens = job->tokens.size();
-            } else if (!job->prompt.empty() || (!job->has_source && !job->has_source_tokens)) {
-                rp.prompt = job->prompt.data();
-                rp.prompt_len = job->prompt.size();
-            }
-            if (job->has_source_tokens) {
-                rp.source_tokens = job->source_tokens.data();
-                rp.n_source_tokens = job->source_tokens.size();
-            } else if (job->has_source) {
-                rp.source = job->source.c_str();
-            }
-            rp.samplers = job->samplers.c_str();
-            rp.decoder = job->decoder.empty() ? nullptr : job->decoder.c_str();
-            rp.max_tokens = job->max_tokens;
-            rp.seed = job->seed;
-            rp.cache_salt = job->cache_salt.empty() ? nullptr : job->cache_salt.c_str();
-            for (const auto& s : job->stop) job->stop_ptrs.push_back(s.c_str());
-            rp.stop = job->stop_ptrs.data();
-            rp.n_stop = job->stop_ptrs.size();
-            for (const auto& v : job->steer) job->steer_ptrs.push_back(v.c_str());
-            rp.steer = job->steer_ptrs.data();
-            rp.n_steer = job->steer_ptrs.size();
+            const basalt_request_params rp = job->spec.params();
             if (basalt_engine_submit(engine.get(), &rp, &job->request.r) != BASALT_OK) why = basalt_last_error();
         }
         if (!why.empty()) {

@@ -1,0 +1,121 @@
+// `basalt chat`: an interactive terminal chat over the engine with the server's chat templates
+// (tools/basalt/serve/chat-template.*): the reply streams as it is generated; the conversation is kept across
+// turns; /reset forgets it, /exit (or end of input) quits. Reads stdin line by line, so it can be piped.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "handles.hpp"
+#include "request-spec.hpp"
+#include "serve/served-model.hpp"
+
+namespace basalt::cli {
+namespace {
+
+void print_piece(basalt_request*, const int32_t*, size_t, const char* text, size_t len, int32_t, void* user) {
+    auto* reply = static_cast<std::string*>(user);
+    reply->append(text, len);
+    std::cout.write(text, static_cast<std::streamsize>(len));
+    std::cout.flush();
+}
+
+int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
+    Runtime rt(g);
+    if (!rt.ok()) return kExitError;
+    Model model(vm["model"].as<std::string>());
+    if (!model.ok()) return kExitError;
+    SessionStrings keep;
+    basalt_engine_params ep{};
+    try {
+        ep = engine_params(vm, keep);
+    } catch (const std::invalid_argument& e) {
+        print_error(e.what());
+        return kExitUsage;
+    }
+    serve::ServedModel served;
+    const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
+    if (auto why = serve::describe_served_model(model.get(), "chat", tmpl, ep.n_ctx, served); !why.empty()) {
+        print_error("basalt chat: " + why);
+        return tmpl.empty() ? kExitError : kExitUsage;
+    }
+    ep.n_ctx = served.n_ctx;
+    Engine engine(rt.get(), model.get(), ep);
+    if (!engine.ok()) return kExitError;
+
+    std::vector<serve::ChatMessage> history;
+    if (vm.count("system") != 0) history.push_back({"system", vm["system"].as<std::string>()});
+    const size_t kept = history.size();
+    const bool tty = isatty(0) != 0;
+    std::cerr << "basalt chat: model " << vm["model"].as<std::string>() << ", template " << served.chat.name()
+              << "; /reset forgets the conversation, /exit quits" << std::endl;
+    std::string line;
+    long long turn = 0;
+    for (;;) {
+        if (tty) std::cout << "> " << std::flush;
+        if (!std::getline(std::cin, line)) break;
+        if (line == "/exit" || line == "/quit") break;
+        if (line == "/reset") {
+            history.resize(kept);
+            std::cout << "(conversation reset)" << std::endl;
+            continue;
+        }
+        if (line.empty()) continue;
+        if (!line.empty() && line[0] == '/') {
+            std::cout << "(unknown command '" << line << "': /reset, /exit)" << std::endl;
+            continue;
+        }
+        history.push_back({"user", line});
+        RequestSpec spec;
+        spec.prompt = served.chat.render(history, true);
+        spec.flags = BASALT_REQUEST_PARSE_SPECIAL;
+        spec.samplers = vm["samplers"].as<std::string>();
+        spec.seed = vm["seed"].as<long long>() < 0 ? -1 : vm["seed"].as<long long>() + turn;
+        spec.max_tokens = static_cast<int32_t>(vm["max-tokens"].as<long long>());
+        spec.stop = served.chat.stop_strings();
+        spec.stop_tokens = served.chat_stop_tokens;
+        std::string reply;
+        const basalt_request_params rp = spec.params(&print_piece, &reply);
+        RequestHandle req;
+        if (basalt_engine_submit(engine.get(), &rp, &req.r) != BASALT_OK) {
+            std::cout << "(" << basalt_last_error() << "; /reset starts over)" << std::endl;
+            history.pop_back();
+            continue;
+        }
+        if (basalt_engine_run(engine.get()) != BASALT_OK) {
+            print_error(basalt_last_error());
+            return kExitError;
+        }
+        if (basalt_request_finish_reason(req.r) == BASALT_FINISH_ERROR) {
+            print_error(basalt_request_error(req.r));
+            return kExitError;
+        }
+        std::cout << std::endl;
+        history.push_back({"assistant", reply});
+        ++turn;
+    }
+    return kExitOk;
+}
+
+const Registrar kChat{Command{
+    "chat", "interactive chat in the terminal (streaming, multi-turn; /reset, /exit)",
+    "basalt chat [-m MODEL] [--chat-template NAME] [--system TEXT] [--samplers CHAIN] [--seed N] [-n N]",
+    [](po::options_description& d, po::positional_options_description&) {
+        d.add_options()("model,m", po::value<std::string>()->default_value("target"),
+                        "GGUF model file, or a shipped model's name (target, draft)")(
+            "chat-template", po::value<std::string>(),
+            "chat template family: plain, chatml, llama3, gemma, mistral, phi3 (default: the model's, plain when "
+            "it has none)")("system", po::value<std::string>(), "a system message that opens the conversation")(
+            "samplers", po::value<std::string>()->default_value("top_k:40;top_p:0.95;temp:0.8;dist"),
+            "sampler chain (docs/samplers.md); \"greedy\" for deterministic replies")(
+            "seed", int_option("seed", -1, INT64_MAX)->default_value(-1),
+            "seed of the first reply's draws (the n-th reply uses seed + n); -1: random")(
+            "max-tokens,n", int_option("max-tokens", -1, INT32_MAX)->default_value(256),
+            "longest reply in tokens (-1: until the context is full)");
+        add_session_options(d);
+    },
+    run_chat}};
+
+}  // namespace
+}  // namespace basalt::cli

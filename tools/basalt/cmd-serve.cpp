@@ -1,0 +1,142 @@
+// `basalt serve`: an OpenAI-compatible HTTP server on the engine (tools/basalt/serve/, docs/server.md).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli.hpp"
+#include "handles.hpp"
+#include "serve/served-model.hpp"
+#include "serve/server.hpp"
+
+namespace basalt::cli {
+namespace {
+
+std::chrono::milliseconds seconds_option(const po::variables_map& vm, const char* name) {
+    return std::chrono::milliseconds(static_cast<long long>(vm[name].as<double>() * 1000.0));
+}
+
+int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
+    for (const char* k : {"request-timeout", "read-timeout", "idle-timeout", "write-timeout", "shutdown-grace"}) {
+        if (!(vm[k].as<double>() > 0)) {
+            print_error(std::string("basalt serve: --") + k + " must be above 0 seconds");
+            return kExitUsage;
+        }
+    }
+    Runtime rt(g);
+    if (!rt.ok()) return kExitError;
+    const std::string model_arg = vm["model"].as<std::string>();
+    Model model(model_arg);
+    if (!model.ok()) return kExitError;
+    std::unique_ptr<Model> second;
+    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
+
+    SessionStrings keep;
+    basalt_engine_params ep{};
+    try {
+        ep = engine_params(vm, keep);
+    } catch (const std::invalid_argument& e) {
+        print_error(e.what());
+        return kExitUsage;
+    }
+    const auto parallel = static_cast<uint32_t>(vm["parallel"].as<long long>());
+    ep.flags |= BASALT_ENGINE_OWN_THREAD;
+    ep.n_parallel = parallel;
+    ep.n_seq_max = parallel * static_cast<uint32_t>(vm["max-request-seqs"].as<long long>());
+    ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
+    ep.second_model = second ? second->get() : nullptr;
+    if (vm.count("max-batch-tokens") != 0)
+        ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
+
+    std::string id = vm.count("model-name") != 0 ? vm["model-name"].as<std::string>() : model_arg;
+    if (vm.count("model-name") == 0 && std::filesystem::exists(model_arg))
+        id = std::filesystem::path(model_arg).stem().string();
+    serve::ServedModel served;
+    const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
+    if (auto why = serve::describe_served_model(model.get(), id, tmpl, ep.n_ctx, served); !why.empty()) {
+        print_error("basalt serve: " + why);
+        return tmpl.empty() ? kExitError : kExitUsage;
+    }
+    ep.n_ctx = served.n_ctx;
+    // The cache holds a full context for every running request; beams (several sequences) share it.
+    ep.n_kv_slots = served.n_ctx * parallel;
+
+    Engine engine(rt.get(), model.get(), ep);
+    if (!engine.ok()) return kExitError;
+
+    serve::ServerConfig cfg;
+    cfg.host = vm["host"].as<std::string>();
+    cfg.port = static_cast<unsigned short>(vm["port"].as<long long>());
+    if (vm.count("port-file") != 0) cfg.port_file = vm["port-file"].as<std::string>();
+    if (vm.count("api-key") != 0)
+        cfg.api_key = vm["api-key"].as<std::string>();
+    else if (const char* k = std::getenv("BASALT_API_KEY"); k != nullptr)
+        cfg.api_key = k;
+    cfg.http_threads = static_cast<int>(vm["http-threads"].as<long long>());
+    cfg.max_queue = static_cast<size_t>(vm["max-queue"].as<long long>());
+    cfg.n_parallel = parallel;
+    cfg.request_timeout = seconds_option(vm, "request-timeout");
+    cfg.shutdown_grace = seconds_option(vm, "shutdown-grace");
+    cfg.limits.read_timeout = seconds_option(vm, "read-timeout");
+    cfg.limits.idle_timeout = seconds_option(vm, "idle-timeout");
+    cfg.limits.write_timeout = seconds_option(vm, "write-timeout");
+    cfg.limits.body_bytes = static_cast<size_t>(vm["max-body"].as<long long>());
+    cfg.limits.header_bytes = static_cast<size_t>(vm["max-header"].as<long long>());
+    try {
+        serve::Server server(cfg, engine.get(), model.get(), served);
+        return server.run() == 0 ? kExitOk : kExitError;
+    } catch (const std::exception& e) {
+        print_error("basalt serve: cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) + ": " + e.what());
+        return kExitError;
+    }
+}
+
+const Registrar kServe{Command{
+    "serve", "OpenAI-compatible HTTP server (completions, chat, streaming) on the engine",
+    "basalt serve [-m MODEL] [--host ADDR] [--port N] [--api-key KEY] [--parallel N] [--max-queue N] ...",
+    [](po::options_description& d, po::positional_options_description&) {
+        d.add_options()("model,m", po::value<std::string>()->default_value("target"),
+                        "GGUF model file, or a shipped model's name (target, draft)")(
+            "model-name", po::value<std::string>(),
+            "the id clients pass as \"model\" (default: the file's stem, or the shipped name)")(
+            "host", po::value<std::string>()->default_value("127.0.0.1"),
+            "address to listen on (0.0.0.0: every interface)")(
+            "port", int_option("port", 0, 65535)->default_value(8080), "TCP port (0: any free port, see --port-file)")(
+            "port-file", po::value<std::string>(), "write the bound port to this file once listening")(
+            "api-key", po::value<std::string>(),
+            "require 'Authorization: Bearer KEY' on /v1/* (401 without it); default $BASALT_API_KEY, else none")(
+            "chat-template", po::value<std::string>(),
+            "chat template family: plain, chatml, llama3, gemma, mistral, phi3 (default: recognised from the "
+            "model's tokenizer.chat_template; plain when it has none)")(
+            "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests the engine runs at once")(
+            "max-queue", int_option("max-queue", 0, 1 << 20)->default_value(256),
+            "generations that may wait beyond the running ones; more answer 429 with Retry-After")(
+            "max-request-seqs", int_option("max-request-seqs", 1, 64)->default_value(4),
+            "cache sequences one request may use (beam width)")(
+            "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),
+            "longest prefill piece per request and step (0: whole prompts)")(
+            "max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
+            "token budget of one engine step (default: --batch, 512)")(
+            "draft", po::value<std::string>(), "draft model for \"decoder\": \"speculative:...\" requests")(
+            "amateur", po::value<std::string>(), "amateur model for \"decoder\": \"contrastive:...\" requests")(
+            "no-prefix-cache", po::bool_switch(), "compute every prompt in full (no reuse of cached K/V)")(
+            "http-threads", int_option("http-threads", 1, 256)->default_value(2),
+            "threads running the HTTP connections (asio; the engine has its own)")(
+            "request-timeout", po::value<double>()->default_value(600),
+            "seconds a generation may take; then it is cancelled and answered 504")(
+            "read-timeout", po::value<double>()->default_value(10),
+            "seconds for a whole request (headers and body) to arrive; then 408 and the connection closes")(
+            "idle-timeout", po::value<double>()->default_value(60), "seconds a kept-alive connection may stay idle")(
+            "write-timeout", po::value<double>()->default_value(30),
+            "seconds one write may wait for a client that does not read")(
+            "max-body", int_option("max-body", 1, 1LL << 32)->default_value(4 << 20),
+            "largest request body in bytes (413 beyond)")(
+            "max-header", int_option("max-header", 256, 1 << 20)->default_value(16 << 10),
+            "largest request head (request line + headers) in bytes (431 beyond)")(
+            "shutdown-grace", po::value<double>()->default_value(10),
+            "on SIGTERM/SIGINT: seconds running requests may finish before they are cancelled");
+        add_session_options(d);
+    },
+    run_serve}};
+
+}  // namespace
+}  // namespace basalt::cli

@@ -1,0 +1,48 @@
+// Chat templates: the GGUF's tokenizer.chat_template is recognised by signature as one of the common families and
+// rendered natively (no Jinja interpreter). Shared by `basalt serve` and `basalt chat`. docs/server.md, "Chat
+// templates".
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace basalt::serve {
+
+// One chat message. role: "system", "user" or "assistant".
+struct ChatMessage {
+    std::string role;
+    std::string content;
+};
+
+// A template family Basalt renders.
+enum class TemplateFamily { Plain, ChatML, Llama3, Gemma, Mistral, Phi3 };
+
+// What rendering needs to know about a family. All members are static strings.
+struct ChatTemplate {
+    TemplateFamily family = TemplateFamily::Plain;
+    // The family's name as --chat-template takes it ("plain", "chatml", "llama3", "gemma", "mistral", "phi3").
+    const char* name() const;
+    // Renders messages (the conversation so far) and, when add_generation_prompt, the opening of the assistant's
+    // reply. The text holds control-token text (e.g. "<|im_start|>"): tokenize it with special-token parsing; the
+    // vocabulary's BOS is not part of it (the tokenizer adds it as the vocabulary asks). Throws
+    // std::invalid_argument naming the message for a role the family cannot express (an unknown role, a system
+    // message that is not first, two assistant turns in a row for Mistral). Pure function.
+    std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+    // The text that ends an assistant turn ("<|im_end|>"...): a stop string / end token; "" for Mistral (</s>, the
+    // vocabulary's EOS). For plain: none (stop strings cover it).
+    const char* end_of_turn() const;
+    // Stop strings the family needs beyond its end token (plain: "\nUser:" so the model does not speak for the
+    // user).
+    std::vector<std::string> stop_strings() const;
+};
+
+// The family names --chat-template accepts, "plain|chatml|llama3|gemma|mistral|phi3".
+const char* template_family_names();
+// Parses a --chat-template NAME; false when unknown.
+bool template_from_name(const std::string& name, ChatTemplate& out);
+// Recognises a GGUF chat template (Jinja text) by the control tokens and structure of each family. "" (no template)
+// gives plain. Returns false for a template that matches no family (the caller refuses it naming --chat-template).
+// Pure function.
+bool template_from_jinja(const std::string& jinja, ChatTemplate& out);
+
+}  // namespace basalt::serve

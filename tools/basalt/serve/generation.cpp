@@ -1,0 +1,350 @@
+// A generation exchange: one HTTP request's choices submitted to the engine, their output streamed as Server-Sent
+// Events or collected into one response, with usage counts, the request timeout and cancel on disconnect.
+#include <ctime>
+#include <mutex>
+
+#include "server.hpp"
+#include "sse.hpp"
+
+namespace basalt::serve {
+
+// One engine request (one choice). Its callback runs on the engine's thread: it buffers the output under a mutex and
+// posts the exchange's pump to the connection's strand.
+class Job {
+  public:
+    Job(Server& server, cli::RequestSpec request_spec) : server_(server), spec(std::move(request_spec)) {
+        server_.register_job(this);
+    }
+    ~Job() {
+        // Waits for a callback in progress; none starts after this (so notify's captures stay valid while used).
+        server_.unregister_job(this);
+        basalt_request_free(request);
+        server_.release_one();
+    }
+    Job(const Job&) = delete;
+    Job& operator=(const Job&) = delete;
+
+    static void on_output(basalt_request*, const int32_t*, size_t n_tokens, const char* text, size_t text_len,
+                          int32_t finish_reason, void* user_data) {
+        auto* j = static_cast<Job*>(user_data);
+        {
+            std::lock_guard<std::mutex> lock(j->mu_);
+            j->pending_.append(text, text_len);
+            j->pending_tokens_ += n_tokens;
+            if (finish_reason != BASALT_FINISH_NONE) j->pending_finish_ = finish_reason;
+        }
+        j->notify();
+    }
+
+    // Moves the buffered output out (text, tokens, finish reason or NONE).
+    void take(std::string& out_text, size_t& out_tokens, int32_t& out_finish) {
+        std::lock_guard<std::mutex> lock(mu_);
+        out_text.swap(pending_);
+        pending_.clear();
+        out_tokens = pending_tokens_;
+        pending_tokens_ = 0;
+        out_finish = pending_finish_;
+    }
+    void cancel() const {
+        if (request != nullptr) basalt_request_cancel(request);
+    }
+
+    Server& server_;
+    cli::RequestSpec spec;
+    basalt_request* request = nullptr;
+    std::function<void()> notify;
+    // Owned by the exchange's strand:
+    std::string text;
+    size_t tokens = 0;
+    int32_t finish = BASALT_FINISH_NONE;
+    bool done = false;
+
+  private:
+    std::mutex mu_;
+    std::string pending_;
+    size_t pending_tokens_ = 0;
+    int32_t pending_finish_ = BASALT_FINISH_NONE;
+};
+
+void Server::register_job(Job* j) {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs_.insert(j);
+}
+
+void Server::unregister_job(Job* j) {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs_.erase(j);
+}
+
+void Server::cancel_all_jobs() {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    for (Job* j : jobs_) j->cancel();
+}
+
+namespace {
+
+const char* openai_finish(int32_t reason) {
+    switch (reason) {
+        case BASALT_FINISH_STOP:
+            return "stop";
+        case BASALT_FINISH_LENGTH:
+        case BASALT_FINISH_CONTEXT:
+            return "length";
+        default:
+            return nullptr;
+    }
+}
+
+class Exchange : public std::enable_shared_from_this<Exchange> {
+  public:
+    Exchange(Server& server, std::shared_ptr<HttpSession> http, std::string endpoint, GenerationRequest&& g)
+        : server_(server),
+          http_(std::move(http)),
+          endpoint_(std::move(endpoint)),
+          g_(std::move(g)),
+          timer_(http_->executor()),
+          created_(static_cast<int64_t>(std::time(nullptr))) {
+        id_ = std::string(g_.chat ? "chatcmpl-" : "cmpl-") + std::to_string(server_.next_id());
+    }
+
+    // Submits every choice (slots were reserved by the router: one per choice). Runs on the session's strand.
+    void start() {
+        self_ = shared_from_this();
+        const size_t total = g_.prompts.size() * static_cast<size_t>(g_.n);
+        std::weak_ptr<Exchange> weak = self_;
+        const auto ex = http_->executor();
+        for (size_t p = 0; p < g_.prompts.size(); ++p) {
+            for (int k = 0; k < g_.n; ++k) {
+                cli::RequestSpec spec = g_.prompts[p];
+                if (spec.seed >= 0) spec.seed += k;  // n choices of one seeded request differ from each other
+                auto job = std::make_unique<Job>(server_, std::move(spec));
+                Server* srv = &server_;
+                job->notify = [srv, weak, ex] {
+                    srv->post_to(ex, [weak] {
+                        if (auto e = weak.lock()) e->pump();
+                    });
+                };
+                jobs_.push_back(std::move(job));
+            }
+        }
+        for (size_t i = 0; i < total; ++i) {
+            Job& j = *jobs_[i];
+            const basalt_request_params rp = j.spec.params(&Job::on_output, &j);
+            if (basalt_engine_submit(server_.engine(), &rp, &j.request) != BASALT_OK) {
+                const std::string why = basalt_last_error();
+                jobs_.clear();  // cancels and frees what was submitted
+                self_.reset();
+                server_.send_error(http_, endpoint_, ApiError(400, why, "prompt"));
+                return;
+            }
+        }
+        std::weak_ptr<Exchange> w = self_;
+        http_->on_disconnect([w] {
+            if (auto e = w.lock()) e->cancel(false);
+        });
+        timer_.expires_after(server_.config().request_timeout);
+        timer_.async_wait([w](const boost::system::error_code& ec) {
+            if (ec) return;
+            if (auto e = w.lock()) e->cancel(true);
+        });
+        if (g_.stream) {
+            http::response<http::empty_body> head{http::status::ok, 11};
+            head.set(http::field::content_type, "text/event-stream");
+            head.set(http::field::cache_control, "no-cache");
+            head.set("X-Accel-Buffering", "no");
+            http_->begin_stream(std::move(head));
+            if (g_.chat) {
+                for (size_t i = 0; i < jobs_.size(); ++i)
+                    http_->stream_write(
+                        sse_event(chunk(json::array({json{{"index", i},
+                                                          {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                          {"logprobs", nullptr},
+                                                          {"finish_reason", nullptr}}}))));
+            }
+        }
+        pump();
+    }
+
+  private:
+    json chunk(json choices) const {
+        return json{{"id", id_},
+                    {"object", g_.chat ? "chat.completion.chunk" : "text_completion"},
+                    {"created", created_},
+                    {"model", server_.served().id},
+                    {"choices", std::move(choices)}};
+    }
+
+    void cancel(bool timeout) {
+        if (timeout)
+            timed_out_ = true;
+        else
+            gone_ = true;
+        for (auto& j : jobs_) j->cancel();
+    }
+
+    // Drains every job's new output on the strand; streams it; finishes when all are done.
+    void pump() {
+        if (finished_) return;
+        json choices = json::array();
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+            Job& j = *jobs_[i];
+            if (j.done) continue;
+            std::string text;
+            size_t n = 0;
+            int32_t reason = BASALT_FINISH_NONE;
+            j.take(text, n, reason);
+            j.text += text;
+            j.tokens += n;
+            if (reason != BASALT_FINISH_NONE) {
+                j.done = true;
+                j.finish = reason;
+            }
+            if (g_.stream && !http_->closed()) {
+                const char* fr = j.done ? openai_finish(reason) : nullptr;
+                if (n > 0 || !text.empty() || fr != nullptr) {  // one event per step with tokens, even textless
+                    json c = {{"index", i}};
+                    if (g_.chat) {
+                        c["delta"] = text.empty() ? json::object() : json{{"content", text}};
+                    } else {
+                        c["text"] = text;
+                    }
+                    c["logprobs"] = nullptr;
+                    c["finish_reason"] = fr == nullptr ? json(nullptr) : json(fr);
+                    choices.push_back(std::move(c));
+                }
+            }
+        }
+        bool all_done = true;
+        for (auto& j : jobs_) all_done = all_done && j->done;
+        if (g_.stream && !http_->closed()) {
+            // One choice per event, as OpenAI streams them; the event that ends the last choice carries the usage.
+            for (size_t k = 0; k < choices.size(); ++k) {
+                json c = chunk(json::array({std::move(choices[k])}));
+                if (k + 1 == choices.size() && all_done && !timed_out_ && error_message().empty()) c["usage"] = usage();
+                http_->stream_write(sse_event(c));
+            }
+        }
+        if (all_done) finish();
+    }
+
+    std::string error_message() const {
+        for (const auto& j : jobs_)
+            if (j->finish == BASALT_FINISH_ERROR) return basalt_request_error(j->request);
+        return {};
+    }
+
+    json usage() const {
+        uint64_t prompt = 0, cached = 0, completion = 0;
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+            basalt_request_stats st{};
+            st.struct_size = sizeof(st);
+            basalt_request_stats_get(jobs_[i]->request, &st);
+            if (i % static_cast<size_t>(g_.n) == 0) {  // one prompt counted once for its n choices
+                prompt += st.prompt_tokens;
+                cached += st.cached_tokens;
+            }
+            completion += st.generated_tokens;
+        }
+        return json{{"prompt_tokens", prompt},
+                    {"completion_tokens", completion},
+                    {"total_tokens", prompt + completion},
+                    {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+    }
+
+    void finish() {
+        finished_ = true;
+        timer_.cancel();
+        // Metrics per choice.
+        for (const auto& j : jobs_) {
+            basalt_request_stats st{};
+            st.struct_size = sizeof(st);
+            basalt_request_stats_get(j->request, &st);
+            std::vector<double> itl;
+            size_t n_itl = 0;
+            basalt_request_itl(j->request, nullptr, 0, &n_itl);
+            itl.resize(n_itl);
+            if (n_itl > 0) basalt_request_itl(j->request, itl.data(), itl.size(), &n_itl);
+            server_.metrics().count_generation(st.prompt_tokens, st.cached_tokens, st.generated_tokens, st.ttft_ms, itl,
+                                               basalt_finish_reason_name(j->finish));
+        }
+        const std::string err = error_message();
+        auto keep = self_;  // this exchange lives to the end of finish()
+        self_.reset();
+        if (http_->closed() || gone_) {
+            server_.metrics().count_request(endpoint_, 499);  // the client went away
+            return;
+        }
+        if (g_.stream) {
+            if (timed_out_ || !err.empty()) {
+                const ApiError e = timed_out_ ? ApiError(504, "the request timed out (--request-timeout)", "",
+                                                         "timeout_error", "timeout")
+                                              : ApiError(500, err, "", "server_error");
+                http_->stream_write(sse_event(error_object(e)));
+            } else if (g_.include_usage) {
+                json c = chunk(json::array());
+                c["usage"] = usage();
+                http_->stream_write(sse_event(c));
+            }
+            http_->stream_write(sse_done());
+            http_->end_stream();
+            server_.metrics().count_request(endpoint_, timed_out_ ? 504 : err.empty() ? 200 : 500);
+            return;
+        }
+        if (timed_out_) {
+            server_.send_error(
+                http_, endpoint_,
+                ApiError(504, "the request timed out (--request-timeout)", "", "timeout_error", "timeout"));
+            return;
+        }
+        if (!err.empty()) {
+            server_.send_error(http_, endpoint_, ApiError(500, err, "", "server_error"));
+            return;
+        }
+        json choices = json::array();
+        for (size_t i = 0; i < jobs_.size(); ++i) {
+            const Job& j = *jobs_[i];
+            json c = {{"index", i}};
+            if (g_.chat)
+                c["message"] = {{"role", "assistant"}, {"content", j.text}};
+            else
+                c["text"] = j.text;
+            c["logprobs"] = nullptr;
+            const char* fr = openai_finish(j.finish);
+            c["finish_reason"] = fr == nullptr ? json(nullptr) : json(fr);
+            json figures = json::object();
+            const char* name = nullptr;
+            double value = 0;
+            for (size_t k = 0; basalt_request_decoder_stat(j.request, k, &name, &value) == BASALT_OK; ++k)
+                figures[name] = value;
+            if (!figures.empty()) c["decoder_stats"] = figures;
+            choices.push_back(std::move(c));
+        }
+        json body = {{"id", id_},
+                     {"object", g_.chat ? "chat.completion" : "text_completion"},
+                     {"created", created_},
+                     {"model", server_.served().id},
+                     {"choices", std::move(choices)},
+                     {"usage", usage()}};
+        server_.send_json(http_, endpoint_, 200, body);
+    }
+
+    Server& server_;
+    std::shared_ptr<HttpSession> http_;
+    std::string endpoint_;
+    GenerationRequest g_;
+    net::steady_timer timer_;
+    int64_t created_;
+    std::string id_;
+    std::vector<std::unique_ptr<Job>> jobs_;
+    std::shared_ptr<Exchange> self_;  // alive until finished
+    bool finished_ = false, timed_out_ = false, gone_ = false;
+};
+
+}  // namespace
+
+void start_generation(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
+                      GenerationRequest&& g) {
+    std::make_shared<Exchange>(server, s, endpoint, std::move(g))->start();
+}
+
+}  // namespace basalt::serve

@@ -1,0 +1,348 @@
+#include "openai-request.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace basalt::serve {
+namespace {
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+    throw ApiError(400, message, param);
+}
+
+bool present(const json& body, const char* key) {
+    return body.contains(key) && !body[key].is_null();
+}
+
+double number_in(const json& body, const char* key, double lo, double hi) {
+    const json& v = body[key];
+    if (!v.is_number()) bad(key, std::string("'") + key + "' must be a number, not " + v.dump());
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi) {
+        std::ostringstream os;
+        os << "'" << key << "' must lie in [" << lo << ", " << hi << "], not " << v.dump();
+        bad(key, os.str());
+    }
+    return d;
+}
+
+int64_t integer_in(const json& body, const char* key, int64_t lo, int64_t hi) {
+    const json& v = body[key];
+    if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer, not " + v.dump());
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        bad(key, std::string("'") + key + "' is out of range: " + v.dump());
+    const int64_t i = v.get<int64_t>();
+    if (i < lo || i > hi)
+        bad(key, std::string("'") + key + "' must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], not " + v.dump());
+    return i;
+}
+
+bool boolean(const json& body, const char* key) {
+    const json& v = body[key];
+    if (!v.is_boolean()) bad(key, std::string("'") + key + "' must be true or false, not " + v.dump());
+    return v.get<bool>();
+}
+
+std::string string_field(const json& body, const char* key) {
+    const json& v = body[key];
+    if (!v.is_string())
+        bad(key, std::string("'") + key + "' must be a string, not " +
+                     v.dump(-1, ' ', false, json::error_handler_t::replace));
+    return v.get<std::string>();
+}
+
+std::string fmt(double d) {
+    std::ostringstream os;
+    os.precision(9);
+    os << d;
+    return os.str();
+}
+
+const std::set<std::string>& common_keys() {
+    static const std::set<std::string> k = {
+        "model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "presence_penalty",
+        "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "seed", "user",
+        // extensions
+        "top_k", "min_p", "samplers", "decoder", "steer", "cache_salt", "ignore_eos"};
+    return k;
+}
+
+// Fills everything but the prompt: sampler chain, decoder, stops, seed, extensions, n, stream.
+void common(const json& body, const ServedModel& model, GenerationRequest& g, cli::RequestSpec& spec,
+            const std::set<std::string>& own_keys, int64_t default_max_tokens) {
+    for (const auto& [key, value] : body.items()) {
+        if (common_keys().count(key) == 0 && own_keys.count(key) == 0)
+            bad(key, "unknown field '" + key + "' (docs/server.md lists the parameters this server takes)");
+    }
+    if (present(body, "model")) {
+        const std::string m = string_field(body, "model");
+        if (m != model.id)
+            throw ApiError(404, "the model '" + m + "' does not exist; this server serves '" + model.id + "'", "model",
+                           "invalid_request_error", "model_not_found");
+    }
+    if (present(body, "n")) g.n = static_cast<int>(integer_in(body, "n", 1, 16));
+    if (present(body, "stream")) g.stream = boolean(body, "stream");
+    if (present(body, "stream_options")) {
+        const json& so = body["stream_options"];
+        if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
+        for (const auto& [key, value] : so.items()) {
+            if (key != "include_usage") bad("stream_options", "unknown field 'stream_options." + key + "'");
+            if (!value.is_boolean()) bad("stream_options", "'stream_options.include_usage' must be true or false");
+            g.include_usage = value.get<bool>();
+        }
+        if (!g.stream) bad("stream_options", "'stream_options' is only allowed with 'stream': true");
+    }
+    if (present(body, "user")) g.user = string_field(body, "user");
+    // Logprobs: the engine does not expose per-token probabilities yet; refused rather than answered with nulls.
+    if (present(body, "logprobs")) {
+        const json& v = body["logprobs"];
+        const bool wanted = v.is_boolean() ? v.get<bool>() : v.is_number_integer() ? v.get<int64_t>() != 0 : true;
+        if (!v.is_boolean() && !v.is_number_integer())
+            bad("logprobs", "'logprobs' must be a boolean (chat) or an integer (completions), not " + v.dump());
+        if (wanted)
+            throw ApiError(400,
+                           "'logprobs' is not supported by this server yet (the engine does not report per-token "
+                           "probabilities)",
+                           "logprobs", "invalid_request_error", "unsupported_parameter");
+    }
+    if (present(body, "top_logprobs") && integer_in(body, "top_logprobs", 0, 20) > 0)
+        throw ApiError(400, "'top_logprobs' is not supported by this server yet", "top_logprobs",
+                       "invalid_request_error", "unsupported_parameter");
+
+    int64_t max_tokens = default_max_tokens;
+    const char* max_key = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (present(body, max_key)) max_tokens = integer_in(body, max_key, 1, model.n_ctx);
+    spec.max_tokens = static_cast<int32_t>(max_tokens);
+
+    if (present(body, "stop")) {
+        std::vector<std::string> stop;
+        if (auto why = cli::read_string_or_list(body["stop"], "stop", "a string or an array of strings", stop);
+            !why.empty())
+            bad("stop", why);
+        if (stop.size() > 16) bad("stop", "'stop' may hold at most 16 strings, not " + std::to_string(stop.size()));
+        for (const auto& s : stop)
+            if (s.empty()) bad("stop", "'stop' strings must not be empty");
+        spec.stop.insert(spec.stop.end(), stop.begin(), stop.end());
+    }
+    if (present(body, "seed")) spec.seed = integer_in(body, "seed", 0, INT64_MAX);
+    if (present(body, "decoder")) spec.decoder = string_field(body, "decoder");
+    if (present(body, "cache_salt")) spec.cache_salt = string_field(body, "cache_salt");
+    if (present(body, "steer")) {
+        if (auto why = cli::read_string_or_list(body["steer"], "steer",
+                                                "a string \"FILE[:SCALE[:A-B]]\" or an array of them", spec.steer);
+            !why.empty())
+            bad("steer", why);
+    }
+    if (present(body, "ignore_eos") && boolean(body, "ignore_eos")) spec.flags |= BASALT_REQUEST_IGNORE_EOG;
+
+    // The sampler chain: `samplers` as given, or built from the OpenAI parameters.
+    static const char* const kSampling[] = {
+        "temperature", "top_p", "top_k", "min_p", "logit_bias", "presence_penalty", "frequency_penalty"};
+    if (present(body, "samplers")) {
+        for (const char* k : kSampling)
+            if (present(body, k))
+                bad(k, std::string("give either 'samplers' (a chain) or '") + k + "' and the other sampling fields");
+        spec.samplers = string_field(body, "samplers");
+        if (spec.samplers.empty()) bad("samplers", "'samplers' must not be empty");
+        return;
+    }
+    std::vector<std::string> chain;
+    if (present(body, "logit_bias")) {
+        const json& lb = body["logit_bias"];
+        if (!lb.is_object()) bad("logit_bias", "'logit_bias' must be an object mapping token ids to biases");
+        std::string entry = "logit_bias:";
+        bool first = true;
+        for (const auto& [key, value] : lb.items()) {
+            char* end = nullptr;
+            const long long id = std::strtoll(key.c_str(), &end, 10);
+            if (key.empty() || *end != '\0' || id < 0 || id >= static_cast<long long>(model.n_vocab))
+                bad("logit_bias", "'logit_bias' keys must be token ids from 0 to " + std::to_string(model.n_vocab - 1) +
+                                      ", not '" + key + "'");
+            if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 ||
+                value.get<double>() > 100)
+                bad("logit_bias", "'logit_bias' values must be numbers from -100 to 100, not " + value.dump());
+            entry += (first ? "" : ",") + std::to_string(id) + ":" + fmt(value.get<double>());
+            first = false;
+        }
+        if (!first) chain.push_back(entry);
+    }
+    const double presence = present(body, "presence_penalty") ? number_in(body, "presence_penalty", -2, 2) : 0;
+    const double frequency = present(body, "frequency_penalty") ? number_in(body, "frequency_penalty", -2, 2) : 0;
+    if (presence != 0 || frequency != 0)
+        chain.push_back("penalties:repeat=1,freq=" + fmt(frequency) + ",present=" + fmt(presence) +
+                        ",last_n=" + std::to_string(model.n_ctx));
+    const double temperature = present(body, "temperature") ? number_in(body, "temperature", 0, 2) : 1.0;
+    const int64_t top_k = present(body, "top_k") ? integer_in(body, "top_k", 0, model.n_vocab) : 0;
+    const double top_p = present(body, "top_p") ? number_in(body, "top_p", 0, 1) : 1.0;
+    const double min_p = present(body, "min_p") ? number_in(body, "min_p", 0, 1) : 0.0;
+    if (present(body, "top_p") && top_p == 0) bad("top_p", "'top_p' must be above 0");
+    if (temperature == 0) {
+        chain.emplace_back("greedy");
+    } else {
+        if (top_k > 0) chain.push_back("top_k:" + std::to_string(top_k));
+        if (top_p < 1) chain.push_back("top_p:" + fmt(top_p));
+        if (min_p > 0) chain.push_back("min_p:" + fmt(min_p));
+        chain.push_back("temp:" + fmt(temperature));
+        chain.emplace_back("dist");
+    }
+    spec.samplers.clear();
+    for (size_t i = 0; i < chain.size(); ++i) spec.samplers += (i ? ";" : "") + chain[i];
+}
+
+std::vector<int32_t> token_list(const json& v, const ServedModel& model, const char* param) {
+    std::vector<int32_t> out;
+    for (const auto& t : v) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= static_cast<int64_t>(model.n_vocab))
+            bad(param, std::string("'") + param + "' token ids must be integers from 0 to " +
+                           std::to_string(model.n_vocab - 1) + ", not " + t.dump());
+        out.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+    if (out.empty()) bad(param, std::string("'") + param + "' must not be empty");
+    return out;
+}
+
+}  // namespace
+
+json error_object(const ApiError& e) {
+    json inner = {{"message", e.what()}, {"type", e.type}};
+    inner["param"] = e.param.empty() ? json(nullptr) : json(e.param);
+    inner["code"] = e.code.empty() ? json(nullptr) : json(e.code);
+    return json{{"error", inner}};
+}
+
+json parse_body(const std::string& body) {
+    json j;
+    try {
+        j = json::parse(body);
+    } catch (const json::exception& e) {  // parse errors, and numbers that overflow a double (out_of_range)
+        throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) throw ApiError(400, "the body must be a JSON object");
+    return j;
+}
+
+GenerationRequest parse_completion(const json& body, const ServedModel& model) {
+    static const std::set<std::string> own = {"prompt", "echo", "suffix", "best_of"};
+    GenerationRequest g;
+    cli::RequestSpec spec;
+    common(body, model, g, spec, own, 16);
+    if (present(body, "echo") && boolean(body, "echo"))
+        throw ApiError(400, "'echo' is not supported by this server", "echo", "invalid_request_error",
+                       "unsupported_parameter");
+    if (present(body, "suffix") && !string_field(body, "suffix").empty())
+        throw ApiError(400, "'suffix' (insertion) is not supported by this server", "suffix", "invalid_request_error",
+                       "unsupported_parameter");
+    if (present(body, "best_of") && integer_in(body, "best_of", 1, 16) != 1)
+        throw ApiError(400, "'best_of' above 1 is not supported (use the beam decoder: \"decoder\": \"beam:width=4\")",
+                       "best_of", "invalid_request_error", "unsupported_parameter");
+    if (!present(body, "prompt")) bad("prompt", "'prompt' is required");
+    const json& p = body["prompt"];
+    auto add_text = [&](const std::string& text) {
+        if (text.empty()) bad("prompt", "'prompt' must not be empty");
+        cli::RequestSpec s = spec;
+        s.prompt = text;
+        g.prompts.push_back(std::move(s));
+    };
+    auto add_tokens = [&](std::vector<int32_t> ids) {
+        cli::RequestSpec s = spec;
+        s.tokens = std::move(ids);
+        s.has_tokens = true;
+        g.prompts.push_back(std::move(s));
+    };
+    if (p.is_string()) {
+        add_text(p.get<std::string>());
+    } else if (p.is_array() && !p.empty() && p[0].is_number()) {
+        add_tokens(token_list(p, model, "prompt"));
+    } else if (p.is_array() && !p.empty()) {
+        for (const auto& e : p) {
+            if (e.is_string())
+                add_text(e.get<std::string>());
+            else if (e.is_array())
+                add_tokens(token_list(e, model, "prompt"));
+            else
+                bad("prompt",
+                    "'prompt' must be a string, an array of strings, an array of token ids or an array of "
+                    "such arrays");
+        }
+    } else {
+        bad("prompt", "'prompt' must be a non-empty string, an array of strings, token ids or arrays of token ids");
+    }
+    if (g.prompts.size() * static_cast<size_t>(g.n) > 64)
+        bad("prompt", "at most 64 choices (prompts x n) per request, not " +
+                          std::to_string(g.prompts.size() * static_cast<size_t>(g.n)));
+    return g;
+}
+
+GenerationRequest parse_chat(const json& body, const ServedModel& model) {
+    static const std::set<std::string> own = {"messages",  "max_completion_tokens", "response_format",
+                                              "tools",     "tool_choice",           "parallel_tool_calls",
+                                              "functions", "function_call"};
+    GenerationRequest g;
+    g.chat = true;
+    cli::RequestSpec spec;
+    common(body, model, g, spec, own, -1);
+    for (const char* k : {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"}) {
+        if (present(body, k))
+            throw ApiError(400, std::string("'") + k + "' (tool calling) is not supported by this server", k,
+                           "invalid_request_error", "unsupported_parameter");
+    }
+    if (present(body, "response_format")) {
+        const json& rf = body["response_format"];
+        if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text")
+            throw ApiError(400, "'response_format' other than {\"type\": \"text\"} is not supported by this server",
+                           "response_format", "invalid_request_error", "unsupported_parameter");
+    }
+    if (!present(body, "messages")) bad("messages", "'messages' is required");
+    const json& ms = body["messages"];
+    if (!ms.is_array() || ms.empty()) bad("messages", "'messages' must be a non-empty array of {role, content}");
+    std::vector<ChatMessage> messages;
+    for (size_t i = 0; i < ms.size(); ++i) {
+        const json& m = ms[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) bad("messages", where + " must be an object with 'role' and 'content'");
+        for (const auto& [key, value] : m.items()) {
+            if (key != "role" && key != "content" && key != "name")
+                bad("messages", where + ": unknown field '" + key + "'");
+        }
+        if (!m.contains("role") || !m["role"].is_string()) bad("messages", where + ".role must be a string");
+        ChatMessage msg;
+        msg.role = m["role"].get<std::string>();
+        if (msg.role == "developer") msg.role = "system";
+        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
+            bad("messages", where + ".role must be system, developer, user or assistant, not '" + msg.role + "'");
+        if (!m.contains("content")) bad("messages", where + ".content is required");
+        const json& c = m["content"];
+        if (c.is_string()) {
+            msg.content = c.get<std::string>();
+        } else if (c.is_array()) {
+            for (const auto& part : c) {
+                if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+                    !part["text"].is_string())
+                    bad("messages", where +
+                                        ".content parts must be {\"type\": \"text\", \"text\": ...} (this server "
+                                        "takes text only)");
+                msg.content += part["text"].get<std::string>();
+            }
+        } else {
+            bad("messages", where + ".content must be a string or an array of text parts");
+        }
+        if (m.contains("name") && !m["name"].is_string()) bad("messages", where + ".name must be a string");
+        messages.push_back(std::move(msg));
+    }
+    cli::RequestSpec s = spec;
+    try {
+        s.prompt = model.chat.render(messages, true);
+    } catch (const std::invalid_argument& e) {
+        bad("messages", e.what());
+    }
+    s.flags |= BASALT_REQUEST_PARSE_SPECIAL;
+    for (const auto& st : model.chat.stop_strings()) s.stop.push_back(st);
+    s.stop_tokens.insert(s.stop_tokens.end(), model.chat_stop_tokens.begin(), model.chat_stop_tokens.end());
+    g.prompts.push_back(std::move(s));
+    return g;
+}
+
+}  // namespace basalt::serve

@@ -1,0 +1,63 @@
+// The OpenAI request bodies of /v1/completions and /v1/chat/completions: checked field by field into engine
+// requests (the sampler chain built from temperature, top_p, penalties ... or taken from the `samplers` extension),
+// and the OpenAI-style error object for everything refused. docs/server.md, "Parameters".
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../request-spec.hpp"
+#include "chat-template.hpp"
+
+namespace basalt::serve {
+
+using json = nlohmann::ordered_json;
+
+// An error answered to the client: HTTP status and the fields of OpenAI's {"error": {...}} object.
+struct ApiError : std::runtime_error {
+    int status;
+    std::string type, param, code;
+    ApiError(int status_, const std::string& message, std::string param_ = {},
+             std::string type_ = "invalid_request_error", std::string code_ = {})
+        : std::runtime_error(message),
+          status(status_),
+          type(std::move(type_)),
+          param(std::move(param_)),
+          code(std::move(code_)) {}
+};
+
+// {"error": {"message", "type", "param", "code"}} (param and code null when empty). Pure function.
+json error_object(const ApiError& e);
+
+// What parsing needs to know about the served model.
+struct ServedModel {
+    std::string id;                         // the name clients pass as "model"
+    uint32_t n_vocab = 0;                   // token ids and logit_bias keys must be below it
+    uint32_t n_ctx = 0;                     // each request's context
+    ChatTemplate chat;                      // the chat template in use
+    std::vector<int32_t> chat_stop_tokens;  // the template's end-of-turn token, when it is one token
+};
+
+// One parsed request: n choices for each prompt, all with the same engine parameters.
+struct GenerationRequest {
+    bool chat = false;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    int n = 1;
+    std::vector<cli::RequestSpec> prompts;  // one per prompt (completions may send several); engine params set
+    std::string user;
+};
+
+// Parses a /v1/completions body. Throws ApiError (400, or 404 for another model) naming the field. Pure function.
+GenerationRequest parse_completion(const json& body, const ServedModel& model);
+// Parses a /v1/chat/completions body, rendering the messages with model.chat. Throws ApiError. Pure function.
+GenerationRequest parse_chat(const json& body, const ServedModel& model);
+
+// Parses an HTTP body as a JSON object; throws ApiError 400 for bad JSON (invalid UTF-8 included) or another type.
+json parse_body(const std::string& body);
+
+}  // namespace basalt::serve
