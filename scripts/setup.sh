@@ -24,7 +24,7 @@ packages=(
     libvulkan-dev mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
     glslang-tools glslang-dev spirv-tools
     clang-format python3 python3-numpy nlohmann-json3-dev
-    nodejs npm nginx
+    nginx
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -32,6 +32,9 @@ for p in "${packages[@]}"; do
         missing+=("$p")
     fi
 done
+# Node.js and npm (the server tests' official OpenAI client): Debian's packages unless a node and npm are already on
+# PATH (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then missing+=(nodejs npm); fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup.sh: installing ${missing[*]}"
     sudo_cmd=()
