@@ -232,7 +232,7 @@ def main():
     finally:
         srv.stop()
     # --- per-request timeout: requests queued behind others run past --request-timeout: 504 / an SSE error event ---
-    srv = Server(basalt, ["--parallel", "1", "--max-queue", "8", "--request-timeout", "0.4"], name="timeout")
+    srv = Server(basalt, ["--parallel", "1", "--max-queue", "8", "--request-timeout", "0.05"], name="timeout")
     try:
         body = {"prompt": "Once upon a time", "max_tokens": 250, "temperature": 0, "ignore_eos": True}
         results = [None] * 4
