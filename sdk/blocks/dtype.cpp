@@ -18,6 +18,9 @@ constexpr DtypeTraits kTypes[] = {
     {26, "i32", 1, 4, false},       {27, "i64", 1, 8, false},       {28, "f64", 1, 8, false},
     {29, "iq1_m", 256, 56, true},   {30, "bf16", 1, 2, false},      {34, "tq1_0", 256, 54, true},
     {35, "tq2_0", 256, 66, true},   {39, "mxfp4", 32, 17, true},
+    // Basalt's KV-cache-only KIVI types (ids past GGUF's): 32 values per f16 scale + f16 minimum + b-bit codes.
+    {64, "kivi_t8", 32, 36, true},  {65, "kivi_t4", 32, 20, true},  {66, "kivi_t2", 32, 12, true},
+    {67, "kivi_c8", 32, 36, true},  {68, "kivi_c4", 32, 20, true},  {69, "kivi_c2", 32, 12, true},
 };
 
 bool iequal(std::string_view a, std::string_view b) {

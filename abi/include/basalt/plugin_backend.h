@@ -59,10 +59,17 @@ enum {
      * p < ip[1]): ip[0] sliding window (0 none), ip[1] attention sinks (first positions always visible).
      * score = fp[0] * dot(q, k); fp[1] > 0 soft-caps: score = fp[1] * tanh(score / fp[1]).
      * Head h reads kv head h / (n_head / n_kv_head). out [hd_v * n_head, T]. No visible pair: zeros.
+     * Since 1.4, with a residual window (8 inputs, ip[2] = R > 0): in5 K residual F32 [hd_k * n_kv_head, rows],
+     * in6 V residual F32 [hd_v * n_kv_head, rows], in7 I32 [2, n_lists]: per list (base row, open position):
+     * a pair with p >= open position is read from residual row base + p % R (both K and V), others from the cache.
      */
     BASALT_OP_ATTENTION = 15,
     /* Writes rows: cache[:, in2[i]] = convert(in0[:, i]). in0 F32 [n, T]; in1 cache [n, n_slots] (also the
-     * node's output: the write is in place); in2 I32 slots [T]. */
+     * node's output: the write is in place); in2 I32 slots [T].
+     * Since 1.4, with a residual window (5 inputs, ip[0] = R > 0): in3 residual F32 [n, rows] (written in place too),
+     * in4 I32 residual rows [T]; in row order, residual[:, in4[i]] = in0[:, i], and when in4[i] % R == R - 1 the
+     * unit ends: residual rows in4[i]-R+1 .. in4[i] are quantized into cache slots in2[i]-R+1 .. in2[i] (KIVI_C*:
+     * per channel over each 32 of them). Rows of an unfinished unit are not written to the cache. */
     BASALT_OP_KV_WRITE = 16,
     /* in0 router logits [n_expert, T] -> out I32 [ip[0], T]: indices of the ip[0] largest, descending
      * (ties: lower index first). */

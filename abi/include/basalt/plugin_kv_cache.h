@@ -43,6 +43,13 @@ typedef struct basalt_kv_cache_layout {
      * also assigns each token a row there (out_window_slots), visible() of a sliding-window layer lists those
      * rows, and out_copies apply to the full-attention layers only. */
     uint32_t n_window_slots;
+    /* since 1.4 */
+    /* Residual window R (0: none): each sequence's most recent tokens, from the last multiple of R on, are held in
+     * F32 storage per sequence (R rows each) and read from there; a unit of R tokens is quantized into its slots
+     * when its last token is written. R is a multiple of 32 and divides block_size (units never straddle blocks).
+     * Needed by the per-channel KIVI_C* types (R >= 32). */
+    uint32_t residual;
+    uint32_t reserved1;
 } basalt_kv_cache_layout;
 
 /* A copy the host performs on K and V of every layer before writing new tokens (copy on write). */

@@ -35,6 +35,13 @@ struct ForwardContext {
     int32_t kv_slots_window = -1;         // I32 [T]
     int32_t attn_lists_window = -1;       // I32 [2 * n_vis_window, n_lists]
     std::vector<uint8_t> window_storage;  // per layer (empty: none): non-zero when the layer uses the two above
+    // Residual window of quantized K/V (kv_residual R > 0): each token's F32 residual row, per list (base row,
+    // open position), and per layer the F32 residual storage of K and V [n_embd_{k,v}_gqa, n_seq_max * R].
+    int32_t kv_residual = 0;
+    int32_t kv_residual_rows = -1;      // I32 [T]
+    int32_t attn_residual = -1;         // I32 [2, n_lists]
+    std::vector<int32_t> k_residual;    // per layer
+    std::vector<int32_t> v_residual;    // per layer
     // Activation steering (absent when no row of the step is steered): each row's slot, and per layer the table of
     // slot vectors [n_embd, n_slots] added after that layer's output (-1: the layer is not steered).
     int32_t steer_rows = -1;            // I32 [T]
@@ -51,6 +58,12 @@ struct ForwardContext {
   private:
     std::unordered_map<std::string, int32_t> declared_;
 };
+
+// KV_WRITE of layer il's K and V rows into its cache (through the residual window when the session has one).
+void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int32_t slots, const std::string& p);
+// ATTENTION of layer il over its cache: out F32 [n_out, T]; adds the residual inputs when the session has them.
+int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n_out, int32_t window, float scale,
+               float cap, const std::string& p);
 
 // Options of the shared attention block.
 struct AttentionOptions {
