@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.3, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.4, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -129,7 +129,8 @@ PIN(basalt_kv_cache_layout, k_type, 4);
 PIN(basalt_kv_cache_layout, v_type, 8);
 PIN(basalt_kv_cache_layout, block_size, 12);
 PIN(basalt_kv_cache_layout, n_window_slots, 16); /* since 1.1 */
-PIN_SIZE(basalt_kv_cache_layout, 20);
+PIN(basalt_kv_cache_layout, residual, 20);       /* since 1.4 */
+PIN_SIZE(basalt_kv_cache_layout, 28);
 PIN_SIZE(basalt_kv_copy, 12);
 PIN(basalt_kv_reservation, n_tokens, 8);
 PIN(basalt_kv_reservation, tokens, 16);
@@ -283,8 +284,9 @@ PIN(basalt_plan_params, n_ctx, 4);
 PIN(basalt_plan_params, n_batch, 8);
 PIN(basalt_plan_params, k_type, 12);
 PIN(basalt_plan_params, v_type, 16);
-PIN(basalt_plan_params, n_seq_max, 20); /* since 1.1 */
-PIN_SIZE(basalt_plan_params, 24);
+PIN(basalt_plan_params, n_seq_max, 20);   /* since 1.1 */
+PIN(basalt_plan_params, kv_residual, 24); /* since 1.4 */
+PIN_SIZE(basalt_plan_params, 32);
 PIN(basalt_memory_plan, n_ctx, 4);
 PIN(basalt_memory_plan, k_type, 12);
 PIN(basalt_memory_plan, weight_bytes, 24);

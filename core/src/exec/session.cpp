@@ -219,8 +219,8 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         request.kv_residual = residual_;
         plan_ = plan_memory(model.gguf.file, hp, request);
         check_fits(plan_);
-        k_storage_rows_ = kv_storage_rows(layout_.k_type, n_ctx_);
-        v_storage_rows_ = kv_storage_rows(layout_.v_type, n_ctx_);
+        k_storage_rows_ = kv_storage_rows(layout_.k_type, layout_.v_type, n_ctx_);
+        v_storage_rows_ = k_storage_rows_;
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             basalt_buffer* k = nullptr;
             basalt_buffer* v = nullptr;

@@ -31,8 +31,8 @@ uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_
     return ring * n_seq_max < n_ctx ? ring * n_seq_max : n_ctx;
 }
 
-uint64_t kv_storage_rows(basalt_dtype type, uint64_t cells) {
-    return blocks::kivi_per_channel(type) ? (cells + 31) / 32 * 32 : cells;
+uint64_t kv_storage_rows(basalt_dtype k_type, basalt_dtype v_type, uint64_t cells) {
+    return blocks::kivi_per_channel(k_type) || blocks::kivi_per_channel(v_type) ? (cells + 31) / 32 * 32 : cells;
 }
 
 MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& req) {
@@ -102,7 +102,7 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             p.kv_bytes_per_token += kv_row;
             const uint64_t cells = hp.layer_sliding[il] ? win : ctx;
-            p.kv_bytes += k_row * kv_storage_rows(req.k_type, cells) + v_row * kv_storage_rows(req.v_type, cells);
+            p.kv_bytes += (k_row + v_row) * kv_storage_rows(req.k_type, req.v_type, cells);
         }
         // The residual windows: per layer and sequence, R F32 rows of K and of V.
         p.kv_residual_bytes = static_cast<uint64_t>(hp.n_layer) * p.n_seq_max * req.kv_residual * 4ull *

@@ -57,7 +57,8 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
 // n_ctx, else n_ctx (the layers then share the full layers' slots). The rule of kv-paged's window storage.
 uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_t n_seq_max);
 
-// Rows a K or V cache of `type` holds for `cells` slots: whole groups of 32 for the per-channel KIVI types.
-uint64_t kv_storage_rows(basalt_dtype type, uint64_t cells);
+// Rows the K and the V cache hold for `cells` slots: whole groups of 32 when either type is a per-channel KIVI
+// type (attention reads K and V caches of the same number of rows).
+uint64_t kv_storage_rows(basalt_dtype k_type, basalt_dtype v_type, uint64_t cells);
 
 }  // namespace basalt
