@@ -72,7 +72,8 @@ void main() {
             const uint b = dst + u * 18u;
             st16_1(b, f32_to_f16(d));
             for (uint k = 0u; k < 16u; k += 2u) {
-                const uint q0 = min(15u, uint(int(v[k] * id + 8.5))) | (min(15u, uint(int(v[k + 16u] * id + 8.5))) << 4);
+                const uint q0 =
+                    min(15u, uint(int(v[k] * id + 8.5))) | (min(15u, uint(int(v[k + 16u] * id + 8.5))) << 4);
                 const uint q1 =
                     min(15u, uint(int(v[k + 1u] * id + 8.5))) | (min(15u, uint(int(v[k + 17u] * id + 8.5))) << 4);
                 st16_1(b + 2u + k, q0 | (q1 << 8));

@@ -62,15 +62,27 @@ struct TypeFacts {
 };
 
 const TypeFacts kTypes[] = {
-    {BASALT_DTYPE_F32, "f32", 1, 4},       {BASALT_DTYPE_F16, "f16", 1, 2},       {BASALT_DTYPE_BF16, "bf16", 1, 2},
-    {BASALT_DTYPE_I32, "i32", 1, 4},       {BASALT_DTYPE_Q4_0, "q4_0", 32, 18},   {BASALT_DTYPE_Q4_1, "q4_1", 32, 20},
-    {BASALT_DTYPE_Q5_0, "q5_0", 32, 22},   {BASALT_DTYPE_Q5_1, "q5_1", 32, 24},   {BASALT_DTYPE_Q8_0, "q8_0", 32, 34},
-    {BASALT_DTYPE_Q2_K, "q2_K", 256, 84},  {BASALT_DTYPE_Q3_K, "q3_K", 256, 110}, {BASALT_DTYPE_Q4_K, "q4_K", 256, 144},
-    {BASALT_DTYPE_Q5_K, "q5_K", 256, 176}, {BASALT_DTYPE_Q6_K, "q6_K", 256, 210},
+    {BASALT_DTYPE_F32, "f32", 1, 4},
+    {BASALT_DTYPE_F16, "f16", 1, 2},
+    {BASALT_DTYPE_BF16, "bf16", 1, 2},
+    {BASALT_DTYPE_I32, "i32", 1, 4},
+    {BASALT_DTYPE_Q4_0, "q4_0", 32, 18},
+    {BASALT_DTYPE_Q4_1, "q4_1", 32, 20},
+    {BASALT_DTYPE_Q5_0, "q5_0", 32, 22},
+    {BASALT_DTYPE_Q5_1, "q5_1", 32, 24},
+    {BASALT_DTYPE_Q8_0, "q8_0", 32, 34},
+    {BASALT_DTYPE_Q2_K, "q2_K", 256, 84},
+    {BASALT_DTYPE_Q3_K, "q3_K", 256, 110},
+    {BASALT_DTYPE_Q4_K, "q4_K", 256, 144},
+    {BASALT_DTYPE_Q5_K, "q5_K", 256, 176},
+    {BASALT_DTYPE_Q6_K, "q6_K", 256, 210},
     // KV-cache-only KIVI types: chunks of f16 scale, f16 minimum and 32 codes (per token / per channel).
-    {BASALT_DTYPE_KIVI_T8, "kivi_t8", 32, 36}, {BASALT_DTYPE_KIVI_T4, "kivi_t4", 32, 20},
-    {BASALT_DTYPE_KIVI_T2, "kivi_t2", 32, 12}, {BASALT_DTYPE_KIVI_C8, "kivi_c8", 32, 36},
-    {BASALT_DTYPE_KIVI_C4, "kivi_c4", 32, 20}, {BASALT_DTYPE_KIVI_C2, "kivi_c2", 32, 12},
+    {BASALT_DTYPE_KIVI_T8, "kivi_t8", 32, 36},
+    {BASALT_DTYPE_KIVI_T4, "kivi_t4", 32, 20},
+    {BASALT_DTYPE_KIVI_T2, "kivi_t2", 32, 12},
+    {BASALT_DTYPE_KIVI_C8, "kivi_c8", 32, 36},
+    {BASALT_DTYPE_KIVI_C4, "kivi_c4", 32, 20},
+    {BASALT_DTYPE_KIVI_C2, "kivi_c2", 32, 12},
 };
 
 // The K/V cache types a session can store.
@@ -265,8 +277,9 @@ std::vector<double> values(basalt_dtype t, const uint8_t* p, int64_t n) {
         return out;
     }
     if (kivi_bits_of(t) != 0) {  // per token: consecutive chunks of 32 values (the test's own decoder)
-        for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = kivi_value(p + i / 32 * (4 + 4 * kivi_bits_of(t)),
-                                                                               kivi_bits_of(t), static_cast<int>(i % 32));
+        for (int64_t i = 0; i < n; ++i)
+            out[static_cast<size_t>(i)] =
+                kivi_value(p + i / 32 * (4 + 4 * kivi_bits_of(t)), kivi_bits_of(t), static_cast<int>(i % 32));
         return out;
     }
     std::vector<float> f(static_cast<size_t>(n));

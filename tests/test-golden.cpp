@@ -210,10 +210,10 @@ TEST_CASE("golden: quantized K/V stay within stated tolerances of the golden log
         const char* residual;
         double tol;
     };
-    for (const KvCase& c : {KvCase{"f32", "f32", nullptr, 1e-4}, KvCase{"f16", "f16", nullptr, 0.4},
-                            KvCase{"q8_0", "q8_0", nullptr, 0.5}, KvCase{"kivi_c8", "kivi_t8", "32", 0.4},
-                            KvCase{"q4_0", "q4_0", nullptr, 1.5}, KvCase{"kivi_c4", "kivi_t4", "32", 0.8},
-                            KvCase{"kivi_c2", "kivi_t2", "32", 2.5}}) {
+    for (const KvCase& c :
+         {KvCase{"f32", "f32", nullptr, 1e-4}, KvCase{"f16", "f16", nullptr, 0.4}, KvCase{"q8_0", "q8_0", nullptr, 0.5},
+          KvCase{"kivi_c8", "kivi_t8", "32", 0.4}, KvCase{"q4_0", "q4_0", nullptr, 1.5},
+          KvCase{"kivi_c4", "kivi_t4", "32", 0.8}, KvCase{"kivi_c2", "kivi_t2", "32", 2.5}}) {
         const double d = kv_drift("tiny-llama256-q6_k", "tiny-llama256-q6_k.ref", c.k, c.v, c.residual);
         std::printf("[golden] tiny-llama256-q6_k K %s V %s residual %s: max abs %.4g (tolerance %g)\n", c.k, c.v,
                     c.residual != nullptr ? c.residual : "0", d, c.tol);

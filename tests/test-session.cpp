@@ -27,9 +27,9 @@ struct SessionOptions {
     uint32_t n_ctx = 128;
     uint32_t n_batch = 0;
     uint32_t n_seq = 1;
-    const char* kv_type = nullptr;  // k_type and v_type of kv-paged; NULL: its default
-    const char* v_type = nullptr;   // v_type alone (k_type: kv_type)
-    const char* residual = nullptr; // kv-paged's residual window
+    const char* kv_type = nullptr;   // k_type and v_type of kv-paged; NULL: its default
+    const char* v_type = nullptr;    // v_type alone (k_type: kv_type)
+    const char* residual = nullptr;  // kv-paged's residual window
 };
 
 struct Run {
@@ -292,10 +292,10 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             const char* v_type = nullptr;
             uint32_t residual = 0;
         };
-        for (const Shape& sh : {Shape{128, 0, 1, nullptr}, Shape{96, 4, 1, "f32"}, Shape{128, 8, 3, "q8_0"},
-                                Shape{64, 64, 2, "f16"}, Shape{100, 16, 7, nullptr}, Shape{128, 8, 2, "q4_0", "q8_0"},
-                                Shape{100, 16, 3, "kivi_t4", "kivi_t2"}, Shape{100, 16, 2, "kivi_c2", "kivi_t2", 32},
-                                Shape{128, 0, 1, "f16", "kivi_t8", 64}}) {
+        for (const Shape& sh :
+             {Shape{128, 0, 1, nullptr}, Shape{96, 4, 1, "f32"}, Shape{128, 8, 3, "q8_0"}, Shape{64, 64, 2, "f16"},
+              Shape{100, 16, 7, nullptr}, Shape{128, 8, 2, "q4_0", "q8_0"}, Shape{100, 16, 3, "kivi_t4", "kivi_t2"},
+              Shape{100, 16, 2, "kivi_c2", "kivi_t2", 32}, Shape{128, 0, 1, "f16", "kivi_t8", 64}}) {
             INFO(name << ": ctx " << sh.n_ctx << ", batch " << sh.n_batch << ", " << sh.n_seq << " sequences, KV "
                       << (sh.kv_type != nullptr ? sh.kv_type : "default") << "/"
                       << (sh.v_type != nullptr ? sh.v_type : "-") << ", residual " << sh.residual);
@@ -307,8 +307,8 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             o.v_type = sh.v_type;
             const std::string residual = std::to_string(sh.residual);
             if (sh.residual != 0) o.residual = residual.c_str();
-            const bool quantized = sh.kv_type != nullptr && std::string(sh.kv_type) != "f32" &&
-                                   std::string(sh.kv_type) != "f16";
+            const bool quantized =
+                sh.kv_type != nullptr && std::string(sh.kv_type) != "f32" && std::string(sh.kv_type) != "f16";
             if ((quantized || sh.v_type != nullptr) && info.head_dim_k % 32 != 0) continue;
             // a residual window does not compose with capped sliding-window storage (tested below)
             if (sh.residual != 0 && info.sliding_window != 0) continue;
@@ -474,7 +474,8 @@ TEST_CASE("session: K/V types a session cannot store or combine are refused, nam
     basalt_model_free(gemma);
 }
 
-TEST_CASE("session: with a residual window a sequence is cut back only where its F32 rows remain", "[session][kv-quant]") {
+TEST_CASE("session: with a residual window a sequence is cut back only where its F32 rows remain",
+          "[session][kv-quant]") {
     SessionOptions o;
     o.kv_type = "kivi_c4";
     o.v_type = "kivi_t4";
@@ -482,12 +483,12 @@ TEST_CASE("session: with a residual window a sequence is cut back only where its
     Run r(golden_model("tiny-llama256-q6_k.gguf"), o);
     std::vector<int32_t> toks(70);
     for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>(1 + i % 200);
-    r.decode(toks);  // units 0..31 and 32..63 sealed, 64..69 open
+    r.decode(toks);                                                     // units 0..31 and 32..63 sealed, 64..69 open
     CHECK(basalt_session_seq_truncate(r.session, 0, 66) == BASALT_OK);  // inside the open unit
     const basalt_status st = basalt_session_seq_truncate(r.session, 0, 40);  // inside a sealed unit
     CHECK(st == BASALT_ERR_UNSUPPORTED);
-    CHECK_THAT(std::string(basalt_last_error()), Catch::Matchers::Contains("kivi_c4") &&
-                                                     Catch::Matchers::Contains("residual window of 32"));
+    CHECK_THAT(std::string(basalt_last_error()),
+               Catch::Matchers::Contains("kivi_c4") && Catch::Matchers::Contains("residual window of 32"));
     CHECK(r.length(0) == 66);
     CHECK(basalt_session_seq_truncate(r.session, 0, 32) == BASALT_OK);  // a unit boundary
     CHECK(r.length(0) == 32);

@@ -38,8 +38,8 @@ void dequantize_cache_row(const TensorView& cache, int64_t slot, int64_t kvh, in
 void check_per_channel(const NodeCtx& c, const TensorView& cache, const char* role) {
     if (!blocks::kivi_per_channel(cache.type)) return;
     if (cache.ne[2] != 1 || cache.ne[3] != 1 || cache.nrows() % 32 != 0 || !cache.rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, std::string(role) + " " + cache.shape() +
-                                                " must be one packed matrix of whole groups of 32 slots");
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               std::string(role) + " " + cache.shape() + " must be one packed matrix of whole groups of 32 slots");
     }
 }
 
@@ -119,7 +119,8 @@ void check_attention(const NodeCtx& c) {
     }
     sdk::contract::attention(c);
     if (c.n_in != 5 && c.n_in != 8) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "has " + std::to_string(c.n_in) + " inputs: 5, or 8 with a residual window");
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "has " + std::to_string(c.n_in) + " inputs: 5, or 8 with a residual window");
     }
     if (c.n_in == 8) {
         if (c.ip(2) < 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual window ip[2] = " + std::to_string(c.ip(2)));
@@ -303,8 +304,7 @@ void run_attention(NodeCtx& c) {
             } else {
                 for (int j = 0; j < nh; ++j) {
                     for (int64_t i = 0; i < n; ++i) {
-                        scores[i * nh + j] =
-                            scale * dot_cache(k, k_read, s.hd_k, q[j], k_rows[static_cast<size_t>(i)]);
+                        scores[i * nh + j] = scale * dot_cache(k, k_read, s.hd_k, q[j], k_rows[static_cast<size_t>(i)]);
                     }
                 }
             }
@@ -388,8 +388,9 @@ void check_kv_write(const NodeCtx& c) {
     }
     if (c.n_in == 5) {
         if (c.ip(0) < 1 || (blocks::kivi_per_channel(c.in[1].type) && c.ip(0) % 32 != 0)) {
-            c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual window ip[0] = " + std::to_string(c.ip(0)) +
-                                                    (blocks::kivi_per_channel(c.in[1].type) ? " (a multiple of 32)" : ""));
+            c.fail(BASALT_ERR_INVALID_ARGUMENT,
+                   "residual window ip[0] = " + std::to_string(c.ip(0)) +
+                       (blocks::kivi_per_channel(c.in[1].type) ? " (a multiple of 32)" : ""));
         }
         c.expect_type(c.in[3], "residual", BASALT_DTYPE_F32);
         c.expect_type(c.in[4], "residual rows", BASALT_DTYPE_I32);
@@ -438,8 +439,8 @@ void run_kv_write(NodeCtx& c) {
             if (rr < 0 || rr - rr % R + R > n_res) {
                 c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual row " + std::to_string(rr) + " of row " +
                                                         std::to_string(i) + " is outside the residual's " +
-                                                        std::to_string(n_res) + " rows (units of " +
-                                                        std::to_string(R) + ")");
+                                                        std::to_string(n_res) + " rows (units of " + std::to_string(R) +
+                                                        ")");
             }
             std::memcpy(res.row(rr), c.in[0].frow(i), static_cast<size_t>(4 * n));
             if (rr % R != R - 1) continue;

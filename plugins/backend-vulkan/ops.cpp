@@ -378,8 +378,8 @@ void check_attention(const NodeCtx& c) {
     }
     // The residual window of quantized K/V (ABI 1.4: 8 inputs) has no shader yet.
     if (c.n_in != 5) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "a KV residual window (" + std::to_string(c.n_in) +
-                                           " inputs) is not supported (CPU backend only)");
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "a KV residual window (" + std::to_string(c.n_in) + " inputs) is not supported (CPU backend only)");
     }
     const sdk::contract::AttentionShape s = sdk::contract::attention(c);
     for (int i = 1; i <= 2; ++i) {
@@ -455,8 +455,8 @@ void check_kv_write(const NodeCtx& c) {
                "cache type " + type_name(c.in[1].type) + " is not supported (f32, f16, q8_0, q4_0)");
     }
     if (c.n_in != 3) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "a KV residual window (" + std::to_string(c.n_in) +
-                                           " inputs) is not supported (CPU backend only)");
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "a KV residual window (" + std::to_string(c.n_in) + " inputs) is not supported (CPU backend only)");
     }
     sdk::contract::kv_write(c);
     need_fit_all(c);

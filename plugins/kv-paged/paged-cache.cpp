@@ -91,7 +91,8 @@ uint32_t validate(const basalt_kv_cache_config& c, const Options& o) {
     if (o.residual != 0) {
         if (bs % o.residual != 0) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "block_size " + str(bs) + " is not a multiple of residual " +
-                                                  str(o.residual) + " (a unit of the residual window lies in one block)");
+                                                  str(o.residual) +
+                                                  " (a unit of the residual window lies in one block)");
         }
         if (max_window_of(c) != 0 && ring_of(c) != 0) {
             fail(BASALT_ERR_UNSUPPORTED,

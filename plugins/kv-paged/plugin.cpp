@@ -6,8 +6,8 @@
 // | kivi_c8 | kivi_c4 | kivi_c2, default f16), residual (0 or a multiple of 32: the most recent tokens of each
 // sequence the session keeps in F32 until their unit of R tokens is full; needed by kivi_c*).
 #include <basalt/plugin_kv_cache.h>
-#include <basalt/sdk/plugin.hpp>
 #include <basalt/blocks/dtype.hpp>
+#include <basalt/sdk/plugin.hpp>
 
 #include <memory>
 #include <string>

@@ -197,13 +197,17 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         v_row_bytes_ = *vb;
         residual_ = BASALT_HAS_FIELD(&layout_, basalt_kv_cache_layout, residual) ? layout_.residual : 0;
         if (residual_ % 32 != 0 || (residual_ != 0 && layout_.block_size % residual_ != 0)) {
-            fail(BASALT_ERR_PLUGIN, "KV cache manager '{}': residual window {} is not a multiple of 32 dividing its "
-                 "block size {}", config.kv_cache, residual_, layout_.block_size);
+            fail(BASALT_ERR_PLUGIN,
+                 "KV cache manager '{}': residual window {} is not a multiple of 32 dividing its "
+                 "block size {}",
+                 config.kv_cache, residual_, layout_.block_size);
         }
         for (const basalt_dtype t : {layout_.k_type, layout_.v_type}) {
             if (blocks::kivi_per_channel(t) && residual_ == 0) {
-                fail(BASALT_ERR_UNSUPPORTED, "KV type {} quantizes each channel over 32 tokens: it needs a residual "
-                     "window, which KV cache manager '{}' did not set", dtype_name(t), config.kv_cache);
+                fail(BASALT_ERR_UNSUPPORTED,
+                     "KV type {} quantizes each channel over 32 tokens: it needs a residual "
+                     "window, which KV cache manager '{}' did not set",
+                     dtype_name(t), config.kv_cache);
             }
         }
         if (residual_ != 0 && layout_.n_window_slots != 0) {
@@ -362,12 +366,12 @@ void Session::seq_fork(int32_t src, int32_t dst) {
                 const uint64_t row = 4ull * (kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa());
                 const uint64_t bytes = row * residual_;
                 std::vector<uint8_t> tmp(bytes);
-                check_status(backend_.buffer_read(backend_instance_, b, bytes * static_cast<uint64_t>(src), tmp.data(),
-                                                  bytes),
-                             "buffer_read(KV residual)");
-                check_status(backend_.buffer_write(backend_instance_, b, bytes * static_cast<uint64_t>(dst), tmp.data(),
-                                                   bytes),
-                             "buffer_write(KV residual)");
+                check_status(
+                    backend_.buffer_read(backend_instance_, b, bytes * static_cast<uint64_t>(src), tmp.data(), bytes),
+                    "buffer_read(KV residual)");
+                check_status(
+                    backend_.buffer_write(backend_instance_, b, bytes * static_cast<uint64_t>(dst), tmp.data(), bytes),
+                    "buffer_write(KV residual)");
             }
         }
     }
@@ -471,8 +475,8 @@ void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
         fail(BASALT_ERR_UNSUPPORTED,
              "cannot truncate sequence {} to {} tokens: with KV types {}/{} and a residual window of {}, tokens "
              "before {} are already quantized in units of {} (cut at a multiple of {} or after {})",
-             seq, n_keep, dtype_name(layout_.k_type), dtype_name(layout_.v_type), residual_, len / residual_ * residual_,
-             residual_, residual_, len / residual_ * residual_);
+             seq, n_keep, dtype_name(layout_.k_type), dtype_name(layout_.v_type), residual_,
+             len / residual_ * residual_, residual_, residual_, len / residual_ * residual_);
     }
     clear_plugin_error();
     const basalt_status st = kv_.seq_truncate(kv_instance_, seq, n_keep);
@@ -660,8 +664,8 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
         const auto res_rows = static_cast<int64_t>(residual_) * static_cast<int64_t>(seq_len_.size());
         c.kv_residual = static_cast<int32_t>(residual_);
         c.kv_residual_rows = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_kv_residual_rows", io_buffer_, io.residual_rows);
-        c.attn_residual = graph_.tensor(BASALT_DTYPE_I32, {2, static_cast<int64_t>(shape.n_lists)},
-                                        "inp_attn_residual", io_buffer_, io.residual_table);
+        c.attn_residual = graph_.tensor(BASALT_DTYPE_I32, {2, static_cast<int64_t>(shape.n_lists)}, "inp_attn_residual",
+                                        io_buffer_, io.residual_table);
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             c.k_residual.push_back(graph_.tensor(BASALT_DTYPE_F32, {hp.n_embd_k_gqa(), res_rows},
                                                  "residual_k." + std::to_string(il), k_residual_buffers_[il], 0));

@@ -132,10 +132,10 @@ int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n
         return c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
                       {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query}, {window, 0}, {scale, cap});
     }
-    return c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
-                  {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query, c.k_residual[il], c.v_residual[il],
-                   c.attn_residual},
-                  {window, 0, c.kv_residual}, {scale, cap});
+    return c.g.op(
+        BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
+        {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query, c.k_residual[il], c.v_residual[il], c.attn_residual},
+        {window, 0, c.kv_residual}, {scale, cap});
 }
 
 int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act) {

@@ -38,10 +38,10 @@ struct ForwardContext {
     // Residual window of quantized K/V (kv_residual R > 0): each token's F32 residual row, per list (base row,
     // open position), and per layer the F32 residual storage of K and V [n_embd_{k,v}_gqa, n_seq_max * R].
     int32_t kv_residual = 0;
-    int32_t kv_residual_rows = -1;      // I32 [T]
-    int32_t attn_residual = -1;         // I32 [2, n_lists]
-    std::vector<int32_t> k_residual;    // per layer
-    std::vector<int32_t> v_residual;    // per layer
+    int32_t kv_residual_rows = -1;    // I32 [T]
+    int32_t attn_residual = -1;       // I32 [2, n_lists]
+    std::vector<int32_t> k_residual;  // per layer
+    std::vector<int32_t> v_residual;  // per layer
     // Activation steering (absent when no row of the step is steered): each row's slot, and per layer the table of
     // slot vectors [n_embd, n_slots] added after that layer's output (-1: the layer is not steered).
     int32_t steer_rows = -1;            // I32 [T]
