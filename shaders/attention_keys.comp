@@ -45,6 +45,14 @@ b2v;
             const uint b = row + 2u * i;                                                                          \
             return vec4(unpackHalf2x16(ld32_##N(b)), unpackHalf2x16(ld32_##N(b + 4u)));                           \
         }                                                                                                         \
+        if (type == T_Q4_0) { /* 4 nibbles of one block: low halves for values 0..15, high for 16..31 */          \
+            const uint b = row + (i >> 5) * 18u;                                                                  \
+            const uint j = i & 31u;                                                                               \
+            const uint v = ld32_##N(b + 2u + (j & 15u)) >> (j < 16u ? 0u : 4u);                                   \
+            return ldh_##N(b) *                                                                                   \
+                   (vec4(float(v & 15u), float((v >> 8) & 15u), float((v >> 16) & 15u), float((v >> 24) & 15u)) - \
+                    8.0);                                                                                         \
+        }                                                                                                         \
         /* Q8_0: the 4 values lie in one block */                                                                 \
         const uint b = row + (i >> 5) * 34u;                                                                      \
         const int v = int(ld32_##N(b + 2u + (i & 31u)));                                                          \

@@ -54,6 +54,31 @@ void main() {
                 st16_1(b + 2u + k, q0 | (q1 << 8));
             }
         }
+    } else if (out_type == T_Q4_0) {
+        // ggml's reference: d = (the value of largest magnitude) / -8, codes min(15, int(x / d + 8.5)).
+        for (uint u = l; u < n / 32u; u += wg) {
+            float v[32];
+            float amax = 0.0;
+            float vmax = 0.0;
+            [[dont_unroll]] for (uint k = 0u; k < 32u; ++k) {
+                v[k] = ldel_0(P(2), src, u * 32u + k);
+                if (abs(v[k]) > amax) {
+                    amax = abs(v[k]);
+                    vmax = v[k];
+                }
+            }
+            const float d = vmax / -8.0;
+            const float id = d != 0.0 ? 1.0 / d : 0.0;
+            const uint b = dst + u * 18u;
+            st16_1(b, f32_to_f16(d));
+            for (uint k = 0u; k < 16u; k += 2u) {
+                const uint q0 =
+                    min(15u, uint(int(v[k] * id + 8.5))) | (min(15u, uint(int(v[k + 16u] * id + 8.5))) << 4);
+                const uint q1 =
+                    min(15u, uint(int(v[k + 1u] * id + 8.5))) | (min(15u, uint(int(v[k + 17u] * id + 8.5))) << 4);
+                st16_1(b + 2u + k, q0 | (q1 << 8));
+            }
+        }
     } else if (out_type == T_F32) {
         for (uint i = l; i < n; i += wg) b1u.d[(dst >> 2) + i] = floatBitsToUint(ldel_0(P(2), src, i));
     } else {

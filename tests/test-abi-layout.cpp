@@ -132,7 +132,8 @@ PIN(basalt_kv_cache_layout, n_window_slots, 16); /* since 1.1 */
 PIN(basalt_kv_cache_layout, stream_sinks, 20);   /* since 1.4 */
 PIN(basalt_kv_cache_layout, stream_window, 24);
 PIN(basalt_kv_cache_layout, stream_batch, 28);
-PIN_SIZE(basalt_kv_cache_layout, 32);
+PIN(basalt_kv_cache_layout, residual, 32);
+PIN_SIZE(basalt_kv_cache_layout, 36);
 PIN_SIZE(basalt_kv_copy, 12);
 PIN(basalt_kv_reservation, n_tokens, 8);
 PIN(basalt_kv_reservation, tokens, 16);
@@ -302,8 +303,9 @@ PIN(basalt_plan_params, n_ctx, 4);
 PIN(basalt_plan_params, n_batch, 8);
 PIN(basalt_plan_params, k_type, 12);
 PIN(basalt_plan_params, v_type, 16);
-PIN(basalt_plan_params, n_seq_max, 20); /* since 1.1 */
-PIN_SIZE(basalt_plan_params, 24);
+PIN(basalt_plan_params, n_seq_max, 20);   /* since 1.1 */
+PIN(basalt_plan_params, kv_residual, 24); /* since 1.4 */
+PIN_SIZE(basalt_plan_params, 32);
 PIN(basalt_memory_plan, n_ctx, 4);
 PIN(basalt_memory_plan, k_type, 12);
 PIN(basalt_memory_plan, weight_bytes, 24);

@@ -1053,7 +1053,11 @@ TEST_CASE("kv-paged rejects bad params and configs, naming key and value", "[kv-
     rejects(ok, Params{{"block_size", "-4"}}, "'block_size' = '-4'");
     rejects(ok, Params{{"block_size", "65537"}}, "'block_size' = '65537'");
     rejects(ok, Params{{"block_size", "4x"}}, "'block_size' = '4x' is not an integer");
-    rejects(ok, Params{{"k_type", "q4_0"}}, "'k_type' = 'q4_0' is not one of f32, f16, q8_0");
+    rejects(ok, Params{{"k_type", "q2_k"}}, "'k_type' = 'q2_k' is not one of f32, f16, q8_0, q4_0, kivi_t8");
+    rejects(ok, Params{{"k_type", "kivi_c2"}},
+            "k_type 'kivi_c2' quantizes each channel over 32 tokens: it needs a residual window");
+    rejects(ok, Params{{"residual", "48"}}, "'residual' = '48'");
+    rejects(ok, Params{{"residual", "32"}, {"block_size", "48"}}, "block_size 48 is not a multiple of residual 32");
     rejects(ok, Params{{"v_type", ""}}, "'v_type' = ''");
     CHECK_THAT(err(), Contains("kv_cache 'paged'"));
 
@@ -1075,6 +1079,7 @@ TEST_CASE("kv-paged rejects bad params and configs, naming key and value", "[kv-
     c = ok;
     c.head_dim = 48;
     rejects(c, Params{{"v_type", "q8_0"}}, "v_type 'q8_0' needs head_dim_v to be a multiple of 32, but it is 48");
+    rejects(c, Params{{"v_type", "kivi_t2"}}, "v_type 'kivi_t2' needs head_dim_v to be a multiple of 32");
     c.head_dim = 0;
     rejects(c, {}, "head dimensions must be positive");
 
@@ -1085,6 +1090,18 @@ TEST_CASE("kv-paged rejects bad params and configs, naming key and value", "[kv-
     CHECK_THAT(err(), Contains("config struct_size 8 is too small"));
     CHECK(kv().create(basalt::host_services(), nullptr, nullptr, &out) == BASALT_ERR_INVALID_ARGUMENT);
     CHECK(out == reinterpret_cast<void*>(0x1));
+
+    // a residual window is reported in the layout and sets the block size (a unit never straddles blocks)
+    {
+        Cache res(ok, Params{{"k_type", "kivi_c2"}, {"v_type", "kivi_t4"}, {"residual", "32"}});
+        basalt_kv_cache_layout rl{};
+        rl.struct_size = sizeof(rl);
+        REQUIRE(kv().layout(res.c, &rl) == BASALT_OK);
+        CHECK(rl.k_type == BASALT_DTYPE_KIVI_C2);
+        CHECK(rl.v_type == BASALT_DTYPE_KIVI_T4);
+        CHECK(rl.residual == 32);
+        CHECK(rl.block_size == 32);
+    }
 
     // windows are accepted (they apply in the attention op) and the last value of a repeated key wins
     c = ok;

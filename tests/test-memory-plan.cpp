@@ -108,8 +108,35 @@ TEST_CASE("an unusable KV type is refused with the reason", "[memory-plan]") {
     req.k_type = BASALT_DTYPE_F16;
     req.v_type = BASALT_DTYPE_I32;
     CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("V cache type i32 cannot be stored by a session"));
-    req.v_type = BASALT_DTYPE_Q4_0;
-    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("V cache type q4_0 cannot be stored by a session"));
+    req.v_type = BASALT_DTYPE_Q4_1;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("V cache type q4_1 cannot be stored by a session"));
+    // Per-channel KIVI needs a residual window, in whole units of 32.
+    req.v_type = BASALT_DTYPE_KIVI_C2;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("V cache type kivi_c2 quantizes each channel"));
+    req.kv_residual = 40;
+    CHECK_THROWS_WITH(plan_memory(g.file, hp, req), Contains("KV residual window 40 is not a multiple of 32"));
+}
+
+TEST_CASE("quantized K/V with a residual window: the plan by hand", "[memory-plan][kv-quant]") {
+    const auto g = open_golden("tiny-llama-f32.gguf");
+    const ModelHparams hp = read_hparams(g.file);
+    PlanRequest req;
+    req.n_ctx = 100;
+    req.n_seq_max = 1;
+    req.k_type = BASALT_DTYPE_KIVI_C2;  // 12 bytes per 32 values: a K row of 2 x 16 values is 12 bytes
+    req.v_type = BASALT_DTYPE_KIVI_T4;  // 20 bytes per 32
+    req.kv_residual = 32;
+    const MemoryPlan p = plan_memory(g.file, hp, req);
+    CHECK(p.kv_bytes_per_token == 4 * (12 + 20));
+    // 100 cells rounded up to whole groups of 32 (128 rows of K and of V), plus per layer one sequence's 32 F32
+    // residual rows of K and of V.
+    CHECK(p.kv_residual_bytes == 4 * 32 * 4 * (32 + 32));
+    CHECK(p.kv_bytes == 4 * (12 + 20) * 128 + 4 * 32 * 4 * (32 + 32));
+    req.k_type = BASALT_DTYPE_Q4_0;  // 18 bytes per 32, rows not rounded
+    req.v_type = BASALT_DTYPE_Q8_0;
+    req.kv_residual = 0;
+    const MemoryPlan q = plan_memory(g.file, hp, req);
+    CHECK(q.kv_bytes == 4 * (18 + 34) * 100);
 }
 
 TEST_CASE("encoder-decoder and MoE hyper-parameters", "[memory-plan]") {

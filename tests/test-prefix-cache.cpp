@@ -211,3 +211,83 @@ TEST_CASE("engine requests reuse cached prompt blocks, counted per request and e
     CHECK(s.cached_tokens == 96 + 64 + 96);
     CHECK(s.prompt_tokens == 100 + 4 + 1 + 100 + 4 + 100);
 }
+
+namespace {
+
+// A session over tiny-llama256-q6_k (head dim 64) storing K/V in the given types (residual: kv-paged's window).
+struct QuantSession {
+    test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
+    basalt_model* model = nullptr;
+    basalt_session* s = nullptr;
+    size_t n_vocab = 0;
+    QuantSession(const char* k, const char* v, const char* residual, uint32_t n_seq) {
+        REQUIRE(basalt_model_load(rt.rt, test::golden_model("tiny-llama256-q6_k.gguf").c_str(), nullptr, &model) ==
+                BASALT_OK);
+        basalt_session_params p{};
+        p.struct_size = sizeof(p);
+        p.n_ctx = 256;
+        p.n_seq_max = n_seq;
+        p.n_threads = 2;
+        const char* keys[] = {"k_type", "v_type", "residual"};
+        const char* values[] = {k, v, residual};
+        basalt_params kvp{};
+        kvp.struct_size = sizeof(kvp);
+        kvp.count = residual != nullptr ? 3 : 2;
+        kvp.keys = keys;
+        kvp.values = values;
+        p.kv_params = &kvp;
+        const basalt_status st = basalt_session_create(rt.rt, model, &p, &s);
+        INFO(basalt_last_error());
+        REQUIRE(st == BASALT_OK);
+        n_vocab = basalt_session_n_vocab(s);
+    }
+    ~QuantSession() {
+        basalt_session_free(s);
+        basalt_model_free(model);
+    }
+    QuantSession(const QuantSession&) = delete;
+    QuantSession& operator=(const QuantSession&) = delete;
+    std::vector<float> finish(int32_t seq, const std::vector<int32_t>& toks, size_t from) {
+        const std::vector<int32_t> rest(toks.begin() + static_cast<std::ptrdiff_t>(from), toks.end());
+        const std::vector<float> rows = test::decode_rows(s, rest, static_cast<int32_t>(from), seq);
+        return {rows.end() - static_cast<std::ptrdiff_t>(n_vocab), rows.end()};
+    }
+};
+
+}  // namespace
+
+TEST_CASE("prefix caching with quantized K/V: a hit gives the logits of an uncached run", "[prefix-cache][kv-quant]") {
+    struct Types {
+        const char* k;
+        const char* v;
+        const char* residual;
+        size_t block;  // the block size kv-paged picks: 16 (a divisor of 256), or the residual window
+    };
+    for (const Types& t : {Types{"q8_0", "q8_0", nullptr, 16}, Types{"q4_0", "kivi_t2", nullptr, 16},
+                           Types{"kivi_c2", "kivi_t2", "32", 32}, Types{"kivi_c4", "q8_0", "64", 64}}) {
+        INFO("K " << t.k << " V " << t.v << " residual " << (t.residual != nullptr ? t.residual : "0"));
+        QuantSession c(t.k, t.v, t.residual, 2);
+        const std::vector<int32_t> prefix = tokens(141, 3);
+        c.finish(0, prefix, 0);
+        REQUIRE(basalt_session_seq_drop(c.s, 0) == BASALT_OK);
+        std::vector<int32_t> prompt = prefix;
+        for (int32_t x : tokens(21, 9)) prompt.push_back(x);
+        size_t hit = 0;
+        REQUIRE(basalt_session_prefix_attach(c.s, 1, prompt.data(), prompt.size(), &hit) == BASALT_OK);
+        CHECK(hit == prefix.size() / t.block * t.block);
+        const std::vector<float> got = c.finish(1, prompt, hit);
+        QuantSession fresh(t.k, t.v, t.residual, 1);
+        const std::vector<float> want = fresh.finish(0, prompt, 0);
+        REQUIRE(got.size() == want.size());
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);  // bit for bit
+        // A one-token edit inside the last cached block reuses only the blocks before it.
+        std::vector<int32_t> edited = prompt;
+        edited[t.block + 3] += 1;
+        REQUIRE(basalt_session_seq_drop(c.s, 1) == BASALT_OK);
+        REQUIRE(basalt_session_prefix_attach(c.s, 1, edited.data(), edited.size(), &hit) == BASALT_OK);
+        CHECK(hit == t.block);
+        const std::vector<float> got_edit = c.finish(1, edited, hit);
+        QuantSession fresh_edit(t.k, t.v, t.residual, 1);
+        CHECK(got_edit == fresh_edit.finish(0, edited, 0));
+    }
+}

@@ -27,7 +27,9 @@ struct SessionOptions {
     uint32_t n_ctx = 128;
     uint32_t n_batch = 0;
     uint32_t n_seq = 1;
-    const char* kv_type = nullptr;  // k_type and v_type of kv-paged; NULL: its default
+    const char* kv_type = nullptr;   // k_type and v_type of kv-paged; NULL: its default
+    const char* v_type = nullptr;    // v_type alone (k_type: kv_type)
+    const char* residual = nullptr;  // kv-paged's residual window
 };
 
 struct Run {
@@ -44,11 +46,11 @@ struct Run {
         p.n_batch = o.n_batch;
         p.n_seq_max = o.n_seq;
         p.n_threads = 2;
-        const char* keys[] = {"k_type", "v_type"};
-        const char* values[] = {o.kv_type, o.kv_type};
+        const char* keys[] = {"k_type", "v_type", "residual"};
+        const char* values[] = {o.kv_type, o.v_type != nullptr ? o.v_type : o.kv_type, o.residual};
         basalt_params kvp{};
         kvp.struct_size = sizeof(kvp);
-        kvp.count = 2;
+        kvp.count = o.residual != nullptr ? 3 : 2;
         kvp.keys = keys;
         kvp.values = values;
         if (o.kv_type != nullptr) p.kv_params = &kvp;
@@ -288,17 +290,29 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
         struct Shape {
             uint32_t n_ctx, n_batch, n_seq;
             const char* kv_type;
+            const char* v_type = nullptr;
+            uint32_t residual = 0;
         };
-        for (const Shape& sh : {Shape{128, 0, 1, nullptr}, Shape{96, 4, 1, "f32"}, Shape{128, 8, 3, "q8_0"},
-                                Shape{64, 64, 2, "f16"}, Shape{100, 16, 7, nullptr}}) {
+        for (const Shape& sh :
+             {Shape{128, 0, 1, nullptr}, Shape{96, 4, 1, "f32"}, Shape{128, 8, 3, "q8_0"}, Shape{64, 64, 2, "f16"},
+              Shape{100, 16, 7, nullptr}, Shape{128, 8, 2, "q4_0", "q8_0"}, Shape{100, 16, 3, "kivi_t4", "kivi_t2"},
+              Shape{100, 16, 2, "kivi_c2", "kivi_t2", 32}, Shape{128, 0, 1, "f16", "kivi_t8", 64}}) {
             INFO(name << ": ctx " << sh.n_ctx << ", batch " << sh.n_batch << ", " << sh.n_seq << " sequences, KV "
-                      << (sh.kv_type != nullptr ? sh.kv_type : "default"));
+                      << (sh.kv_type != nullptr ? sh.kv_type : "default") << "/"
+                      << (sh.v_type != nullptr ? sh.v_type : "-") << ", residual " << sh.residual);
             SessionOptions o;
             o.n_ctx = sh.n_ctx;
             o.n_batch = sh.n_batch;
             o.n_seq = sh.n_seq;
             o.kv_type = sh.kv_type;
-            if (sh.kv_type != nullptr && std::string(sh.kv_type) == "q8_0" && info.head_dim_k % 32 != 0) continue;
+            o.v_type = sh.v_type;
+            const std::string residual = std::to_string(sh.residual);
+            if (sh.residual != 0) o.residual = residual.c_str();
+            const bool quantized =
+                sh.kv_type != nullptr && std::string(sh.kv_type) != "f32" && std::string(sh.kv_type) != "f16";
+            if ((quantized || sh.v_type != nullptr) && info.head_dim_k % 32 != 0) continue;
+            // a residual window does not compose with capped sliding-window storage (tested below)
+            if (sh.residual != 0 && info.sliding_window != 0) continue;
             Run r(entry.path().string(), o);
             const basalt_memory_plan got = r.memory();
             basalt_plan_params pp{};
@@ -308,6 +322,7 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             pp.n_seq_max = sh.n_seq;
             pp.k_type = got.k_type;  // as the cache manager chose them
             pp.v_type = got.v_type;
+            pp.kv_residual = sh.residual;
             basalt_memory_plan plan{};
             plan.struct_size = sizeof(plan);
             REQUIRE(basalt_model_plan(r.model, &pp, &plan) == BASALT_OK);
@@ -426,4 +441,72 @@ TEST_CASE("a decode longer than one forward pass and a quantization report their
     // Without a callback the same decode runs as before.
     REQUIRE(basalt_session_seq_drop(run.session, 0) == BASALT_OK);
     CHECK(test::decode_rows(run.session, kPrompt, 0, 0).size() == kPrompt.size() * run.n_vocab);
+}
+
+TEST_CASE("session: K/V types a session cannot store or combine are refused, naming them", "[session][kv-quant]") {
+    const std::string llama256 = golden_model("tiny-llama256-q6_k.gguf");
+    test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
+    basalt_model* model = nullptr;
+    REQUIRE(basalt_model_load(rt.rt, llama256.c_str(), nullptr, &model) == BASALT_OK);
+    auto create = [&](std::vector<const char*> keys, std::vector<const char*> values, uint32_t n_batch = 0) {
+        basalt_session_params p{};
+        p.struct_size = sizeof(p);
+        p.n_ctx = 128;
+        p.n_batch = n_batch;
+        p.n_threads = 2;
+        basalt_params kvp{};
+        kvp.struct_size = sizeof(kvp);
+        kvp.count = keys.size();
+        kvp.keys = keys.data();
+        kvp.values = values.data();
+        p.kv_params = &kvp;
+        basalt_session* s = nullptr;
+        const basalt_status st = basalt_session_create(rt.rt, model, &p, &s);
+        basalt_session_free(s);
+        return std::pair{st, std::string(basalt_last_error())};
+    };
+    // Per-channel KIVI needs a residual window; the residual is whole units of 32; q2_k is no K/V type.
+    auto [st1, m1] = create({"k_type"}, {"kivi_c2"});
+    CHECK(st1 != BASALT_OK);
+    CHECK_THAT(m1, Catch::Matchers::Contains("kivi_c2") && Catch::Matchers::Contains("residual"));
+    auto [st2, m2] = create({"k_type", "residual"}, {"kivi_c2", "48"});
+    CHECK(st2 != BASALT_OK);
+    CHECK_THAT(m2, Catch::Matchers::Contains("residual") && Catch::Matchers::Contains("48"));
+    auto [st3, m3] = create({"v_type"}, {"q2_k"});
+    CHECK(st3 != BASALT_OK);
+    CHECK_THAT(m3, Catch::Matchers::Contains("q2_k"));
+    basalt_model_free(model);
+
+    // A residual window does not compose with gemma3's capped sliding-window rings (window 8 + batch 8 per
+    // sequence, below the context); with full-size window storage (batch 128) it does.
+    basalt_model* gemma = nullptr;
+    REQUIRE(basalt_model_load(rt.rt, golden_model("tiny-gemma3-f32.gguf").c_str(), nullptr, &gemma) == BASALT_OK);
+    model = gemma;
+    auto [st4, m4] = create({"k_type", "v_type", "residual"}, {"kivi_c4", "kivi_t4", "32"}, 8);
+    CHECK(st4 == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(m4, Catch::Matchers::Contains("sliding-window"));
+    auto [st5, m5] = create({"k_type", "v_type", "residual"}, {"kivi_c4", "kivi_t4", "32"}, 128);
+    INFO(m5);
+    CHECK(st5 == BASALT_OK);
+    basalt_model_free(gemma);
+}
+
+TEST_CASE("session: with a residual window a sequence is cut back only where its F32 rows remain",
+          "[session][kv-quant]") {
+    SessionOptions o;
+    o.kv_type = "kivi_c4";
+    o.v_type = "kivi_t4";
+    o.residual = "32";
+    Run r(golden_model("tiny-llama256-q6_k.gguf"), o);
+    std::vector<int32_t> toks(70);
+    for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>(1 + i % 200);
+    r.decode(toks);                                                     // units 0..31 and 32..63 sealed, 64..69 open
+    CHECK(basalt_session_seq_truncate(r.session, 0, 66) == BASALT_OK);  // inside the open unit
+    const basalt_status st = basalt_session_seq_truncate(r.session, 0, 40);  // inside a sealed unit
+    CHECK(st == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(std::string(basalt_last_error()),
+               Catch::Matchers::Contains("kivi_c4") && Catch::Matchers::Contains("residual window of 32"));
+    CHECK(r.length(0) == 66);
+    CHECK(basalt_session_seq_truncate(r.session, 0, 32) == BASALT_OK);  // a unit boundary
+    CHECK(r.length(0) == 32);
 }

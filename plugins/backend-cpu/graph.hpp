@@ -77,6 +77,7 @@ struct GraphPlan {
 // One thread's attention work space (ops-attention.cpp), kept between calls so a decode step allocates nothing.
 struct AttnScratch {
     std::vector<float> acc, scores, weights, rescale;
+    std::vector<float> k_deq, v_deq;  // K / V rows dequantized on read (q4_0, KIVI, or any type with a residual)
     std::vector<const uint8_t*> k_rows, v_rows;
     std::vector<float> q_shifted;     // ATTENTION ip[2]: the query heads rotated back by the sinks' shift
     std::vector<int64_t> sink_pairs;  // indices of the visible sink pairs of the current query

@@ -9,6 +9,7 @@
 
 #if defined(BASALT_CPU_HAVE_BLOCKS)
 #include <basalt/blocks/dequantize.hpp>
+#include <basalt/blocks/kivi.hpp>
 #include <basalt/blocks/quantize.hpp>
 #endif
 
@@ -170,6 +171,10 @@ bool dequantize_row(basalt_dtype type, const void* src, float* dst, int64_t n) {
         }
         default:
 #if defined(BASALT_CPU_HAVE_BLOCKS)
+            if (blocks::kivi_bits(type) != 0 && !blocks::kivi_per_channel(type)) {
+                blocks::kivi_dequantize_row(type, src, dst, n);
+                return true;
+            }
             if (type_info(type) != nullptr && blocks::can_dequantize(type)) {
                 blocks::dequantize_row(type, src, dst, n);
                 return true;
@@ -189,6 +194,7 @@ bool can_dequantize(basalt_dtype type) noexcept {
             return true;
         default:
 #if defined(BASALT_CPU_HAVE_BLOCKS)
+            if (blocks::kivi_bits(type) != 0) return !blocks::kivi_per_channel(type);
             return type_info(type) != nullptr && blocks::can_dequantize(type);
 #else
             return false;
@@ -205,6 +211,7 @@ bool can_quantize(basalt_dtype type) noexcept {
             return true;
         default:
 #if defined(BASALT_CPU_HAVE_BLOCKS)
+            if (blocks::kivi_bits(type) != 0) return !blocks::kivi_per_channel(type);
             return type_info(type) != nullptr && blocks::can_quantize(type);
 #else
             return false;
@@ -232,6 +239,10 @@ bool quantize_row(basalt_dtype type, const float* src, void* dst, int64_t n) {
             return true;
         default:
 #if defined(BASALT_CPU_HAVE_BLOCKS)
+            if (blocks::kivi_bits(type) != 0 && !blocks::kivi_per_channel(type)) {
+                blocks::kivi_quantize_row(type, src, dst, n);
+                return true;
+            }
             if (can_quantize(type)) {
                 blocks::quantize_row(type, src, dst, n);
                 return true;

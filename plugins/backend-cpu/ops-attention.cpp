@@ -1,10 +1,13 @@
 // ATTENTION over slot lists (ragged, paged, windowed, with sinks, soft-capped, GQA) and KV_WRITE.
-// One pass per (query token, head) with an online softmax in F32; caches may be F32, F16 or Q8_0.
+// One pass per (query token, head) with an online softmax in F32; caches may be F32, F16, Q8_0, Q4_0 or KIVI
+// (rows of the last three dequantized on read), with an optional F32 residual window (ABI 1.4).
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include <basalt/blocks/kivi.hpp>
 #include <basalt/sdk/op-contracts.hpp>
 
 #include "graph.hpp"
@@ -13,7 +16,31 @@ namespace basalt::cpu {
 namespace {
 
 bool cache_type_ok(basalt_dtype t) {
-    return t == BASALT_DTYPE_F32 || t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_Q8_0;
+    return t == BASALT_DTYPE_F32 || t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_Q8_0 || t == BASALT_DTYPE_Q4_0 ||
+           blocks::kivi_bits(t) != 0;
+}
+
+constexpr const char* kCacheTypes = "f32, f16, q8_0, q4_0, kivi_t8, kivi_t4, kivi_t2, kivi_c8, kivi_c4, kivi_c2";
+
+// Head kvh's hd values of cache slot `slot` as floats (the dequantize-on-read path of the types without a direct
+// kernel). KIVI_C* slots sit in groups of 32 rows, each channel one chunk over the group's slots.
+void dequantize_cache_row(const TensorView& cache, int64_t slot, int64_t kvh, int64_t hd, float* dst) {
+    if (blocks::kivi_per_channel(cache.type)) {
+        const uint8_t* group = cache.data + (slot / 32) * 32 * cache.nb[1];
+        blocks::kivi_dequantize_group_row(cache.type, group, static_cast<int>(slot % 32), kvh * hd, dst, hd);
+        return;
+    }
+    const TypeInfo* ti = type_info(cache.type);
+    dequantize_row(cache.type, cache.row(slot) + kvh * (hd / ti->block * ti->bytes), dst, hd);
+}
+
+// Checks a KIVI_C* cache: one flat matrix of whole groups of 32 slots.
+void check_per_channel(const NodeCtx& c, const TensorView& cache, const char* role) {
+    if (!blocks::kivi_per_channel(cache.type)) return;
+    if (cache.ne[2] != 1 || cache.ne[3] != 1 || cache.nrows() % 32 != 0 || !cache.rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               std::string(role) + " " + cache.shape() + " must be one packed matrix of whole groups of 32 slots");
+    }
 }
 
 float dot_cache(const Kernels& k, basalt_dtype type, int64_t n, const float* q, const uint8_t* kp) {
@@ -86,10 +113,29 @@ void check_attention(const NodeCtx& c) {
     for (int i = 1; i <= 2; ++i) {
         if (!cache_type_ok(c.in[i].type)) {
             c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " cache type " + type_name(c.in[i].type) +
-                                               " is not supported (f32, f16, q8_0)");
+                                               " is not supported (" + kCacheTypes + ")");
         }
+        check_per_channel(c, c.in[i], i == 1 ? "K cache" : "V cache");
     }
     sdk::contract::attention(c);
+    if (c.n_in != 5 && c.n_in != 6 && c.n_in != 8) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "has " + std::to_string(c.n_in) + " inputs: 5, 6 with a position bias or 8 with a residual window");
+    }
+    if (c.n_in == 8) {
+        if (c.ip(6) < 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual window ip[6] = " + std::to_string(c.ip(6)));
+        for (int i = 5; i <= 6; ++i) {
+            c.expect_type(c.in[i], i == 5 ? "K residual" : "V residual", BASALT_DTYPE_F32);
+            if (c.in[i].ne[0] != c.in[i - 4].ne[0] || !c.in[i].rows_packed()) {
+                c.fail(BASALT_ERR_INVALID_ARGUMENT, std::string(i == 5 ? "K" : "V") + " residual " + c.in[i].shape() +
+                                                        " is not packed rows like its cache " + c.in[i - 4].shape());
+            }
+        }
+        c.expect_type(c.in[7], "residual table", BASALT_DTYPE_I32);
+        if (c.in[7].ne[0] != 2 || c.in[7].nrows() != c.in[3].nrows() || !c.in[7].rows_packed()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual table " + c.in[7].shape() + " must be packed [2, n_lists]");
+        }
+    }
 }
 
 void run_attention(NodeCtx& c) {
@@ -112,6 +158,24 @@ void run_attention(NodeCtx& c) {
                                                     std::to_string(qtab[2 * t]) + " of " + std::to_string(s.n_lists));
         }
     }
+    // Residual window: per list (base row, open position); pairs from the open position on read the F32 rows.
+    const int64_t R = c.n_in == 8 ? c.ip(6) : 0;
+    const int32_t* rtab = R > 0 ? reinterpret_cast<const int32_t*>(c.in[7].data) : nullptr;
+    for (int64_t g = 0; rtab != nullptr && g < s.n_lists; ++g) {
+        const int64_t base = rtab[2 * g];
+        if (base < 0 || base + R > c.in[5].nrows() || base + R > c.in[6].nrows()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual rows " + std::to_string(base) + " + " + std::to_string(R) +
+                                                    " of list " + std::to_string(g) + " are outside the residual's " +
+                                                    std::to_string(c.in[5].nrows()) + " rows");
+        }
+    }
+    // Rows read through a float copy: types without a direct kernel, and every quantized type with a residual.
+    const auto deq_side = [&](basalt_dtype t) {
+        return !(t == BASALT_DTYPE_F32 || ((t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_Q8_0) && R == 0));
+    };
+    const bool k_deq = deq_side(kc.type), v_deq = deq_side(vc.type);
+    const basalt_dtype k_read = k_deq ? BASALT_DTYPE_F32 : kc.type;
+    const basalt_dtype v_read = v_deq ? BASALT_DTYPE_F32 : vc.type;
     const bool split = !(c.out.ne[0] == s.hd_v * s.n_head);
     const float scale = c.fp(0);
     const float cap = c.fp(1);
@@ -119,7 +183,7 @@ void run_attention(NodeCtx& c) {
     const int64_t sinks = c.ip(1);
     const bool causal = (c.ip(5) & 1) == 0;  // ip[5] bit 0: not causal (encoder-decoder)
     // Relative position bias by distance (T5): [n_head, 2R + 1], or none.
-    const float* bias = c.n_in > 5 ? reinterpret_cast<const float*>(c.in[5].data) : nullptr;
+    const float* bias = c.n_in == 6 ? reinterpret_cast<const float*>(c.in[5].data) : nullptr;
     const int64_t bias_r = bias != nullptr ? (c.in[5].ne[1] - 1) / 2 : 0;
     const int64_t group = s.n_head / s.n_kv;
     // Since 1.4 (ip[2] == 1): sink keys at cache positions. Their K rows were rotated at their own positions p when
@@ -150,16 +214,16 @@ void run_attention(NodeCtx& c) {
     const bool flat_v = vc.ne[2] == 1 && vc.ne[3] == 1;
     const TypeInfo* kti = type_info(kc.type);
     const TypeInfo* vti = type_info(vc.type);
-    const int64_t k_row_bytes = s.hd_k / kti->block * kti->bytes;
-    const int64_t v_row_bytes = s.hd_v / vti->block * vti->bytes;
+    const int64_t k_row_bytes = k_deq ? 4 * s.hd_k : s.hd_k / kti->block * kti->bytes;
+    const int64_t v_row_bytes = v_deq ? 4 * s.hd_v : s.hd_v / vti->block * vti->bytes;
     // Block kernels where the ISA has them for the cache types and head sizes (the same floats as the per-row
     // helpers, see Kernels).
-    auto scores_fn = kc.type == BASALT_DTYPE_F16   ? k.attn_scores_f16
-                     : kc.type == BASALT_DTYPE_F32 ? k.attn_scores_f32
-                                                   : nullptr;
-    auto accum_fn = vc.type == BASALT_DTYPE_F16   ? k.attn_accum_f16
-                    : vc.type == BASALT_DTYPE_F32 ? k.attn_accum_f32
+    auto scores_fn = k_read == BASALT_DTYPE_F16   ? k.attn_scores_f16
+                     : k_read == BASALT_DTYPE_F32 ? k.attn_scores_f32
                                                   : nullptr;
+    auto accum_fn = v_read == BASALT_DTYPE_F16   ? k.attn_accum_f16
+                    : v_read == BASALT_DTYPE_F32 ? k.attn_accum_f32
+                                                 : nullptr;
     if (s.hd_k % 32 != 0) scores_fn = nullptr;
     if (s.hd_v % 16 != 0) accum_fn = nullptr;
     auto run_tasks = [&](int64_t task_begin, int64_t task_end, int thread) {
@@ -174,6 +238,8 @@ void run_attention(NodeCtx& c) {
             w.v_rows.resize(pairs);
             w.positions.resize(pairs);
         }
+        if (k_deq && w.k_deq.size() < pairs * static_cast<size_t>(s.hd_k)) w.k_deq.resize(pairs * s.hd_k);
+        if (v_deq && w.v_deq.size() < pairs * static_cast<size_t>(s.hd_v)) w.v_deq.resize(pairs * s.hd_v);
         if (w.scores.size() < per_pair) {
             w.scores.resize(per_pair);
             w.weights.resize(per_pair);
@@ -203,6 +269,8 @@ void run_attention(NodeCtx& c) {
             const int64_t k_ahead = scores_fn != nullptr ? kRequestRows : s.n_vis;
             const int64_t shift = cache_positions ? pos - (sinks + window - 1) : 0;
             w.sink_pairs.clear();
+            const int64_t open = rtab != nullptr ? rtab[2 * qtab[2 * t] + 1] : INT64_MAX;
+            const int64_t rbase = rtab != nullptr ? rtab[2 * qtab[2 * t]] : 0;
             int64_t n = 0;
             for (int64_t i = 0; i < s.n_vis; ++i) {
                 const int64_t slot = list[2 * i];
@@ -210,11 +278,41 @@ void run_attention(NodeCtx& c) {
                 if (slot < 0 || (causal && p > pos)) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
                 if (shift > 0 && p < sinks) w.sink_pairs.push_back(n);
-                const uint8_t* kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
-                if (n < k_ahead) prefetch_row(kr, k_row_bytes);
                 w.positions[static_cast<size_t>(n)] = static_cast<int32_t>(p);
-                k_rows[static_cast<size_t>(n)] = kr;
-                v_rows[static_cast<size_t>(n++)] = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
+                const auto ni = static_cast<size_t>(n);
+                if (p >= open) {  // in the residual window: F32 rows
+                    const int64_t rr = rbase + p % R;
+                    k_rows[ni] = c.in[5].row(rr) + 4 * kvh * s.hd_k;
+                    v_rows[ni] = c.in[6].row(rr) + 4 * kvh * s.hd_v;
+                    ++n;
+                    continue;
+                }
+                const uint8_t* kr;
+                if (k_deq) {
+                    float* d = w.k_deq.data() + ni * static_cast<size_t>(s.hd_k);
+                    if (kc.type == BASALT_DTYPE_F32) {
+                        std::memcpy(d, kc.row(slot) + 4 * kvh * s.hd_k, static_cast<size_t>(4 * s.hd_k));
+                    } else {
+                        dequantize_cache_row(kc, slot, kvh, s.hd_k, d);
+                    }
+                    kr = reinterpret_cast<const uint8_t*>(d);
+                } else {
+                    kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
+                    if (n < k_ahead) prefetch_row(kr, k_row_bytes);
+                }
+                k_rows[ni] = kr;
+                if (v_deq) {
+                    float* d = w.v_deq.data() + ni * static_cast<size_t>(s.hd_v);
+                    if (vc.type == BASALT_DTYPE_F32) {
+                        std::memcpy(d, vc.row(slot) + 4 * kvh * s.hd_v, static_cast<size_t>(4 * s.hd_v));
+                    } else {
+                        dequantize_cache_row(vc, slot, kvh, s.hd_v, d);
+                    }
+                    v_rows[ni] = reinterpret_cast<const uint8_t*>(d);
+                } else {
+                    v_rows[ni] = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
+                }
+                ++n;
             }
             // Scores: scale x q.k, soft-capped.
             const float* q[kMaxSharedHeads];
@@ -224,8 +322,7 @@ void run_attention(NodeCtx& c) {
             } else {
                 for (int j = 0; j < nh; ++j) {
                     for (int64_t i = 0; i < n; ++i) {
-                        scores[i * nh + j] =
-                            scale * dot_cache(k, kc.type, s.hd_k, q[j], k_rows[static_cast<size_t>(i)]);
+                        scores[i * nh + j] = scale * dot_cache(k, k_read, s.hd_k, q[j], k_rows[static_cast<size_t>(i)]);
                     }
                 }
             }
@@ -248,7 +345,7 @@ void run_attention(NodeCtx& c) {
                 }
                 for (const int64_t i : w.sink_pairs) {
                     for (int j = 0; j < nh; ++j) {
-                        scores[i * nh + j] = scale * dot_cache(k, kc.type, s.hd_k, w.q_shifted.data() + j * s.hd_k,
+                        scores[i * nh + j] = scale * dot_cache(k, k_read, s.hd_k, w.q_shifted.data() + j * s.hd_k,
                                                                k_rows[static_cast<size_t>(i)]);
                     }
                 }
@@ -301,7 +398,7 @@ void run_attention(NodeCtx& c) {
                         if (r != 1.0f) {
                             for (int64_t d = 0; d < s.hd_v; ++d) a[d] *= r;
                         }
-                        axpy_cache(k, vc.type, s.hd_v, weights[static_cast<size_t>(i * nh + j)],
+                        axpy_cache(k, v_read, s.hd_v, weights[static_cast<size_t>(i * nh + j)],
                                    v_rows[static_cast<size_t>(i)], a);
                     }
                 }
@@ -328,10 +425,45 @@ void run_attention(NodeCtx& c) {
 
 void check_kv_write(const NodeCtx& c) {
     if (!cache_type_ok(c.in[1].type)) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(c.in[1].type) + " is not supported (f32, f16, q8_0)");
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "cache type " + type_name(c.in[1].type) + " is not supported (" + kCacheTypes + ")");
     }
     sdk::contract::kv_write(c);
+    check_per_channel(c, c.in[1], "cache");
+    if (c.n_in == 4) c.fail(BASALT_ERR_INVALID_ARGUMENT, "has 4 inputs: 3, or 5 with a residual window");
+    if (c.n_in == 3 && blocks::kivi_per_channel(c.in[1].type)) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(c.in[1].type) +
+                                           " is quantized per channel over 32 slots: it needs a residual window");
+    }
+    if (c.n_in == 5) {
+        if (c.ip(0) < 1 || (blocks::kivi_per_channel(c.in[1].type) && c.ip(0) % 32 != 0)) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT,
+                   "residual window ip[0] = " + std::to_string(c.ip(0)) +
+                       (blocks::kivi_per_channel(c.in[1].type) ? " (a multiple of 32)" : ""));
+        }
+        c.expect_type(c.in[3], "residual", BASALT_DTYPE_F32);
+        c.expect_type(c.in[4], "residual rows", BASALT_DTYPE_I32);
+        if (c.in[3].ne[0] != c.in[1].ne[0] || !c.in[3].rows_packed()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT,
+                   "residual " + c.in[3].shape() + " is not packed rows like the cache " + c.in[1].shape());
+        }
+        if (c.in[4].nelements() != c.in[0].nrows() || !c.in[4].rows_packed()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual rows " + c.in[4].shape() + " must be one per row of input 0");
+        }
+    }
 }
+
+namespace {
+
+void write_cache_row(NodeCtx& c, const TensorView& cache, const float* x, int64_t slot) {
+    if (cache.type == BASALT_DTYPE_F16) {
+        c.be->kernels.to_f16(cache.ne[0], x, reinterpret_cast<uint16_t*>(cache.row(slot)));
+    } else {
+        quantize_row(cache.type, x, cache.row(slot), cache.ne[0]);
+    }
+}
+
+}  // namespace
 
 void run_kv_write(NodeCtx& c) {
     const TensorView& cache = c.out;
@@ -344,14 +476,44 @@ void run_kv_write(NodeCtx& c) {
                                                     " is outside the cache's " + std::to_string(n_slots) + " slots");
         }
     }
-    // In order, so a slot written twice keeps the later row (as a sequential write would).
-    for (int64_t i = 0; i < rows; ++i) {
-        if (cache.type == BASALT_DTYPE_F16) {
-            c.be->kernels.to_f16(cache.ne[0], c.in[0].frow(i), reinterpret_cast<uint16_t*>(cache.row(slots[i])));
-        } else {
-            quantize_row(cache.type, c.in[0].frow(i), cache.row(slots[i]), cache.ne[0]);
+    if (c.n_in == 5) {
+        // Residual window: every row goes to its F32 residual row; a unit's last row seals the unit into the cache.
+        const int64_t R = c.ip(0);
+        const TensorView& res = c.in[3];
+        const auto* rrows = reinterpret_cast<const int32_t*>(c.in[4].data);
+        const int64_t n_res = res.nrows();
+        const int64_t n = cache.ne[0];
+        for (int64_t i = 0; i < rows; ++i) {
+            const int64_t rr = rrows[i];
+            if (rr < 0 || rr - rr % R + R > n_res) {
+                c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual row " + std::to_string(rr) + " of row " +
+                                                        std::to_string(i) + " is outside the residual's " +
+                                                        std::to_string(n_res) + " rows (units of " + std::to_string(R) +
+                                                        ")");
+            }
+            std::memcpy(res.row(rr), c.in[0].frow(i), static_cast<size_t>(4 * n));
+            if (rr % R != R - 1) continue;
+            const int64_t slot0 = slots[i] - (R - 1);
+            const int64_t base = rr - (R - 1);
+            if (slot0 < 0 || (blocks::kivi_per_channel(cache.type) && slot0 % 32 != 0)) {
+                c.fail(BASALT_ERR_INVALID_ARGUMENT, "the unit ending at slot " + std::to_string(slots[i]) +
+                                                        " does not start at a slot aligned to 32");
+            }
+            if (blocks::kivi_per_channel(cache.type)) {
+                for (int64_t g = 0; g < R; g += 32) {
+                    blocks::kivi_quantize_group(cache.type, reinterpret_cast<const float*>(res.row(base + g)),
+                                                res.nb[1] / 4, cache.data + (slot0 + g) * cache.nb[1], n);
+                }
+            } else {
+                for (int64_t j = 0; j < R; ++j) {
+                    write_cache_row(c, cache, reinterpret_cast<const float*>(res.row(base + j)), slot0 + j);
+                }
+            }
         }
+        return;
     }
+    // In order, so a slot written twice keeps the later row (as a sequential write would).
+    for (int64_t i = 0; i < rows; ++i) write_cache_row(c, cache, c.in[0].frow(i), slots[i]);
 }
 
 }  // namespace basalt::cpu

@@ -6,7 +6,9 @@ const TypeInfo* type_info(basalt_dtype type) noexcept {
     static const TypeInfo f32{"f32", 1, 4, 4}, f16{"f16", 1, 2, 2}, bf16{"bf16", 1, 2, 2}, i32{"i32", 1, 4, 4},
         q4_0{"q4_0", 32, 18, 2}, q4_1{"q4_1", 32, 20, 2}, q5_0{"q5_0", 32, 22, 2}, q5_1{"q5_1", 32, 24, 2},
         q8_0{"q8_0", 32, 34, 2}, q2_k{"q2_K", 256, 84, 2}, q3_k{"q3_K", 256, 110, 2}, q4_k{"q4_K", 256, 144, 2},
-        q5_k{"q5_K", 256, 176, 2}, q6_k{"q6_K", 256, 210, 2};
+        q5_k{"q5_K", 256, 176, 2}, q6_k{"q6_K", 256, 210, 2}, kivi_t8{"kivi_t8", 32, 36, 2},
+        kivi_t4{"kivi_t4", 32, 20, 2}, kivi_t2{"kivi_t2", 32, 12, 2}, kivi_c8{"kivi_c8", 32, 36, 2},
+        kivi_c4{"kivi_c4", 32, 20, 2}, kivi_c2{"kivi_c2", 32, 12, 2};
     switch (type) {
         case BASALT_DTYPE_F32:
             return &f32;
@@ -36,6 +38,18 @@ const TypeInfo* type_info(basalt_dtype type) noexcept {
             return &q5_k;
         case BASALT_DTYPE_Q6_K:
             return &q6_k;
+        case BASALT_DTYPE_KIVI_T8:
+            return &kivi_t8;
+        case BASALT_DTYPE_KIVI_T4:
+            return &kivi_t4;
+        case BASALT_DTYPE_KIVI_T2:
+            return &kivi_t2;
+        case BASALT_DTYPE_KIVI_C8:
+            return &kivi_c8;
+        case BASALT_DTYPE_KIVI_C4:
+            return &kivi_c4;
+        case BASALT_DTYPE_KIVI_C2:
+            return &kivi_c2;
         default:
             return nullptr;
     }
@@ -47,7 +61,8 @@ std::string type_name(basalt_dtype type) {
 }
 
 bool matmul_weight_supported(basalt_dtype type) noexcept {
-    return type != BASALT_DTYPE_I32 && type_info(type) != nullptr;
+    // The KIVI types are KV-cache storage only (ATTENTION / KV_WRITE).
+    return type != BASALT_DTYPE_I32 && type < BASALT_DTYPE_KIVI_T8 && type_info(type) != nullptr;
 }
 
 ActFormat act_format(basalt_dtype weight) noexcept {

@@ -366,15 +366,20 @@ void record_rope(NodeCtx& c) {
 // ---------------------------------------------------------------------------------------------------------
 
 bool cache_type_ok(basalt_dtype t) {
-    return t == BASALT_DTYPE_F32 || t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_Q8_0;
+    return t == BASALT_DTYPE_F32 || t == BASALT_DTYPE_F16 || t == BASALT_DTYPE_Q8_0 || t == BASALT_DTYPE_Q4_0;
 }
 
 void check_attention(const NodeCtx& c) {
     for (int i = 1; i <= 2; ++i) {
         if (!cache_type_ok(c.in[i].type)) {
             c.fail(BASALT_ERR_UNSUPPORTED, std::string(i == 1 ? "K" : "V") + " cache type " + type_name(c.in[i].type) +
-                                               " is not supported (f32, f16, q8_0)");
+                                               " is not supported (f32, f16, q8_0, q4_0)");
         }
+    }
+    // The residual window of quantized K/V (ABI 1.4: 8 inputs) has no shader yet (6 inputs: T5's position bias).
+    if (c.n_in != 5 && c.n_in != 6) {
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "a KV residual window (" + std::to_string(c.n_in) + " inputs) is not supported (CPU backend only)");
     }
     const sdk::contract::AttentionShape s = sdk::contract::attention(c);
     for (int i = 1; i <= 2; ++i) {
@@ -438,7 +443,7 @@ void record_attention(NodeCtx& c) {
     // sink keys at cache positions (ip[2]): the rope parameters, as rope.comp takes them (the "_cp" variants);
     // encoder-decoder attention: not causal (ip[5] bit 0), relative position bias by distance (input 5).
     const bool cache_positions = c.ip(2) == 1;
-    const bool biased = c.n_in > 5;
+    const bool biased = c.n_in == 6;
     const Placed bp = biased ? c.be->place(c.in[5]) : Placed{};
     if (cache_positions) {
         if (biased || (c.ip(5) & 1) != 0) {
@@ -465,7 +470,12 @@ void record_attention(NodeCtx& c) {
 
 void check_kv_write(const NodeCtx& c) {
     if (!cache_type_ok(c.in[1].type)) {
-        c.fail(BASALT_ERR_UNSUPPORTED, "cache type " + type_name(c.in[1].type) + " is not supported (f32, f16, q8_0)");
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "cache type " + type_name(c.in[1].type) + " is not supported (f32, f16, q8_0, q4_0)");
+    }
+    if (c.n_in != 3) {
+        c.fail(BASALT_ERR_UNSUPPORTED,
+               "a KV residual window (" + std::to_string(c.n_in) + " inputs) is not supported (CPU backend only)");
     }
     sdk::contract::kv_write(c);
     need_fit_all(c);
@@ -659,8 +669,8 @@ const OpImpl kOps[BASALT_OP_COUNT] = {
     {"GELU_ERF", 1, 1, check_unary, record_unary},
     {"SWIGLU", 2, 2, check_binary, record_binary},
     {"GEGLU", 2, 2, check_binary, record_binary},
-    {"ATTENTION", 5, 6, check_attention, record_attention},
-    {"KV_WRITE", 3, 3, check_kv_write, record_kv_write},
+    {"ATTENTION", 5, 8, check_attention, record_attention},
+    {"KV_WRITE", 3, 5, check_kv_write, record_kv_write},
     {"TOPK", 1, 1, check_topk, record_routing},
     {"MOE_MATMUL", 3, 3, check_moe_matmul, record_moe_matmul},
     {"MOE_COMBINE", 2, 2, check_moe_combine, record_routing},

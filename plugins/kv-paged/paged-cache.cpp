@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <tuple>
+
+#include <basalt/blocks/dtype.hpp>
+#include <basalt/blocks/kivi.hpp>
 
 namespace basalt::kv_paged {
 
@@ -20,13 +24,18 @@ std::string str(uint64_t v) {
     return std::to_string(v);
 }
 
-// The block size in use: the one given, else the largest divisor of n_slots up to kDefaultBlockSize.
+// The block size in use: the one given, else the largest divisor of n_slots up to kDefaultBlockSize; with a
+// residual window, R (a unit of R tokens never straddles two blocks).
 uint32_t block_size_for(const basalt_kv_cache_config& c, const Options& o) {
     if (o.block_size != 0) return o.block_size;
+    if (o.residual != 0) return o.residual;
     uint32_t bs = kDefaultBlockSize;
     while (c.n_slots % bs != 0) --bs;
     return bs;
 }
+
+uint32_t max_window_of(const basalt_kv_cache_config& c);
+uint32_t ring_of(const basalt_kv_cache_config& c);
 
 // Checks the session's config and the chosen options; returns the number of whole blocks.
 uint32_t validate(const basalt_kv_cache_config& c, const Options& o) {
@@ -65,14 +74,31 @@ uint32_t validate(const basalt_kv_cache_config& c, const Options& o) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "config n_slots " + str(c.n_slots) + " is smaller than block_size " +
                                               str(bs) + ": not even one block fits");
     }
-    // q8_0 rows are quantized in groups of 32 along the head dimension.
-    if (o.k_type == BASALT_DTYPE_Q8_0 && c.head_dim_k % 32 != 0) {
-        fail(BASALT_ERR_INVALID_ARGUMENT,
-             "k_type 'q8_0' needs head_dim_k to be a multiple of 32, but it is " + str(c.head_dim_k));
+    // Quantized rows are blocks of 32 along the head dimension.
+    for (const auto& [key, type, hd, name] : {std::tuple{"k_type", o.k_type, c.head_dim_k, "head_dim_k"},
+                                              std::tuple{"v_type", o.v_type, c.head_dim_v, "head_dim_v"}}) {
+        if (type != BASALT_DTYPE_F32 && type != BASALT_DTYPE_F16 && hd % 32 != 0) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, std::string(key) + " '" + blocks::dtype_name(type) + "' needs " + name +
+                                                  " to be a multiple of 32, but it is " + str(hd));
+        }
+        // Per-channel groups of 32 tokens are quantized when full: until then they live in the residual window.
+        if (blocks::kivi_per_channel(type) && o.residual == 0) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, std::string(key) + " '" + blocks::dtype_name(type) +
+                                                  "' quantizes each channel over 32 tokens: it needs a residual "
+                                                  "window (parameter residual, a multiple of 32, e.g. 32 or 128)");
+        }
     }
-    if (o.v_type == BASALT_DTYPE_Q8_0 && c.head_dim_v % 32 != 0) {
-        fail(BASALT_ERR_INVALID_ARGUMENT,
-             "v_type 'q8_0' needs head_dim_v to be a multiple of 32, but it is " + str(c.head_dim_v));
+    if (o.residual != 0) {
+        if (bs % o.residual != 0) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "block_size " + str(bs) + " is not a multiple of residual " +
+                                                  str(o.residual) +
+                                                  " (a unit of the residual window lies in one block)");
+        }
+        if (max_window_of(c) != 0 && ring_of(c) != 0) {
+            fail(BASALT_ERR_UNSUPPORTED,
+                 "a residual window (residual " + str(o.residual) +
+                     ") does not compose with the capped sliding-window storage of this model's layers");
+        }
     }
     return c.n_slots / bs;
 }
@@ -117,6 +143,7 @@ PagedCache::PagedCache(const basalt_kv_cache_config& config, const Options& opti
       block_size_(block_size_for(config, options)),
       k_type_(options.k_type),
       v_type_(options.v_type),
+      residual_(options.residual),
       pool_(n_blocks_),
       index_(pool_.n_blocks(), block_size_),
       seqs_(config.n_seq_max),
@@ -160,6 +187,7 @@ void PagedCache::layout(basalt_kv_cache_layout* out) const {
     if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, n_window_slots)) {
         out->n_window_slots = ring_ * static_cast<uint32_t>(seqs_.size());
     }
+    if (BASALT_HAS_FIELD(out, basalt_kv_cache_layout, residual)) out->residual = residual_;
 }
 
 void PagedCache::reserve(basalt_kv_reservation* r) {

@@ -35,6 +35,7 @@ struct Options {
     uint32_t block_size = 0;  // 0: not given, the manager picks (see above)
     basalt_dtype k_type = BASALT_DTYPE_F16;
     basalt_dtype v_type = BASALT_DTYPE_F16;
+    uint32_t residual = 0;  // residual window R of quantized K/V (a multiple of 32; 0: none)
 };
 
 class PagedCache {
@@ -83,6 +84,7 @@ class PagedCache {
     uint32_t block_size_;
     basalt_dtype k_type_;
     basalt_dtype v_type_;
+    uint32_t residual_;
     BlockPool pool_;
     PrefixIndex index_;
     std::vector<Sequence> seqs_;

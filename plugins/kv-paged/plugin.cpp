@@ -2,10 +2,13 @@
 // the C interface table; every entry point converts exceptions into a status through basalt::sdk::guard.
 //
 // Params: block_size (tokens per block, 1..65536; default: the largest divisor of n_slots up to 16, so no slot is
-// wasted), k_type / v_type (f32 | f16 | q8_0, default f16).
+// wasted; with a residual window: residual), k_type / v_type (f32 | f16 | q8_0 | q4_0 | kivi_t8 | kivi_t4 | kivi_t2
+// | kivi_c8 | kivi_c4 | kivi_c2, default f16), residual (0 or a multiple of 32: the most recent tokens of each
+// sequence the session keeps in F32 until their unit of R tokens is full; needed by kivi_c*).
 // Component 'sink' (sink-cache.hpp, StreamingLLM): n_sink (default 4), window (default: the rows of a sequence minus
-// n_sink), k_type / v_type as above.
+// n_sink), k_type / v_type as above except the per-channel kivi_c* (a ring overwrites single rows; no residual window).
 #include <basalt/plugin_kv_cache.h>
+#include <basalt/blocks/dtype.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <climits>
@@ -32,18 +35,28 @@ basalt_dtype parse_type(const basalt::sdk::params& p, const char* key, basalt_dt
     if (*v == "f32") return BASALT_DTYPE_F32;
     if (*v == "f16") return BASALT_DTYPE_F16;
     if (*v == "q8_0") return BASALT_DTYPE_Q8_0;
-    p.bad(key, *v, "one of f32, f16, q8_0");
+    if (*v == "q4_0") return BASALT_DTYPE_Q4_0;
+    for (basalt_dtype t : {BASALT_DTYPE_KIVI_T8, BASALT_DTYPE_KIVI_T4, BASALT_DTYPE_KIVI_T2, BASALT_DTYPE_KIVI_C8,
+                           BASALT_DTYPE_KIVI_C4, BASALT_DTYPE_KIVI_C2}) {
+        if (*v == basalt::blocks::dtype_name(t)) return t;
+    }
+    p.bad(key, *v, "one of f32, f16, q8_0, q4_0, kivi_t8, kivi_t4, kivi_t2, kivi_c8, kivi_c4, kivi_c2");
 }
 
 Options parse_options(const basalt_params* params) {
     const basalt::sdk::params p(params, kLabel);
-    p.expect_only({"block_size", "k_type", "v_type"});
+    p.expect_only({"block_size", "k_type", "v_type", "residual"});
     Options o;
     const long long bs = p.get_int("block_size", kDefaultBlockSize);
     if (bs < 1 || bs > kMaxBlockSize) p.bad("block_size", *p.find("block_size"), "an integer from 1 to 65536");
     if (p.find("block_size")) o.block_size = static_cast<uint32_t>(bs);
     o.k_type = parse_type(p, "k_type", o.k_type);
     o.v_type = parse_type(p, "v_type", o.v_type);
+    const long long res = p.get_int("residual", 0);
+    if (res < 0 || res > kMaxBlockSize || res % 32 != 0) {
+        p.bad("residual", *p.find("residual"), "0 or a multiple of 32 up to 65536");
+    }
+    o.residual = static_cast<uint32_t>(res);
     return o;
 }
 

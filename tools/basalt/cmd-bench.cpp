@@ -132,10 +132,12 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         basalt_plan_params pq{};
         pq.struct_size = sizeof(pq);
         pq.n_ctx = basalt_session_n_ctx(session.get());
-        int32_t kv_type = -1;
-        basalt_dtype_from_name(keep.kv_type.c_str(), &kv_type);
-        pq.k_type = static_cast<basalt_dtype>(kv_type);
-        pq.v_type = static_cast<basalt_dtype>(kv_type);
+        int32_t k_type = -1, v_type = -1;
+        basalt_dtype_from_name(keep.k_type.c_str(), &k_type);
+        basalt_dtype_from_name(keep.v_type.c_str(), &v_type);
+        pq.k_type = static_cast<basalt_dtype>(k_type);
+        pq.v_type = static_cast<basalt_dtype>(v_type);
+        pq.kv_residual = keep.kv_residual.empty() ? 0 : static_cast<uint32_t>(std::stoul(keep.kv_residual));
         basalt_memory_plan plan{};
         plan.struct_size = sizeof(plan);
         if (n_gen > 0 && basalt_model_plan(model.get(), &pq, &plan) == BASALT_OK) {

@@ -73,6 +73,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         }
         (std::string(opt) == "k-type" ? pp.k_type : pp.v_type) = t;
     }
+    pp.kv_residual = static_cast<uint32_t>(vm["kv-residual"].as<long long>());
     basalt_memory_plan plan{};
     plan.struct_size = sizeof(plan);
     if (basalt_model_plan(model, &pp, &plan) != BASALT_OK) {
@@ -146,6 +147,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("n_seq_max").value(static_cast<long long>(plan.n_seq_max));
         j.key("k_type").value(basalt_dtype_name(plan.k_type));
         j.key("v_type").value(basalt_dtype_name(plan.v_type));
+        j.key("kv_residual").value(static_cast<long long>(pp.kv_residual));
         j.key("weight_bytes").value(static_cast<long long>(plan.weight_bytes));
         j.key("kv_bytes_per_token").value(static_cast<long long>(plan.kv_bytes_per_token));
         j.key("kv_bytes").value(static_cast<long long>(plan.kv_bytes));
@@ -190,6 +192,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     }
     std::cout << "memory plan  ctx " << plan.n_ctx << ", batch " << plan.n_batch << ", K "
               << basalt_dtype_name(plan.k_type) << ", V " << basalt_dtype_name(plan.v_type)
+              << (pp.kv_residual != 0 ? ", residual window " + std::to_string(pp.kv_residual) : "")
               << (plan.n_seq_max > 1 ? ", " + std::to_string(plan.n_seq_max) + " sequences" : "") << '\n'
               << "  weights    " << std::setw(12) << human(plan.weight_bytes) << '\n'
               << "  KV cache   " << std::setw(12) << human(plan.kv_bytes) << "  (" << plan.kv_bytes_per_token
@@ -207,7 +210,8 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
 
 const Registrar kInspect{Command{
     "inspect", "show a model's architecture, tensors, memory plan and whether it can run",
-    "basalt inspect MODEL [--ctx N] [--batch N] [--seqs N] [--kv-type T] [--json]\n\n"
+    "basalt inspect MODEL [--ctx N] [--batch N] [--seqs N] [--kv-type T | --k-type T --v-type T] [--kv-residual R] "
+    "[--json]\n\n"
     "The 'runnable' line says whether a session could run the model: its graph is built against the file's tensors\n"
     "without allocating anything. 'no (reason)' names a tensor the graph needs that is missing, has a zero-sized\n"
     "dimension or another shape (a broken file: the report is printed, then inspect exits with status 1), or an\n"
@@ -221,8 +225,11 @@ const Registrar kInspect{Command{
             "seqs", int_option("seqs", 1, INT32_MAX)->default_value(1),
             "sequences of the session (sliding-window layers keep a window per sequence)")(
             "kv-type", po::value<std::string>(), "stored type of K and V (f32, f16, q8_0, ...; default f16)")(
-            "k-type", po::value<std::string>(), "stored type of K only")(
-            "v-type", po::value<std::string>(), "stored type of V only")("json", po::bool_switch(), "print JSON");
+            "k-type", po::value<std::string>(), "stored type of K only")("v-type", po::value<std::string>(),
+                                                                         "stored type of V only")(
+            "kv-residual", int_option("kv-residual", 0, 65536)->default_value(0),
+            "residual window of quantized K/V (F32 rows per sequence; kivi_c* need one)")("json", po::bool_switch(),
+                                                                                          "print JSON");
         pos.add("model", 1);
     },
     run_inspect}};

@@ -82,7 +82,13 @@ void add_session_options(po::options_description& d) {
         "threads,t", int_option("threads", 0, 4096)->default_value(0), "backend threads (0: all cores)")(
         "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0), "context size (0: training context, at most 4096)")(
         "batch,b", int_option("batch", 0, INT32_MAX)->default_value(512), "tokens per forward pass (0: 512)")(
-        "kv-type", po::value<std::string>()->default_value("f16"), "stored type of K and V (f32, f16, q8_0)")(
+        "kv-type", po::value<std::string>()->default_value("f16"),
+        "stored type of K and V (f32, f16, q8_0, q4_0, kivi_t8/4/2 per token, kivi_c8/4/2 per channel; "
+        "docs/kv-cache.md)")("k-type", po::value<std::string>(), "stored type of K (overrides --kv-type)")(
+        "v-type", po::value<std::string>(), "stored type of V (overrides --kv-type)")(
+        "kv-residual", int_option("kv-residual", 0, 65536)->default_value(0),
+        "residual window of quantized K/V: the newest tokens (up to R, a multiple of 32) stay F32 until their unit "
+        "of R is full (kivi_c* need one, e.g. 32 or 128)")(
         "device", int_option("device", 0, INT32_MAX),
         "backend device index (see basalt plugins; default: the first, or "
         "BASALT_VK_DEVICE for vulkan)")("backend-param", po::value<std::vector<std::string>>()->composing(),
@@ -188,11 +194,19 @@ bool decoder_needs(basalt_runtime* rt, const std::string& spec, basalt_decoder_n
 
 basalt_session_params session_params(const po::variables_map& vm, SessionStrings& keep) {
     keep.kv_type = vm["kv-type"].as<std::string>();
+    keep.k_type = vm.count("k-type") != 0 ? vm["k-type"].as<std::string>() : keep.kv_type;
+    keep.v_type = vm.count("v-type") != 0 ? vm["v-type"].as<std::string>() : keep.kv_type;
+    const long long residual = vm.count("kv-residual") != 0 ? vm["kv-residual"].as<long long>() : 0;
+    keep.kv_residual = residual != 0 ? std::to_string(residual) : "";
     keep.keys = {"k_type", "v_type"};
-    keep.values = {keep.kv_type.c_str(), keep.kv_type.c_str()};
+    keep.values = {keep.k_type.c_str(), keep.v_type.c_str()};
+    if (!keep.kv_residual.empty()) {
+        keep.keys.push_back("residual");
+        keep.values.push_back(keep.kv_residual.c_str());
+    }
     keep.kv_params = basalt_params{};
     keep.kv_params.struct_size = sizeof(basalt_params);
-    keep.kv_params.count = 2;
+    keep.kv_params.count = keep.keys.size();
     keep.kv_params.keys = keep.keys.data();
     keep.kv_params.values = keep.values.data();
     keep.backend_strings.clear();

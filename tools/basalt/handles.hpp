@@ -96,7 +96,9 @@ int load_second_model(const po::variables_map& vm, std::unique_ptr<Model>& out);
 bool decoder_needs(basalt_runtime* rt, const std::string& spec, basalt_decoder_needs& out);
 // Storage the params point into; must outlive the basalt_session_params.
 struct SessionStrings {
-    std::string kv_type;
+    std::string kv_type;         // --kv-type (both), overridden per side by --k-type / --v-type
+    std::string k_type, v_type;  // the stored types of K and V
+    std::string kv_residual;     // --kv-residual ("" when 0)
     std::vector<const char*> keys, values;
     basalt_params kv_params{};
     std::vector<std::string> backend_strings;  // KEY, VALUE, KEY, VALUE ... of --device / --backend-param

@@ -318,6 +318,9 @@ typedef struct basalt_plan_params {
     basalt_dtype v_type; /* stored type of values; -1: F16 */
     /* since 1.1 */
     uint32_t n_seq_max; /* sequences of the session; 0: 1 (sliding-window layers keep a window per sequence) */
+    /* since 1.4 */
+    uint32_t kv_residual; /* residual window R of quantized K/V (kv-paged's "residual"); 0: none */
+    uint32_t reserved1;
 } basalt_plan_params;
 
 /* The memory a session of the given shape needs, computed before anything is allocated. */

@@ -113,7 +113,19 @@ enum {
     BASALT_DTYPE_I32 = 26,
     BASALT_DTYPE_I64 = 27,
     BASALT_DTYPE_F64 = 28,
-    BASALT_DTYPE_BF16 = 30
+    BASALT_DTYPE_BF16 = 30,
+    /* since 1.4: KV-cache-only types (not GGUF ids), KIVI-style asymmetric quantization (docs/kv-cache.md).
+     * Every 32 values are stored as f16 scale d, f16 minimum m and 32 codes of b bits (x = m + d * q).
+     * KIVI_T*: per token, the 32 values are 32 consecutive channels of one row (like a GGUF block).
+     * KIVI_C*: per channel, the 32 values are one channel over 32 consecutive slots (a group of 32 rows is one
+     * unit of 32 * row bytes: channel c's chunk at c * (4 + 4b)); only KV_WRITE with a residual and ATTENTION
+     * read or write them. */
+    BASALT_DTYPE_KIVI_T8 = 64,
+    BASALT_DTYPE_KIVI_T4 = 65,
+    BASALT_DTYPE_KIVI_T2 = 66,
+    BASALT_DTYPE_KIVI_C8 = 67,
+    BASALT_DTYPE_KIVI_C4 = 68,
+    BASALT_DTYPE_KIVI_C2 = 69
 };
 
 /*

@@ -65,13 +65,21 @@ enum {
      * ip[4] n_rot, fp[2] freq_base, fp[3] freq_scale (as ROPE's). Window keys keep their positions: RoPE depends on
      * the distance only, which equals the cache distance for them. ip[2] == 0: no rotation.
      * since 1.4 (encoder-decoder models): ip[5] flags, bit 0 = not causal (every pair with s >= 0 is visible
-     * whatever its position: encoder self-attention, cross-attention); in5 (optional) F32 [n_head, 2R + 1]
+     * whatever its position: encoder self-attention, cross-attention); in5 (optional, 6 inputs) F32 [n_head, 2R + 1]
      * relative position bias by distance: score += in5[h, clamp(p - pos_t, -R, R) + R] (after the scale,
      * before the soft-cap; T5's bucketed bias tabulated by the host).
+     * Since 1.4, with a residual window (8 inputs, ip[6] = R > 0; never with the position bias): in5 K residual F32
+     * [hd_k * n_kv_head, rows], in6 V residual F32 [hd_v * n_kv_head, rows], in7 I32 [2, n_lists]: per list (base row,
+     * open position): a pair with p >= open position is read from residual row base + p % R (both K and V), others from
+     * the cache.
      */
     BASALT_OP_ATTENTION = 15,
     /* Writes rows: cache[:, in2[i]] = convert(in0[:, i]). in0 F32 [n, T]; in1 cache [n, n_slots] (also the
-     * node's output: the write is in place); in2 I32 slots [T]. */
+     * node's output: the write is in place); in2 I32 slots [T].
+     * Since 1.4, with a residual window (5 inputs, ip[0] = R > 0): in3 residual F32 [n, rows] (written in place too),
+     * in4 I32 residual rows [T]; in row order, residual[:, in4[i]] = in0[:, i], and when in4[i] % R == R - 1 the
+     * unit ends: residual rows in4[i]-R+1 .. in4[i] are quantized into cache slots in2[i]-R+1 .. in2[i] (KIVI_C*:
+     * per channel over each 32 of them). Rows of an unfinished unit are not written to the cache. */
     BASALT_OP_KV_WRITE = 16,
     /* in0 router logits [n_expert, T] -> out I32 [ip[0], T]: indices of the ip[0] largest, descending
      * (ties: lower index first). */

@@ -52,6 +52,11 @@ typedef struct basalt_kv_cache_layout {
     uint32_t stream_sinks;
     uint32_t stream_window;
     uint32_t stream_batch;
+    /* Residual window R (0: none): each sequence's most recent tokens, from the last multiple of R on, are held in
+     * F32 storage per sequence (R rows each) and read from there; a unit of R tokens is quantized into its slots
+     * when its last token is written. R is a multiple of 32 and divides block_size (units never straddle blocks).
+     * Needed by the per-channel KIVI_C* types (R >= 32). */
+    uint32_t residual;
 } basalt_kv_cache_layout;
 
 /* A copy the host performs on K and V of every layer before writing new tokens (copy on write). */

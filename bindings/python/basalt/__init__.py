@@ -411,13 +411,17 @@ class Session(_Owned):
     alive). For generation use an Engine: it batches requests and runs the samplers and decoders."""
 
     def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None,
-                 device=None, backend_params=None, kv_params=None, moe_router=None):
+                 device=None, backend_params=None, kv_params=None, moe_router=None, k_type=None, v_type=None,
+                 kv_residual=None):
         """device: the backend's device index (None: its default); backend_params / kv_params: dicts of str
         parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"}).
         moe_router: MoE routing, "dropless" (None, the default) or "capacity:factor=C,overflow=drop|reroute"
         (docs/moe.md).
         kv_cache: a manager name or "NAME:key=value,..." (e.g. "sink:n_sink=4,window=252", a streaming cache that
-        runs past the context: docs/kv-cache.md)."""
+        runs past the context: docs/kv-cache.md).
+        k_type / v_type / kv_residual: the stored K and V types and the residual window (docs/kv-cache.md), the
+        same as kv_params' "k_type", "v_type", "residual"."""
+        kv_params = _kv_types(kv_params, k_type, v_type, kv_residual)
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model
@@ -825,6 +829,15 @@ class RequestError(BasaltError):
         self.request = request
 
 
+def _kv_types(kv_params, k_type, v_type, kv_residual):
+    """kv_params with the k_type / v_type / kv_residual keyword arguments merged in (None: left out)."""
+    out = dict(kv_params or {})
+    for key, value in (("k_type", k_type), ("v_type", v_type), ("residual", kv_residual)):
+        if value is not None:
+            out[key] = str(value)
+    return out or None
+
+
 def _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep):
     """Fills the backend/cache fields shared by basalt_session_params and basalt_engine_params; the ctypes objects
     they point to are appended to keep (which must outlive the create call)."""
@@ -970,7 +983,8 @@ class Engine(_Owned):
     def __init__(self, runtime, model, *, second_model=None, ctx=0, parallel=1, seq_max=0, kv_slots=0,
                  max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
                  device=None, backend_params=None, kv_params=None, prefix_cache=True, moe_router=None,
-                 moe_stats=False):
+                 moe_stats=False, k_type=None, v_type=None, kv_residual=None):
+        kv_params = _kv_types(kv_params, k_type, v_type, kv_residual)
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model

@@ -7,6 +7,7 @@ import basalt
 
 MODELS = os.environ.get("BASALT_TEST_MODELS", "")
 LLAMA = os.path.join(MODELS, "tiny-llama-f32.gguf")
+LLAMA256 = os.path.join(MODELS, "tiny-llama256-q6_k.gguf")  # head dim 64: quantized K/V
 PROMPT = list(range(1, 101))  # 100 tokens: 6 full blocks of 16 and 4 more
 
 
@@ -29,6 +30,18 @@ class PrefixCacheTest(unittest.TestCase):
         self.assertEqual(other, first)
         self.assertEqual(other_cached, 0)
         self.assertEqual(engine_cached, 96)
+
+    def test_quantized_kv_hit_equals_miss(self):
+        # K per channel at 2 bits, V per token at 2 bits, a residual window of 32 (kv-paged's block size then)
+        with basalt.Runtime() as rt, basalt.Model(LLAMA256, rt) as model:
+            with basalt.Engine(rt, model, ctx=256, k_type="kivi_c2", v_type="kivi_t2", kv_residual=32) as engine:
+                first = engine.submit(tokens=PROMPT, max_tokens=8).tokens()
+                again = engine.submit(tokens=PROMPT, max_tokens=8)
+                self.assertEqual(again.tokens(), first)
+                self.assertEqual(again.stats()["cached_tokens"], 96)
+            with self.assertRaises(basalt.BasaltError) as e:
+                basalt.Engine(rt, model, ctx=256, k_type="kivi_c2")
+            self.assertIn("kivi_c2", str(e.exception))
 
     def test_off(self):
         first, second, cached, _, _, engine_cached = self.run_twice(prefix_cache=False)

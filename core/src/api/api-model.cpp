@@ -224,6 +224,7 @@ basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_par
             if (BASALT_HAS_FIELD(params, basalt_plan_params, n_seq_max) && params->n_seq_max != 0) {
                 req.n_seq_max = params->n_seq_max;
             }
+            if (BASALT_HAS_FIELD(params, basalt_plan_params, kv_residual)) req.kv_residual = params->kv_residual;
             for (auto [in, dst, which] :
                  {std::tuple{params->k_type, &req.k_type, "K"}, std::tuple{params->v_type, &req.v_type, "V"}}) {
                 if (in < 0) continue;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+
+#include <basalt/blocks/kivi.hpp>
 
 #include "exec/sampler-chain.hpp"
 #include "graph/arch.hpp"
@@ -59,6 +62,20 @@ SessionConfig with_kv_spec(const SessionConfig& in) {
     return c;
 }
 
+// The residual window a kv-paged-style "residual" parameter names (0 otherwise), for the same early check.
+uint32_t guess_kv_residual(const SessionConfig& config) {
+    for (const auto& [k, v] : config.kv_params) {
+        if (k != "residual") continue;
+        try {
+            const unsigned long r = std::stoul(v);
+            return r <= UINT32_MAX ? static_cast<uint32_t>(r) : 0;
+        } catch (const std::exception&) {
+            return 0;  // the manager names the bad value
+        }
+    }
+    return 0;
+}
+
 }  // namespace
 
 Session::Session(const PluginHost& plugins, const basalt_model& model, const SessionConfig& config_in)
@@ -98,6 +115,7 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
     request.n_seq_max = config.n_seq_max;
     request.k_type = guess_kv_type(config, "k_type");
     request.v_type = guess_kv_type(config, "v_type");
+    request.kv_residual = guess_kv_residual(config);
     try {
         plan_ = plan_memory(model.gguf.file, hp, request);
     } catch (const Error&) {
@@ -205,6 +223,27 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         }
         k_row_bytes_ = *kb;
         v_row_bytes_ = *vb;
+        residual_ = BASALT_HAS_FIELD(&layout_, basalt_kv_cache_layout, residual) ? layout_.residual : 0;
+        if (residual_ % 32 != 0 || (residual_ != 0 && layout_.block_size % residual_ != 0)) {
+            fail(BASALT_ERR_PLUGIN,
+                 "KV cache manager '{}': residual window {} is not a multiple of 32 dividing its "
+                 "block size {}",
+                 config.kv_cache, residual_, layout_.block_size);
+        }
+        for (const basalt_dtype t : {layout_.k_type, layout_.v_type}) {
+            if (blocks::kivi_per_channel(t) && residual_ == 0) {
+                fail(BASALT_ERR_UNSUPPORTED,
+                     "KV type {} quantizes each channel over 32 tokens: it needs a residual "
+                     "window, which KV cache manager '{}' did not set",
+                     dtype_name(t), config.kv_cache);
+            }
+        }
+        if (residual_ != 0 && hp.encoder_decoder) {
+            fail(BASALT_ERR_UNSUPPORTED, "a KV residual window is not supported for encoder-decoder models");
+        }
+        if (residual_ != 0 && layout_.n_window_slots != 0) {
+            fail(BASALT_ERR_UNSUPPORTED, "a KV residual window does not compose with capped sliding-window storage");
+        }
         if (layout_.stream_window != 0) check_streaming();
         // Sliding-window layers in the manager's capped storage when it has one (the layout says how many rows).
         n_window_slots_ = layout_.n_window_slots;
@@ -213,22 +252,39 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         // The exact plan for the types the manager chose; the machine must hold it.
         request.k_type = layout_.k_type;
         request.v_type = layout_.v_type;
+        request.kv_residual = residual_;
         plan_ = plan_memory(model.gguf.file, hp, request);
         check_fits(plan_);
+        k_storage_rows_ = kv_storage_rows(layout_.k_type, layout_.v_type, n_ctx_);
+        v_storage_rows_ = k_storage_rows_;
         for (uint32_t il = 0; il < n_cache_layers; ++il) {
             basalt_buffer* k = nullptr;
             basalt_buffer* v = nullptr;
-            const uint64_t rows = window_storage_[il] ? n_window_slots_ : n_ctx_;
-            check_status(backend_.buffer_alloc(backend_instance_, k_row_bytes_ * rows, BASALT_BUFFER_KV, &k),
+            const uint64_t k_rows = window_storage_[il] ? n_window_slots_ : k_storage_rows_;
+            const uint64_t v_rows = window_storage_[il] ? n_window_slots_ : v_storage_rows_;
+            check_status(backend_.buffer_alloc(backend_instance_, k_row_bytes_ * k_rows, BASALT_BUFFER_KV, &k),
                          "buffer_alloc(K cache)");
             owned_buffers_.push_back(k);
-            kv_bytes_ += k_row_bytes_ * rows;
-            check_status(backend_.buffer_alloc(backend_instance_, v_row_bytes_ * rows, BASALT_BUFFER_KV, &v),
+            kv_bytes_ += k_row_bytes_ * k_rows;
+            check_status(backend_.buffer_alloc(backend_instance_, v_row_bytes_ * v_rows, BASALT_BUFFER_KV, &v),
                          "buffer_alloc(V cache)");
-            kv_bytes_ += v_row_bytes_ * rows;
+            kv_bytes_ += v_row_bytes_ * v_rows;
             owned_buffers_.push_back(v);
             k_buffers_.push_back(k);
             v_buffers_.push_back(v);
+            if (residual_ != 0) {
+                // F32 residual rows: R per sequence, for K and for V.
+                const uint64_t res_rows = static_cast<uint64_t>(residual_) * config.n_seq_max;
+                for (int kv = 0; kv < 2; ++kv) {
+                    basalt_buffer* r = nullptr;
+                    const uint64_t bytes = 4ull * (kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa()) * res_rows;
+                    check_status(backend_.buffer_alloc(backend_instance_, bytes, BASALT_BUFFER_KV, &r),
+                                 "buffer_alloc(KV residual)");
+                    owned_buffers_.push_back(r);
+                    kv_bytes_ += bytes;
+                    (kv == 0 ? k_residual_buffers_ : v_residual_buffers_).push_back(r);
+                }
+            }
         }
         if (hp.encoder_decoder) {
             // Cross-attention K/V of encoded sources: n_ctx rows per decoder layer (the plan counts them with the
@@ -254,9 +310,9 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         backend_.destroy(backend_instance_);
         throw;
     }
-    log::info("session: {} on backend '{}', ctx {}, batch {}, {} sequence(s), KV {}/{}: {} allocated{}", hp.arch,
+    log::info("session: {} on backend '{}', ctx {}, batch {}, {} sequence(s), KV {}/{}{}: {} allocated{}", hp.arch,
               config.backend, n_ctx_, n_batch_, seq_len_.size(), dtype_name(layout_.k_type), dtype_name(layout_.v_type),
-              describe_bytes(kv_bytes_),
+              residual_ != 0 ? fmt::format(" (residual window {})", residual_) : "", describe_bytes(kv_bytes_),
               n_window_slots_ != 0 ? fmt::format(" (sliding-window layers: {} rows)", n_window_slots_) : "");
 }
 
@@ -319,6 +375,9 @@ MemoryPlan Session::allocated() const {
     m.n_seq_max = static_cast<uint32_t>(seq_len_.size());
     m.k_type = layout_.k_type;
     m.v_type = layout_.v_type;
+    m.kv_residual = residual_;
+    m.kv_residual_bytes = static_cast<uint64_t>(k_residual_buffers_.size()) * residual_ * seq_len_.size() * 4ull *
+                          (static_cast<uint64_t>(hp.n_embd_k_gqa()) + hp.n_embd_v_gqa());
     m.n_params = plan_.n_params;
     m.types = plan_.types;
     m.weight_bytes = weight_buffer_bytes_;
@@ -381,6 +440,24 @@ void Session::seq_fork(int32_t src, int32_t dst) {
     seq_len_[static_cast<size_t>(dst)] = len;
     seq_steer_[static_cast<size_t>(dst)] = seq_steer_[static_cast<size_t>(src)];
     if (!seq_source_.empty()) seq_source_[static_cast<size_t>(dst)] = seq_source_[static_cast<size_t>(src)];
+    // The fork shares the source's sealed units (blocks); its open unit lives in the residual rows: copy them.
+    if (residual_ != 0 && len % residual_ != 0) {
+        const ModelHparams& hp = model_.hparams;
+        for (size_t il = 0; il < k_residual_buffers_.size(); ++il) {
+            for (int kv = 0; kv < 2; ++kv) {
+                basalt_buffer* b = kv == 0 ? k_residual_buffers_[il] : v_residual_buffers_[il];
+                const uint64_t row = 4ull * (kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa());
+                const uint64_t bytes = row * residual_;
+                std::vector<uint8_t> tmp(bytes);
+                check_status(
+                    backend_.buffer_read(backend_instance_, b, bytes * static_cast<uint64_t>(src), tmp.data(), bytes),
+                    "buffer_read(KV residual)");
+                check_status(
+                    backend_.buffer_write(backend_instance_, b, bytes * static_cast<uint64_t>(dst), tmp.data(), bytes),
+                    "buffer_write(KV residual)");
+            }
+        }
+    }
 }
 
 int32_t Session::steer_acquire(const std::vector<float>& vectors, const std::vector<uint8_t>& layers) {
@@ -491,6 +568,15 @@ void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
              len);
     }
     if (n_keep == len) return;
+    // A sealed unit of the residual window no longer has its F32 rows: a cut may end only on a unit boundary or
+    // inside the open unit.
+    if (residual_ != 0 && n_keep < len / residual_ * residual_ && n_keep % residual_ != 0) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "cannot truncate sequence {} to {} tokens: with KV types {}/{} and a residual window of {}, tokens "
+             "before {} are already quantized in units of {} (cut at a multiple of {} or after {})",
+             seq, n_keep, dtype_name(layout_.k_type), dtype_name(layout_.v_type), residual_,
+             len / residual_ * residual_, residual_, residual_, len / residual_ * residual_);
+    }
     clear_plugin_error();
     const basalt_status st = kv_.seq_truncate(kv_instance_, seq, n_keep);
     if (st != BASALT_OK) {
@@ -514,6 +600,11 @@ uint32_t Session::prefix_attach(int32_t seq, const int32_t* tokens, size_t n) {
     }
     if (matched > n)
         fail(BASALT_ERR_PLUGIN, "KV cache manager '{}' matched {} of {} tokens", config_.kv_cache, matched, n);
+    if (residual_ != 0 && matched % residual_ != 0) {
+        kv_.seq_drop(kv_instance_, seq);
+        fail(BASALT_ERR_PLUGIN, "KV cache manager '{}' matched {} tokens, not whole units of the residual window {}",
+             config_.kv_cache, matched, residual_);
+    }
     seq_len_[static_cast<size_t>(seq)] = static_cast<uint32_t>(matched);
     return static_cast<uint32_t>(matched);
 }
@@ -671,11 +762,25 @@ void Session::build_graph(const std::vector<basalt_kv_copy>& copies, const std::
                                  io.logits);
     }
     for (uint32_t il = 0; il < cache_layers(); ++il) {
-        const auto rows = static_cast<int64_t>(window_storage_[il] != 0 ? n_window_slots_ : n_ctx_);
-        c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), rows}, "cache_k." + std::to_string(il),
+        const auto k_rows = static_cast<int64_t>(window_storage_[il] != 0 ? n_window_slots_ : k_storage_rows_);
+        const auto v_rows = static_cast<int64_t>(window_storage_[il] != 0 ? n_window_slots_ : v_storage_rows_);
+        c.k_cache.push_back(graph_.tensor(layout_.k_type, {hp.n_embd_k_gqa(), k_rows}, "cache_k." + std::to_string(il),
                                           k_buffers_[il], 0));
-        c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), rows}, "cache_v." + std::to_string(il),
+        c.v_cache.push_back(graph_.tensor(layout_.v_type, {hp.n_embd_v_gqa(), v_rows}, "cache_v." + std::to_string(il),
                                           v_buffers_[il], 0));
+    }
+    if (residual_ != 0) {
+        const auto res_rows = static_cast<int64_t>(residual_) * static_cast<int64_t>(seq_len_.size());
+        c.kv_residual = static_cast<int32_t>(residual_);
+        c.kv_residual_rows = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_kv_residual_rows", io_buffer_, io.residual_rows);
+        c.attn_residual = graph_.tensor(BASALT_DTYPE_I32, {2, static_cast<int64_t>(shape.n_lists)}, "inp_attn_residual",
+                                        io_buffer_, io.residual_table);
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            c.k_residual.push_back(graph_.tensor(BASALT_DTYPE_F32, {hp.n_embd_k_gqa(), res_rows},
+                                                 "residual_k." + std::to_string(il), k_residual_buffers_[il], 0));
+            c.v_residual.push_back(graph_.tensor(BASALT_DTYPE_F32, {hp.n_embd_v_gqa(), res_rows},
+                                                 "residual_v." + std::to_string(il), v_residual_buffers_[il], 0));
+        }
     }
     if (!shape.steer_layers.empty()) {
         c.steer_rows = graph_.tensor(BASALT_DTYPE_I32, {T}, "inp_steer_slots", io_buffer_, io.steer);
@@ -881,6 +986,24 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
         steer_rows.clear();
     }
 
+    // The residual window: each token's F32 row (R per sequence), and per list its base row and the first position
+    // of its open unit after this chunk (earlier units are sealed, i.e. quantized, by this chunk's writes).
+    std::vector<int32_t> residual_rows, residual_table;
+    if (residual_ != 0) {
+        const auto R = static_cast<int32_t>(residual_);
+        residual_rows.resize(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) {
+            const auto tt = static_cast<size_t>(t);
+            residual_rows[tt] = seqs[tt] * R + positions[tt] % R;
+        }
+        std::vector<uint32_t> after(seq_len_);
+        for (int32_t s : seqs) ++after[static_cast<size_t>(s)];
+        for (int32_t s : order) {
+            residual_table.push_back(s * R);
+            residual_table.push_back(static_cast<int32_t>(after[static_cast<size_t>(s)] / residual_ * residual_));
+        }
+    }
+
     // 3. IO buffer layout: inputs, then logits.
     IoLayout io{};
     io.tokens = 0;
@@ -894,7 +1017,9 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     io.rel = align64(io.steer + 4 * steer_rows.size());
     io.cross_lists = align64(io.rel + 4 * rel.size());
     io.rows = align64(io.cross_lists + 4 * cross_data.size());
-    io.logits = align64(io.rows + 4 * std::max<uint64_t>(1, out_rows.size()));
+    io.residual_rows = align64(io.rows + 4 * std::max<uint64_t>(1, out_rows.size()));
+    io.residual_table = align64(io.residual_rows + 4 * residual_rows.size());
+    io.logits = residual_rows.empty() ? io.residual_rows : align64(io.residual_table + 4 * residual_table.size());
     const uint64_t logits_end = io.logits + 4 * static_cast<uint64_t>(hp.n_vocab) * static_cast<uint64_t>(n_rows);
     io_logits_bytes_ = std::max(io_logits_bytes_, logits_end - io.logits);
     io.observe = align64(logits_end);
@@ -919,6 +1044,8 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     put(staged, io.rel, rel);
     put(staged, io.cross_lists, cross_data);
     put(staged, io.rows, out_rows);
+    put(staged, io.residual_rows, residual_rows);
+    put(staged, io.residual_table, residual_table);
     check_status(backend_.buffer_write(backend_instance_, io_buffer_, 0, staged.data(), staged.size()),
                  "buffer_write(inputs)");
 

@@ -162,6 +162,10 @@ class Session {
     uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
     uint64_t weight_buffer_bytes_ = 0;
     uint64_t kv_bytes_ = 0;
+    // Residual window of quantized K/V (layout.residual, 0: none): per layer F32 [n_embd_{k,v}_gqa, n_seq_max * R].
+    uint32_t residual_ = 0;
+    uint64_t k_storage_rows_ = 0, v_storage_rows_ = 0;  // rows of each full-attention layer's K / V storage
+    std::vector<basalt_buffer*> k_residual_buffers_, v_residual_buffers_;
     uint64_t io_logits_bytes_ = 0;  // largest logits region a step has used in the IO buffer
     // Rows of the sliding-window layers' own K/V storage (the layout's n_window_slots); 0: they use the n_ctx rows.
     uint32_t n_window_slots_ = 0;
@@ -193,6 +197,7 @@ class Session {
     struct IoLayout {
         uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists, steer, observe, moe;
         uint64_t rel = 0, cross_lists = 0;  // encoder-decoder: position-bias buckets, cross-attention lists
+        uint64_t residual_rows = 0, residual_table = 0;
     };
     struct GraphShape {
         int64_t tokens = -1;

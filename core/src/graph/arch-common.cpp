@@ -108,8 +108,7 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     const bool windowed = il_u < c.window_storage.size() && c.window_storage[il_u] != 0;
     const int32_t slots = windowed ? c.kv_slots_window : c.kv_slots;
     const int32_t lists = windowed ? c.attn_lists_window : c.attn_lists;
-    c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il_u], {k_rows, c.k_cache[il_u], slots});
-    c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il_u], {v, c.v_cache[il_u], slots});
+    write_kv(c, il_u, k_rows, v, slots, p);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
     const int32_t att =
         c.stream_window != 0
@@ -117,9 +116,32 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
                      {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query},
                      {c.stream_window, c.stream_sinks, o.rope ? 1 : 0, o.rope_mode, static_cast<int32_t>(hp.n_rot)},
                      {scale, 0.f, o.rope_base, hp.rope_freq_scale})
-            : c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
-                     {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query}, {o.window, 0}, {scale, 0.f});
+            : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, 0.f, p);
     return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
+}
+
+void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int32_t slots, const std::string& p) {
+    if (c.kv_residual == 0) {
+        c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il], {k_rows, c.k_cache[il], slots});
+        c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il], {v_rows, c.v_cache[il], slots});
+        return;
+    }
+    c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il],
+             {k_rows, c.k_cache[il], slots, c.k_residual[il], c.kv_residual_rows}, {c.kv_residual});
+    c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il],
+             {v_rows, c.v_cache[il], slots, c.v_residual[il], c.kv_residual_rows}, {c.kv_residual});
+}
+
+int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n_out, int32_t window, float scale,
+               float cap, const std::string& p) {
+    if (c.kv_residual == 0) {
+        return c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
+                      {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query}, {window, 0}, {scale, cap});
+    }
+    return c.g.op(
+        BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
+        {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query, c.k_residual[il], c.v_residual[il], c.attn_residual},
+        {window, 0, 0, 0, 0, 0, c.kv_residual}, {scale, cap});  // ip[6]: R
 }
 
 int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act) {

@@ -49,12 +49,9 @@ void build_gpt2(ForwardContext& c) {
             linear_bias(c, h, ModelWeights::rows(qkv_w, 2 * E, E), ModelWeights::rows(qkv_b, 2 * E, E), E, p + "v");
         const int32_t qh = c.g.op(BASALT_OP_COPY, p + "q.heads", BASALT_DTYPE_F32, {hd, hp.n_head, T}, {q});
         const auto il_u = static_cast<size_t>(il);
-        c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il_u], {k, c.k_cache[il_u], c.kv_slots});
-        c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il_u], {v, c.v_cache[il_u], c.kv_slots});
+        write_kv(c, il_u, k, v, c.kv_slots, p);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        const int32_t att =
-            c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {E, T},
-                   {qh, c.k_cache[il_u], c.v_cache[il_u], c.attn_lists, c.attn_query}, {0, 0}, {scale, 0.f});
+        const int32_t att = attend(c, il_u, qh, c.attn_lists, E, 0, scale, 0.f, p);
         const int32_t o = linear_bias(c, att, c.weights.require(p + "attn_output.weight", hp.arch),
                                       c.weights.require(p + "attn_output.bias", hp.arch), E, p + "attn_out");
         x = c.g.op(BASALT_OP_ADD, p + "attn_residual", BASALT_DTYPE_F32, {E, T}, {x, o});

@@ -40,6 +40,13 @@ struct ForwardContext {
     // kept keys cache positions (ATTENTION ip[2]); 0: off.
     int32_t stream_sinks = 0;
     int32_t stream_window = 0;
+    // Residual window of quantized K/V (kv_residual R > 0): each token's F32 residual row, per list (base row,
+    // open position), and per layer the F32 residual storage of K and V [n_embd_{k,v}_gqa, n_seq_max * R].
+    int32_t kv_residual = 0;
+    int32_t kv_residual_rows = -1;    // I32 [T]
+    int32_t attn_residual = -1;       // I32 [2, n_lists]
+    std::vector<int32_t> k_residual;  // per layer
+    std::vector<int32_t> v_residual;  // per layer
     // Activation steering (absent when no row of the step is steered): each row's slot, and per layer the table of
     // slot vectors [n_embd, n_slots] added after that layer's output (-1: the layer is not steered).
     int32_t steer_rows = -1;            // I32 [T]
@@ -69,6 +76,12 @@ struct ForwardContext {
   private:
     std::unordered_map<std::string, int32_t> declared_;
 };
+
+// KV_WRITE of layer il's K and V rows into its cache (through the residual window when the session has one).
+void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int32_t slots, const std::string& p);
+// ATTENTION of layer il over its cache: out F32 [n_out, T]; adds the residual inputs when the session has them.
+int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n_out, int32_t window, float scale,
+               float cap, const std::string& p);
 
 // Options of the shared attention block.
 struct AttentionOptions {

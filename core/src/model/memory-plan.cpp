@@ -1,5 +1,7 @@
 #include "model/memory-plan.hpp"
 
+#include <basalt/blocks/kivi.hpp>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -29,19 +31,34 @@ uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_
     return ring * n_seq_max < n_ctx ? ring * n_seq_max : n_ctx;
 }
 
+uint64_t kv_storage_rows(basalt_dtype k_type, basalt_dtype v_type, uint64_t cells) {
+    return blocks::kivi_per_channel(k_type) || blocks::kivi_per_channel(v_type) ? (cells + 31) / 32 * 32 : cells;
+}
+
 MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const PlanRequest& req) {
     // Plan only what a session can allocate: the types the attention ops read K and V in (kv-paged's k_type /
     // v_type accept exactly these).
     for (const auto& [which, type] : {std::pair{"K", req.k_type}, std::pair{"V", req.v_type}}) {
-        if (type != BASALT_DTYPE_F32 && type != BASALT_DTYPE_F16 && type != BASALT_DTYPE_Q8_0) {
+        if (type != BASALT_DTYPE_F32 && type != BASALT_DTYPE_F16 && type != BASALT_DTYPE_Q8_0 &&
+            type != BASALT_DTYPE_Q4_0 && blocks::kivi_bits(type) == 0) {
             const DtypeTraits* t = dtype_traits(type);
-            fail(BASALT_ERR_UNSUPPORTED, "{} cache type {} cannot be stored by a session (f32, f16 or q8_0)", which,
-                 t != nullptr ? t->name : std::to_string(type));
+            fail(BASALT_ERR_UNSUPPORTED,
+                 "{} cache type {} cannot be stored by a session (f32, f16, q8_0, q4_0, kivi_t8/4/2, kivi_c8/4/2)",
+                 which, t != nullptr ? t->name : std::to_string(type));
         }
+        if (blocks::kivi_per_channel(type) && req.kv_residual == 0) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "{} cache type {} quantizes each channel over 32 tokens: it needs a residual window (e.g. 32 or 128)",
+                 which, dtype_name(type));
+        }
+    }
+    if (req.kv_residual % 32 != 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "KV residual window {} is not a multiple of 32", req.kv_residual);
     }
     MemoryPlan p;
     p.k_type = req.k_type;
     p.v_type = req.v_type;
+    p.kv_residual = req.kv_residual;
     p.n_ctx = req.n_ctx != 0 ? req.n_ctx
                              : (hp.n_ctx_train != 0 ? std::min(hp.n_ctx_train, PlanRequest::kDefaultMaxCtx)
                                                     : PlanRequest::kDefaultMaxCtx);
@@ -75,10 +92,22 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         for (uint32_t il = 0; il < hp.n_layer; ++il) any_sliding = any_sliding || hp.layer_sliding[il];
         const uint64_t win = any_sliding ? window_cells(ctx, hp.sliding_window, p.n_batch, p.n_seq_max) : 0;
         p.kv_cells_window = win;
+        if (req.kv_residual != 0 && win != 0 && win != ctx) {
+            fail(BASALT_ERR_UNSUPPORTED,
+                 "a KV residual window ({}) does not compose with this model's capped sliding-window storage",
+                 req.kv_residual);
+        }
+        const uint64_t k_row = row_bytes(req.k_type, hp.n_embd_k_gqa(), "K");
+        const uint64_t v_row = row_bytes(req.v_type, hp.n_embd_v_gqa(), "V");
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             p.kv_bytes_per_token += kv_row;
-            p.kv_bytes += kv_row * (hp.layer_sliding[il] ? win : ctx);
+            const uint64_t cells = hp.layer_sliding[il] ? win : ctx;
+            p.kv_bytes += (k_row + v_row) * kv_storage_rows(req.k_type, req.v_type, cells);
         }
+        // The residual windows: per layer and sequence, R F32 rows of K and of V.
+        p.kv_residual_bytes = static_cast<uint64_t>(hp.n_layer) * p.n_seq_max * req.kv_residual * 4ull *
+                              (static_cast<uint64_t>(hp.n_embd_k_gqa()) + hp.n_embd_v_gqa());
+        p.kv_bytes += p.kv_residual_bytes;
     }
 
     // Scratch: f32 activations of one layer for n_batch tokens (the backends place intermediates in an arena
@@ -99,8 +128,10 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     // position) lists of up to min(n_seq_max, T) sequences, full and window.
     const uint64_t lists = std::min<uint64_t>(p.n_seq_max, T);
     // (+ 8 x 63 bytes: the session aligns each of its 8 input arrays to 64 bytes)
+    // A residual window adds each token's residual row and per list (base row, open position), 2 x 63 aligned.
     const uint64_t inputs = 4 * T * (p.kv_cells_window != 0 && p.kv_cells_window != ctx ? 7 : 6) +
-                            8 * lists * (ctx + (p.kv_cells_window != ctx ? p.kv_cells_window : 0)) + 8 * 63;
+                            8 * lists * (ctx + (p.kv_cells_window != ctx ? p.kv_cells_window : 0)) + 8 * 63 +
+                            (req.kv_residual != 0 ? 4 * T + 8 * lists + 2 * 63 : 0);
     const uint64_t logits = 4 * T * hp.n_vocab;  // every row of the batch may ask for logits
     p.logits_bytes = 2 * logits;
     p.io_bytes = inputs + logits;

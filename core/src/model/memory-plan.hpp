@@ -18,6 +18,7 @@ struct PlanRequest {
     uint32_t n_seq_max = 1;  // sequences of the session (sliding-window storage is per sequence)
     basalt_dtype k_type = BASALT_DTYPE_F16;
     basalt_dtype v_type = BASALT_DTYPE_F16;
+    uint32_t kv_residual = 0;  // residual window R of quantized K/V: n_seq_max x R F32 rows of K and V per layer
     static constexpr uint32_t kDefaultMaxCtx = 4096;
 };
 
@@ -33,6 +34,7 @@ struct MemoryPlan {
     uint32_t n_seq_max = 1;
     basalt_dtype k_type = BASALT_DTYPE_F16;
     basalt_dtype v_type = BASALT_DTYPE_F16;
+    uint32_t kv_residual = 0;
     uint64_t n_params = 0;
     std::map<basalt_dtype, TypeUsage> types;  // tensor-type histogram
     uint64_t weight_bytes = 0;
@@ -40,6 +42,7 @@ struct MemoryPlan {
     uint64_t kv_cells_full = 0;       // cells held by each full-attention layer
     uint64_t kv_cells_window = 0;     // cells held by each sliding-window layer (0 when none)
     uint64_t kv_bytes = 0;            // the whole cache for n_ctx (window layers capped, see window_cells)
+    uint64_t kv_residual_bytes = 0;   // of kv_bytes: the F32 residual windows (n_layer x n_seq_max x R x (K + V))
     uint64_t scratch_bytes = 0;       // activations of one layer for n_batch tokens + logits + inputs
     uint64_t logits_bytes = 0;        // of scratch_bytes: logits of every batch row (host copy + IO buffer)
     uint64_t io_bytes = 0;            // the largest IO buffer a step needs: its inputs and the logits of all rows
@@ -53,5 +56,9 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
 // Cells of each sliding-window layer: a ring of (window + n_batch) per sequence when that is smaller in all than
 // n_ctx, else n_ctx (the layers then share the full layers' slots). The rule of kv-paged's window storage.
 uint64_t window_cells(uint64_t n_ctx, uint64_t window, uint64_t n_batch, uint64_t n_seq_max);
+
+// Rows the K and the V cache hold for `cells` slots: whole groups of 32 when either type is a per-channel KIVI
+// type (attention reads K and V caches of the same number of rows).
+uint64_t kv_storage_rows(basalt_dtype k_type, basalt_dtype v_type, uint64_t cells);
 
 }  // namespace basalt

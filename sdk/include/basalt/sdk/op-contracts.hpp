@@ -163,7 +163,7 @@ AttentionShape attention(const C& c) {
     if ((c.ip(5) & ~1) != 0) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT, "flags ip[5] = " + std::to_string(c.ip(5)) + " (bit 0: not causal)");
     }
-    if (c.node->n_inputs > 5) {  // relative position bias by distance
+    if (c.node->n_inputs == 6) {  // relative position bias by distance (8 inputs: the K/V residual window instead)
         c.expect_type(c.in[5], "position bias", BASALT_DTYPE_F32);
         if (c.in[5].ne[0] != s.n_head || c.in[5].ne[1] % 2 != 1 || c.in[5].ne[2] != 1 || c.in[5].ne[3] != 1 ||
             !c.in[5].rows_packed()) {
