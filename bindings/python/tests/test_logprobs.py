@@ -1,8 +1,10 @@
 """Per-token log-probabilities of engine requests (submit(logprobs=N), Request.logprobs()) against an independent
 float64 log-softmax of the logits a Session computes for the same tokens, on the golden tiny llama. Environment
 as test_basalt.py: BASALT_TEST_MODELS."""
+import json
 import math
 import os
+import subprocess
 import unittest
 
 import basalt
@@ -92,6 +94,23 @@ class TestLogprobs(unittest.TestCase):
         r = self.engine().submit(PROMPT, max_tokens=4)
         r.tokens()
         self.assertEqual(r.logprobs(), [])
+
+    def test_basalt_batch_reports_the_same_logprobs(self):
+        r = self.engine().submit(PROMPT, max_tokens=6, samplers="greedy", logprobs=3, ignore_eog=True)
+        expected = r.logprobs()
+        lines = (json.dumps({"id": "a", "prompt": PROMPT, "max_tokens": 6, "logprobs": 3}) + "\n" +
+                 json.dumps({"id": "b", "prompt": PROMPT, "max_tokens": 2, "logprobs": 21}) + "\n")
+        out = subprocess.run([os.environ["BASALT_CLI"], "batch", "-m", LLAMA, "-r", "-"], input=lines.encode(),
+                             capture_output=True)
+        self.assertEqual(out.returncode, 1, out.stderr)  # line b is refused
+        results = {j["id"]: j for j in map(json.loads, out.stdout.decode().splitlines())}
+        self.assertIn("'logprobs' must be an integer in 0..20", results["b"]["error"])
+        got = results["a"]["logprobs"]
+        self.assertEqual(len(got), len(results["a"]["tokens"]))
+        for g, e in zip(got, expected[:len(got)]):
+            self.assertEqual(g["token"], e["token"])
+            self.assertAlmostEqual(g["logprob"], e["logprob"], delta=1e-6)
+            self.assertEqual([t for t, _ in g["top"]], [t for t, _ in e["top"]])
 
     def test_refusals(self):
         e = self.engine(seq_max=4)
