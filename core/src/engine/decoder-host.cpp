@@ -28,19 +28,24 @@ basalt_status call(Fn&& fn) noexcept {
 void record_logprob(Request& r, const float* logits, int32_t token) {
     const size_t nv = r.engine->n_vocab();
     if (token < 0 || static_cast<size_t>(token) >= nv) return;  // emit refuses it
+    // NaN counts as -inf (probability 0), so the order below stays a strict weak order.
+    auto value = [&](size_t v) { return std::isnan(logits[v]) ? -double{INFINITY} : double{logits[v]}; };
     double max_logit = -INFINITY;
-    for (size_t v = 0; v < nv; ++v) max_logit = std::max(max_logit, double{logits[v]});
+    for (size_t v = 0; v < nv; ++v) max_logit = std::max(max_logit, value(v));
     double sum = 0;
-    for (size_t v = 0; v < nv; ++v) sum += std::exp(double{logits[v]} - max_logit);
+    for (size_t v = 0; v < nv; ++v) sum += std::exp(value(v) - max_logit);
     const double log_z = max_logit + std::log(sum);
     TokenLogprob& lp = r.pending_logprob;
     lp.token = token;
-    lp.logprob = static_cast<float>(double{logits[token]} - log_z);
+    lp.logprob = static_cast<float>(value(static_cast<size_t>(token)) - log_z);
     lp.top.clear();
     const auto n_top = static_cast<size_t>(std::min<int64_t>(r.spec.n_top_logprobs, static_cast<int64_t>(nv)));
     if (n_top > 0) {
         // A min-heap of the n_top best (ties: the lower id first, as a stable sort of the row would give).
-        auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+        auto better = [&](int32_t a, int32_t b) {
+            const double va = value(static_cast<size_t>(a)), vb = value(static_cast<size_t>(b));
+            return va > vb || (va == vb && a < b);
+        };
         std::vector<int32_t> heap;
         heap.reserve(n_top + 1);
         for (size_t v = 0; v < nv; ++v) {
@@ -56,7 +61,8 @@ void record_logprob(Request& r, const float* logits, int32_t token) {
         }
         std::sort(heap.begin(), heap.end(), better);
         lp.top.reserve(n_top);
-        for (const int32_t id : heap) lp.top.emplace_back(id, static_cast<float>(double{logits[id]} - log_z));
+        for (const int32_t id : heap)
+            lp.top.emplace_back(id, static_cast<float>(value(static_cast<size_t>(id)) - log_z));
     }
     r.has_pending_logprob = true;
 }
