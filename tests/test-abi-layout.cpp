@@ -235,7 +235,8 @@ PIN(basalt_request_params, n_steer, 136);
 PIN(basalt_request_params, source, 144); /* since 1.4 */
 PIN(basalt_request_params, source_tokens, 152);
 PIN(basalt_request_params, n_source_tokens, 160);
-PIN_SIZE(basalt_request_params, 168);
+PIN(basalt_request_params, n_top_logprobs, 168);
+PIN_SIZE(basalt_request_params, 176);
 PIN(basalt_request_stats, prompt_tokens, 8);
 PIN(basalt_request_stats, queue_ms, 32);
 PIN(basalt_request_stats, tokens_per_s, 88);

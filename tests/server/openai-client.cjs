@@ -78,6 +78,71 @@ async function main() {
   ok(content === chat.choices[0].message.content, 'streamed chat equals non-streamed');
   ok(usage && usage.completion_tokens === chat.usage.completion_tokens, 'stream usage (include_usage)');
 
+  // Log-probabilities: completions (legacy object) and chat (content entries), non-streaming equals streaming.
+  const near = (a, b) => Math.abs(a - b) < 1e-5;
+  const lc = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 3 });
+  const lp = lc.choices[0].logprobs;
+  ok(lp && lp.tokens.length === lc.usage.completion_tokens, `completion logprobs: one per token ${JSON.stringify(lp)}`);
+  ok(lp.token_logprobs.length === lp.tokens.length && lp.top_logprobs.length === lp.tokens.length &&
+     lp.text_offset.length === lp.tokens.length, 'completion logprobs: parallel arrays');
+  ok(lp.tokens.join('') === lc.choices[0].text, 'completion logprobs: tokens spell the text');
+  let offset = 0;
+  for (let i = 0; i < lp.tokens.length; i++) {
+    ok(lp.text_offset[i] === offset, `text_offset ${i}`);
+    offset += Buffer.byteLength(lp.tokens[i]);
+    ok(lp.token_logprobs[i] <= 0, 'logprob <= 0');
+    const top = Object.entries(lp.top_logprobs[i]);
+    ok(top.length >= 1 && top.length <= 4, `top_logprobs dict size ${top.length}`);
+    // greedy: the chosen token is the most likely one
+    ok(near(Math.max(...top.map(([, v]) => v)), lp.token_logprobs[i]), 'greedy token is the top one');
+    ok(near(lp.top_logprobs[i][lp.tokens[i]], lp.token_logprobs[i]), 'chosen token in its top dict');
+  }
+  const lcs = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 3, stream: true });
+  const sTokens = [];
+  const sLps = [];
+  const sOffsets = [];
+  for await (const chunk of lcs) {
+    for (const ch of chunk.choices) {
+      if (ch.logprobs) {
+        sTokens.push(...ch.logprobs.tokens);
+        sLps.push(...ch.logprobs.token_logprobs);
+        sOffsets.push(...ch.logprobs.text_offset);
+      }
+    }
+  }
+  ok(sTokens.join('|') === lp.tokens.join('|'), 'streamed logprob tokens equal');
+  ok(sLps.length === lp.token_logprobs.length && sLps.every((v, i) => near(v, lp.token_logprobs[i])), 'streamed logprobs equal');
+  ok(sOffsets.join() === lp.text_offset.join(), 'streamed text_offset equal');
+  const plain = await client.completions.create({ model, prompt, max_tokens: 4, temperature: 0 });
+  ok(plain.choices[0].logprobs === null, 'no logprobs unless asked');
+
+  const lchat = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 2 });
+  const content0 = lchat.choices[0].logprobs.content;
+  ok(Array.isArray(content0) && content0.length === lchat.usage.completion_tokens, 'chat logprobs: one entry per token');
+  for (const e of content0) {
+    ok(typeof e.token === 'string' && e.logprob <= 0 && Array.isArray(e.bytes), 'chat entry shape');
+    ok(Buffer.from(e.bytes).toString('utf8') === e.token || e.token.includes('\ufffd'), 'bytes spell the token');
+    ok(e.top_logprobs.length === 2 && e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob, 'top_logprobs sorted');
+    ok(e.top_logprobs[0].token === e.token && near(e.top_logprobs[0].logprob, e.logprob), 'greedy: chosen is top');
+  }
+  const lchatS = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0, logprobs: true,
+    top_logprobs: 2, stream: true });
+  const sContent = [];
+  for await (const chunk of lchatS) {
+    for (const ch of chunk.choices) if (ch.logprobs) sContent.push(...ch.logprobs.content);
+  }
+  ok(sContent.length === content0.length && sContent.every((e, i) => e.token === content0[i].token &&
+     near(e.logprob, content0[i].logprob) && e.top_logprobs.map((t) => t.token).join() ===
+     content0[i].top_logprobs.map((t) => t.token).join()), 'streamed chat logprobs equal');
+  const lchat0 = await client.chat.completions.create({ model, messages, max_tokens: 4, temperature: 0, logprobs: true });
+  ok(lchat0.choices[0].logprobs.content.every((e) => e.top_logprobs.length === 0), 'logprobs without top_logprobs');
+  await expectError(client.chat.completions.create({ model, messages, top_logprobs: 2 }), OpenAI.BadRequestError, 400,
+    'top_logprobs without logprobs');
+  await expectError(client.chat.completions.create({ model, messages, logprobs: true, top_logprobs: 21 }),
+    OpenAI.BadRequestError, 400, 'top_logprobs 21');
+  await expectError(client.completions.create({ model, prompt, logprobs: 2, decoder: 'beam:width=2' }),
+    OpenAI.BadRequestError, 400, 'logprobs with beam');
+
   // Several choices, seeded sampling, stop strings, penalties and bias, extensions.
   const multi = await client.completions.create({ model, prompt, max_tokens: 8, n: 3, seed: 11, temperature: 0.9 });
   ok(multi.choices.length === 3 && multi.choices.map((x) => x.index).join() === '0,1,2', 'n=3 choices');

@@ -136,7 +136,19 @@ TEST_CASE("openai requests: refusals name the field") {
     CHECK_THAT(refused(R"({"prompt":[1,2048]})"), Catch::StartsWith("prompt: "));
     CHECK_THAT(refused(R"({"prompt":"a","zzz":1})"), Catch::Contains("unknown field 'zzz'"));
     CHECK_THAT(refused(R"({"prompt":"a","samplers":"greedy","top_k":3})"), Catch::StartsWith("top_k: "));
-    CHECK_THAT(refused(R"({"prompt":"a","logprobs":2})"), Catch::StartsWith("logprobs: "));
+    CHECK(refused(R"({"prompt":"a","logprobs":2})") == "accepted");
+    CHECK_THAT(refused(R"({"prompt":"a","logprobs":21})"), Catch::StartsWith("logprobs: "));
+    CHECK_THAT(refused(R"({"prompt":"a","logprobs":true})"), Catch::StartsWith("logprobs: "));
+    CHECK_THAT(refused(R"({"prompt":"a","top_logprobs":2})"), Catch::StartsWith("top_logprobs: "));
+    CHECK_THAT(refused(R"({"prompt":"a","logprobs":1,"decoder":"beam:width=2"})"),
+               Catch::StartsWith("logprobs: ") && Catch::Contains("decoder 'beam:width=2'"));
+    {
+        const GenerationRequest g = parse_completion(json::parse(R"({"prompt":"a","logprobs":3})"), m);
+        CHECK(g.logprobs == 3);
+        CHECK((g.prompts.at(0).flags & BASALT_REQUEST_LOGPROBS) != 0);
+        CHECK(g.prompts.at(0).n_top_logprobs == 3);
+        CHECK(parse_completion(json::parse(R"({"prompt":"a"})"), m).logprobs == -1);
+    }
     CHECK_THAT(refused(R"({"model":"other","prompt":"a"})"), Catch::Contains("does not exist"));
     CHECK_THROWS_AS(parse_body("{\"prompt\":\"\xff\"}"), ApiError);
     CHECK_THROWS_AS(parse_body("[]"), ApiError);

@@ -37,13 +37,14 @@ std::string parse_job(const std::string& text, Job& job) {
         return std::string("not valid JSON: ") + e.what();
     }
     if (!j.is_object()) return "a request must be a JSON object";
-    static const char* const kKeys[] = {"id",   "prompt", "tokens",     "max_tokens", "samplers", "decoder",
-                                        "stop", "seed",   "cache_salt", "steer",      "source",   "source_tokens"};
+    static const char* const kKeys[] = {"id",      "prompt",        "tokens",  "max_tokens", "samplers",
+                                        "decoder", "stop",          "seed",    "cache_salt", "steer",
+                                        "source",  "source_tokens", "logprobs"};
     for (const auto& [key, value] : j.items()) {
         if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
             return "unknown field '" + key +
                    "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt, steer, "
-                   "source, source_tokens)";
+                   "source, source_tokens, logprobs)";
         }
     }
     job.id = j.contains("id") ? j["id"] : json(job.line);
@@ -107,6 +108,13 @@ std::string parse_job(const std::string& text, Job& job) {
                                            job.spec.steer);
             !why.empty())
             return why;
+    }
+    if (j.contains("logprobs")) {  // N: each token's log-probability and N alternatives (0..20)
+        const json& v = j["logprobs"];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 20)
+            return "'logprobs' must be an integer in 0..20 (alternatives per token), not " + v.dump();
+        job.spec.flags |= BASALT_REQUEST_LOGPROBS;
+        job.spec.n_top_logprobs = v.get<int32_t>();
     }
     if (j.contains("seed")) {
         if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < -1) {
@@ -247,6 +255,21 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
                 out["source_tokens"] = st.source_tokens;
                 out["encode_ms"] = st.encode_ms;
             }
+            if (basalt_request_n_logprobs(r) > 0) {  // logprobs: {token, logprob, top: [[id, logprob], ...]}
+                json lps = json::array();
+                int32_t ids[20];
+                float top_lps[20];
+                for (size_t k = 0; k < basalt_request_n_logprobs(r); ++k) {
+                    int32_t token = -1;
+                    float lp = 0.f;
+                    size_t n_top = 0;
+                    if (basalt_request_logprob(r, k, &token, &lp, ids, top_lps, 20, &n_top) != BASALT_OK) break;
+                    json top = json::array();
+                    for (size_t t = 0; t < std::min<size_t>(n_top, 20); ++t) top.push_back({ids[t], top_lps[t]});
+                    lps.push_back({{"token", token}, {"logprob", lp}, {"top", std::move(top)}});
+                }
+                out["logprobs"] = std::move(lps);
+            }
             if (basalt_request_n_hypotheses(r) > 1) {  // n-best (beam search): every hypothesis with its score
                 json hyps = json::array();
                 for (size_t h = 0; h < basalt_request_n_hypotheses(r); ++h) {
@@ -313,7 +336,8 @@ const Registrar kBatch{Command{
             "requests,r", po::value<std::string>()->required(),
             "JSON lines: {\"id\", \"prompt\" | \"tokens\", \"max_tokens\" (64), \"samplers\", \"decoder\", \"stop\", "
             "\"seed\", \"cache_salt\", \"steer\", \"source\" | \"source_tokens\" (encoder-decoder models: the "
-            "encoder's input; prompt/tokens are then the decoder's prefix)}; - reads stdin")(
+            "encoder's input; prompt/tokens are then the decoder's prefix), \"logprobs\" (N: per-token "
+            "log-probabilities and N alternatives)}; - reads stdin")(
             "max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
             "token budget of one step (default: --batch, 512)")(
             "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),

@@ -5,6 +5,7 @@ namespace basalt::cli {
 basalt_request_params RequestSpec::params(basalt_request_callback callback, void* user_data) {
     basalt_request_params rp{};
     rp.struct_size = sizeof(rp);
+    rp.n_top_logprobs = n_top_logprobs;
     rp.flags = flags;
     if (has_tokens) {
         rp.tokens = tokens.data();

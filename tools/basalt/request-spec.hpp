@@ -30,6 +30,7 @@ struct RequestSpec {
     std::string source;  // encoder-decoder models: the encoder's input (text or ids)
     std::vector<int32_t> source_tokens;
     bool has_source = false, has_source_tokens = false;
+    int32_t n_top_logprobs = 0;  // with BASALT_REQUEST_LOGPROBS in flags: alternatives per token (0..20)
 
     // Request parameters pointing into *this (callback and user_data as given). Caller owns nothing new.
     basalt_request_params params(basalt_request_callback callback = nullptr, void* user_data = nullptr);

@@ -559,7 +559,9 @@ typedef void (*basalt_request_callback)(basalt_request* request, const int32_t* 
 enum {
     BASALT_REQUEST_NO_SPECIAL = 1u << 0,    /* tokenize the text prompt without BOS/EOS */
     BASALT_REQUEST_PARSE_SPECIAL = 1u << 1, /* control-token text in the prompt becomes the token */
-    BASALT_REQUEST_IGNORE_EOG = 1u << 2     /* do not stop at the vocabulary's end-of-generation tokens */
+    BASALT_REQUEST_IGNORE_EOG = 1u << 2,    /* do not stop at the vocabulary's end-of-generation tokens */
+    BASALT_REQUEST_LOGPROBS = 1u << 3       /* since 1.4: record each emitted token's log-probability
+                                               (basalt_request_logprob); decoder 'sample' only */
 };
 
 typedef struct basalt_request_params {
@@ -597,6 +599,9 @@ typedef struct basalt_request_params {
                                      vocabulary appends </s>); copied */
     const int32_t* source_tokens; /* the source as token ids instead (when non-NULL, source is ignored); borrowed */
     size_t n_source_tokens;
+    /* since 1.4: with BASALT_REQUEST_LOGPROBS, also record this many most likely alternatives per token (0..20) */
+    int32_t n_top_logprobs;
+    int32_t reserved1;
 } basalt_request_params;
 
 /* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */
@@ -722,6 +727,18 @@ BASALT_API basalt_status basalt_request_hypothesis(const basalt_request* request
  * BASALT_ERR_NOT_FOUND (iterate from 0). Thread-safe. */
 BASALT_API basalt_status basalt_request_decoder_stat(const basalt_request* request, size_t index, const char** out_name,
                                                      double* out_value);
+/* Number of emitted tokens with a recorded log-probability so far (since 1.4; 0 without BASALT_REQUEST_LOGPROBS);
+ * entry i belongs to token i of hypothesis 0. Thread-safe. */
+BASALT_API size_t basalt_request_n_logprobs(const basalt_request* request);
+/* Entry index of the request's log-probabilities (since 1.4): *out_token (may be NULL) the emitted token,
+ * *out_logprob (may be NULL) its natural-log probability under the model's raw distribution (log-softmax of the
+ * logits row it was drawn from, before temperature or any other sampler), and up to capacity most likely tokens of
+ * that row, most likely first, into top_ids / top_logprobs (either may be NULL; *out_n_top, may be NULL, gets how
+ * many were recorded: n_top_logprobs). An index past the last is BASALT_ERR_NOT_FOUND. Buffers are the caller's.
+ * Thread-safe. */
+BASALT_API basalt_status basalt_request_logprob(const basalt_request* request, size_t index, int32_t* out_token,
+                                                float* out_logprob, int32_t* top_ids, float* top_logprobs,
+                                                size_t capacity, size_t* out_n_top);
 
 /* ---- tokenization ---------------------------------------------------------------------------------------------- */
 

@@ -1026,7 +1026,7 @@ class Engine(_Owned):
 
     def submit(self, prompt=None, tokens=None, samplers="greedy", decoder=None, max_tokens=-1, seed=-1, stop=(),
                stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False,
-               cache_salt=None, steer=None, source=None, source_tokens=None):
+               cache_salt=None, steer=None, source=None, source_tokens=None, logprobs=None):
         """Queues a request and returns its Request; it starts when admission allows (FIFO).
 
         prompt: text (str or UTF-8 bytes; tokenized with BOS as the vocabulary asks unless add_special=False;
@@ -1042,6 +1042,9 @@ class Engine(_Owned):
         Encoder-decoder models (t5): the prompt (text or tokens) is the source the encoder reads and the decoder
         starts from the model's decoder start token; or give source (text) / source_tokens (ids) and the prompt,
         if any, is the decoder's prefix (tokens as given, text after the start token).
+        logprobs: None, or N in 0..20: record each emitted token's log-probability under the model's raw
+        distribution (log-softmax of its logits row, before any sampler) and its N most likely alternatives (see
+        Request.logprobs()); decoder "sample" only.
 
         callback(request, tokens, text, finish_reason) is called after each step that produced output for the
         request (tokens: list of ids, text: str, finish_reason: None while running, the reason's name on the
@@ -1055,7 +1058,12 @@ class Engine(_Owned):
         p.struct_size = ctypes.sizeof(p)
         p.flags = ((0 if add_special else _capi.REQUEST_NO_SPECIAL) |
                    (_capi.REQUEST_PARSE_SPECIAL if parse_special else 0) |
-                   (_capi.REQUEST_IGNORE_EOG if ignore_eog else 0))
+                   (_capi.REQUEST_IGNORE_EOG if ignore_eog else 0) |
+                   (_capi.REQUEST_LOGPROBS if logprobs is not None else 0))
+        if logprobs is not None:
+            if isinstance(logprobs, bool) or not isinstance(logprobs, int):
+                raise TypeError(f"submit: logprobs must be None or an int (alternatives per token), not {logprobs!r}")
+            p.n_top_logprobs = _i32("logprobs", logprobs)
         keep = []  # borrowed by basalt_engine_submit for the call
         if tokens is not None:
             ids = _ids(tokens, "submit: tokens")
@@ -1292,6 +1300,20 @@ class Request(_Owned):
             toks = list(buf[:n.value])
             text = self._all_bytes.decode("utf-8", "replace") if i == 0 else self._engine._model.detokenize(toks)
             out.append({"tokens": toks, "text": text, "score": score.value})
+        return out
+
+    def logprobs(self):
+        """The recorded log-probabilities (submit(logprobs=N)), one dict per emitted token of the output:
+        {"token": id, "logprob": float, "top": [(id, logprob), ...] the N most likely, most likely first}. Natural
+        logs under the model's raw distribution. Drives or waits for the request."""
+        self._drain()
+        h, out = self._h, []
+        tok, lp, n_top = c_int32(), ctypes.c_float(), c_size_t()
+        ids, lps = (c_int32 * 20)(), (ctypes.c_float * 20)()
+        for i in range(self._lib.basalt_request_n_logprobs(h)):
+            _check(self._lib.basalt_request_logprob(h, i, byref(tok), byref(lp), ids, lps, 20, byref(n_top)))
+            out.append({"token": tok.value, "logprob": lp.value,
+                        "top": [(ids[k], lps[k]) for k in range(min(20, n_top.value))]})
         return out
 
     def decoder_stats(self):

@@ -50,6 +50,7 @@ ENGINE_MOE_STATS = 1 << 2  # since 1.4
 REQUEST_NO_SPECIAL = 1 << 0
 REQUEST_PARSE_SPECIAL = 1 << 1
 REQUEST_IGNORE_EOG = 1 << 2
+REQUEST_LOGPROBS = 1 << 3  # since 1.4
 
 FINISH_NONE = 0  # plugin_decoder.h: BASALT_FINISH_*
 FINISH_STOP = 1
@@ -139,7 +140,8 @@ class RequestParams(Structure):
                 ("n_stop", c_size_t), ("callback", RequestCallbackFn), ("user_data", c_void_p),
                 ("cache_salt", c_char_p),
                 ("steer", POINTER(c_char_p)), ("n_steer", c_size_t),  # since 1.3
-                ("source", c_char_p), ("source_tokens", POINTER(c_int32)), ("n_source_tokens", c_size_t)]  # 1.4
+                ("source", c_char_p), ("source_tokens", POINTER(c_int32)), ("n_source_tokens", c_size_t),  # 1.4
+                ("n_top_logprobs", c_int32), ("reserved1", c_int32)]  # 1.4
 
 
 class DecoderNeeds(Structure):
@@ -274,6 +276,9 @@ def _declare(lib):
     fn("basalt_request_n_hypotheses", c_size_t, c_void_p)
     fn("basalt_request_hypothesis", st, c_void_p, c_size_t, P(c_int32), c_size_t, P(c_size_t), P(c_float))
     fn("basalt_request_decoder_stat", st, c_void_p, c_size_t, P(c_char_p), P(c_double))
+    fn("basalt_request_n_logprobs", c_size_t, c_void_p)  # since 1.4
+    fn("basalt_request_logprob", st, c_void_p, c_size_t, P(c_int32), P(c_float), P(c_int32), P(c_float), c_size_t,
+       P(c_size_t))  # since 1.4
     fn("basalt_decoder_requirements", st, c_void_p, c_char_p, P(DecoderNeeds))
     fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
     fn("basalt_session_seq_set_steering", st, c_void_p, c_int32, POINTER(c_float), POINTER(c_uint8), c_uint32,

@@ -128,7 +128,7 @@ class TestBasalt(unittest.TestCase):
         sizes = {_capi.Params: 32, _capi.TokenData: 12, _capi.Candidates: 40, _capi.Host: 56,
                  _capi.SamplerIface: 56, _capi.Batch: 48, _capi.RuntimeParams: 8, _capi.ComponentInfo: 64,
                  _capi.ModelInfo: 104, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 88,
-                 _capi.RequestParams: 168, _capi.RequestStats: 112, _capi.EngineStats: 88,
+                 _capi.RequestParams: 176, _capi.RequestStats: 112, _capi.EngineStats: 88,
                  _capi.DecoderNeeds: 16, _capi.MoeStats: 56}
         for struct, size in sizes.items():
             self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
@@ -143,7 +143,7 @@ class TestBasalt(unittest.TestCase):
                 _capi.RequestParams: {"prompt": 8, "tokens": 24, "samplers": 40, "max_tokens": 56, "seed": 64,
                                       "stop": 88, "callback": 104, "user_data": 112, "cache_salt": 120,
                                       "steer": 128, "n_steer": 136, "source": 144, "source_tokens": 152,
-                                      "n_source_tokens": 160},
+                                      "n_source_tokens": 160, "n_top_logprobs": 168},
                 _capi.RequestStats: {"prompt_tokens": 8, "queue_ms": 32, "tokens_per_s": 88, "source_tokens": 96,
                                      "encode_ms": 104},
                 _capi.EngineStats: {"steps": 8, "kv_slots_free": 72, "cached_tokens": 80},

@@ -224,6 +224,14 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
                 spec.steer.emplace_back(params->steer[i]);
             }
         }
+        spec.logprobs = (params->flags & BASALT_REQUEST_LOGPROBS) != 0;
+        if (BASALT_HAS_FIELD(params, basalt_request_params, n_top_logprobs)) {
+            if (params->n_top_logprobs != 0 && !spec.logprobs) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "n_top_logprobs {} needs the flag BASALT_REQUEST_LOGPROBS",
+                     params->n_top_logprobs);
+            }
+            spec.n_top_logprobs = params->n_top_logprobs;
+        }
         spec.callback = params->callback;
         spec.user_data = params->user_data;
         auto h = std::make_unique<basalt_request>();
@@ -472,6 +480,34 @@ basalt_status basalt_request_decoder_stat(const basalt_request* request, size_t 
         }
         *out_name = r.decoder_stats[index].first.c_str();
         *out_value = r.decoder_stats[index].second;
+    });
+}
+
+size_t basalt_request_n_logprobs(const basalt_request* request) {
+    if (request == nullptr || !request->r) return 0;
+    std::lock_guard lock(request->r->mutex);
+    return request->r->logprobs.size();
+}
+
+basalt_status basalt_request_logprob(const basalt_request* request, size_t index, int32_t* out_token,
+                                     float* out_logprob, int32_t* top_ids, float* top_logprobs, size_t capacity,
+                                     size_t* out_n_top) {
+    return guard([&] {
+        const Request& r = get(request);
+        std::lock_guard lock(r.mutex);
+        if (index >= r.logprobs.size()) {
+            fail(BASALT_ERR_NOT_FOUND, "log-probability {} does not exist (the request has {}{})", index,
+                 r.logprobs.size(), r.spec.logprobs ? "" : "; it was submitted without BASALT_REQUEST_LOGPROBS");
+        }
+        const basalt::engine::TokenLogprob& lp = r.logprobs[index];
+        if (out_token != nullptr) *out_token = lp.token;
+        if (out_logprob != nullptr) *out_logprob = lp.logprob;
+        const size_t n = std::min(capacity, lp.top.size());
+        for (size_t i = 0; i < n; ++i) {
+            if (top_ids != nullptr) top_ids[i] = lp.top[i].first;
+            if (top_logprobs != nullptr) top_logprobs[i] = lp.top[i].second;
+        }
+        if (out_n_top != nullptr) *out_n_top = lp.top.size();
     });
 }
 

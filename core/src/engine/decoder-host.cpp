@@ -23,11 +23,56 @@ basalt_status call(Fn&& fn) noexcept {
     return st;
 }
 
+// The chosen token's log-probability under the raw row (log-softmax in double, before any sampler) and the
+// n_top most likely tokens of the row, for Engine::emit to attach to the token it emits next.
+void record_logprob(Request& r, const float* logits, int32_t token) {
+    const size_t nv = r.engine->n_vocab();
+    if (token < 0 || static_cast<size_t>(token) >= nv) return;  // emit refuses it
+    // NaN counts as -inf (probability 0), so the order below stays a strict weak order.
+    auto value = [&](size_t v) { return std::isnan(logits[v]) ? -double{INFINITY} : double{logits[v]}; };
+    double max_logit = -INFINITY;
+    for (size_t v = 0; v < nv; ++v) max_logit = std::max(max_logit, value(v));
+    double sum = 0;
+    for (size_t v = 0; v < nv; ++v) sum += std::exp(value(v) - max_logit);
+    const double log_z = max_logit + std::log(sum);
+    TokenLogprob& lp = r.pending_logprob;
+    lp.token = token;
+    lp.logprob = static_cast<float>(value(static_cast<size_t>(token)) - log_z);
+    lp.top.clear();
+    const auto n_top = static_cast<size_t>(std::min<int64_t>(r.spec.n_top_logprobs, static_cast<int64_t>(nv)));
+    if (n_top > 0) {
+        // A min-heap of the n_top best (ties: the lower id first, as a stable sort of the row would give).
+        auto better = [&](int32_t a, int32_t b) {
+            const double va = value(static_cast<size_t>(a)), vb = value(static_cast<size_t>(b));
+            return va > vb || (va == vb && a < b);
+        };
+        std::vector<int32_t> heap;
+        heap.reserve(n_top + 1);
+        for (size_t v = 0; v < nv; ++v) {
+            const auto id = static_cast<int32_t>(v);
+            if (heap.size() < n_top) {
+                heap.push_back(id);
+                std::push_heap(heap.begin(), heap.end(), better);
+            } else if (better(id, heap.front())) {
+                std::pop_heap(heap.begin(), heap.end(), better);
+                heap.back() = id;
+                std::push_heap(heap.begin(), heap.end(), better);
+            }
+        }
+        std::sort(heap.begin(), heap.end(), better);
+        lp.top.reserve(n_top);
+        for (const int32_t id : heap)
+            lp.top.emplace_back(id, static_cast<float>(value(static_cast<size_t>(id)) - log_z));
+    }
+    r.has_pending_logprob = true;
+}
+
 basalt_status host_sample(void* ctx, int32_t seq, const float* logits, int32_t* out_token) {
     return call([&] {
         Request& r = req(ctx);
         if (logits == nullptr || out_token == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "sample: NULL argument");
         rethrow_if_failed(basalt_sampler_chain_sample(r.engine->chain(r, seq), logits, r.engine->n_vocab(), out_token));
+        if (r.spec.logprobs) record_logprob(r, logits, *out_token);
     });
 }
 

@@ -238,6 +238,10 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
             r.finish_pending = BASALT_FINISH_STOP;
             return BASALT_ERR_CANCELLED;
         }
+        if (r.spec.logprobs && (!r.has_pending_logprob || r.pending_logprob.token != token)) {
+            fail(BASALT_ERR_PLUGIN, "decoder '{}' emitted token {} without sampling it: no log-probability to record",
+                 r.spec.decoder, token);
+        }
         const std::string released = r.text.push(has_text_ ? model_.tok().token_to_piece(token, false) : "");
         const auto now = Clock::now();
         {
@@ -245,6 +249,10 @@ basalt_status Engine::emit(Request& r, int32_t hypothesis, const int32_t* tokens
             r.unread_tokens.push_back(token);
             r.new_tokens.push_back(token);
             r.hypotheses[0].tokens.push_back(token);
+            if (r.spec.logprobs) {
+                r.logprobs.push_back(std::move(r.pending_logprob));
+                r.has_pending_logprob = false;
+            }
             r.unread_text += released;
             r.new_text += released;
             if (!r.has_first) {
@@ -353,6 +361,16 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     // llama.cpp's generation loop and Hugging Face's input_ids; sequences forked later inherit it with the chain.
     for (const int32_t t : r->spec.prompt) rethrow_if_failed(basalt_sampler_chain_accept(chain0, t));
 
+    if (r->spec.logprobs && r->spec.decoder != "sample") {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "log-probabilities are recorded for decoder 'sample' only (each token drawn from one logits row), "
+             "not for decoder '{}'",
+             r->spec.decoder);
+    }
+    if (r->spec.n_top_logprobs < 0 || r->spec.n_top_logprobs > kMaxTopLogprobs) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "n_top_logprobs {} is out of range (0..{})", r->spec.n_top_logprobs,
+             kMaxTopLogprobs);
+    }
     r->info = create_decoder(runtime_, r->spec.decoder, r->spec.decoder_params, r->dec, r->dec_instance);
     if (r->info.n_models > 1 && !sessions_[1]) {
         fail(BASALT_ERR_INVALID_ARGUMENT,

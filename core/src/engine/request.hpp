@@ -37,6 +37,18 @@ struct RequestSpec {
     std::vector<std::string> steer;  // steering specs "FILE[:SCALE[:A-B]]" (the vectors sum)
     basalt_request_callback callback = nullptr;
     void* user_data = nullptr;
+    bool logprobs = false;       // record each emitted token's log-probability (decoder 'sample' only)
+    int32_t n_top_logprobs = 0;  // and this many most likely alternatives (0..kMaxTopLogprobs)
+};
+
+constexpr int32_t kMaxTopLogprobs = 20;
+
+// One emitted token's log-probability under the model's raw distribution (log-softmax of the logits row it was
+// drawn from, before any sampler), and the n_top most likely tokens of that row, most likely first.
+struct TokenLogprob {
+    int32_t token = -1;
+    float logprob = 0.f;
+    std::vector<std::pair<int32_t, float>> top;
 };
 
 // One output of a request's decoder: hypothesis 0 is the streamed output, 1.. the n-best alternatives.
@@ -74,6 +86,8 @@ struct Request {
     int32_t done = BASALT_FINISH_NONE;            // finished (published as `finish` once its output is delivered)
     TextStream text{};
     Clock::time_point last_token{};
+    TokenLogprob pending_logprob;  // with spec.logprobs: the last sampled row's figures, taken by emit
+    bool has_pending_logprob = false;
 
     // ---- shared state, under mutex ----
     mutable std::mutex mutex;
@@ -91,6 +105,7 @@ struct Request {
     uint64_t generated_tokens = 0;  // written by the loop thread only (under mutex), so it reads it without one
     std::vector<double> itl_ms;
     std::vector<Hypothesis> hypotheses;                        // grows as the decoder emits them
+    std::vector<TokenLogprob> logprobs;                        // with spec.logprobs: one per token of hypothesis 0
     std::deque<std::pair<std::string, double>> decoder_stats;  // deque: names stay put (borrowed by the C API)
     std::atomic<bool> cancel{false};
     bool in_callback = false;  // the loop thread is inside this request's callback

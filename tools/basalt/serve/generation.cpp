@@ -1,5 +1,6 @@
 // A generation exchange: one HTTP request's choices submitted to the engine, their output streamed as Server-Sent
 // Events or collected into one response, with usage counts, the request timeout and cancel on disconnect.
+#include <algorithm>
 #include <ctime>
 #include <mutex>
 
@@ -58,6 +59,7 @@ class Job {
     size_t tokens = 0;
     int32_t finish = BASALT_FINISH_NONE;
     bool done = false;
+    size_t text_offset = 0;  // logprobs: bytes of the token pieces reported so far (completions' text_offset)
 
   private:
     std::mutex mu_;
@@ -93,6 +95,65 @@ const char* openai_finish(int32_t reason) {
         default:
             return nullptr;
     }
+}
+
+// The text of one token as the vocabulary renders it in output (control tokens render empty).
+std::string piece(const basalt_model* model, int32_t token) {
+    char buf[256];
+    size_t len = 0;
+    if (basalt_token_to_piece(model, token, 0, buf, sizeof(buf), &len) == BASALT_OK) return std::string(buf, len);
+    std::string big(len + 1, '\0');
+    if (basalt_token_to_piece(model, token, 0, big.data(), big.size(), &len) != BASALT_OK) return {};
+    big.resize(len);
+    return big;
+}
+
+json byte_list(const std::string& s) {
+    json b = json::array();
+    for (const char c : s) b.push_back(static_cast<unsigned char>(c));
+    return b;
+}
+
+// The log-probabilities of a job's tokens [from, to) in the endpoint's format: chat's choices[].logprobs
+// {"content": [{token, logprob, bytes, top_logprobs}]}, or the legacy completions object {tokens, token_logprobs,
+// top_logprobs (dicts, the chosen token included), text_offset}. Token strings with invalid UTF-8 are replaced when
+// dumped; "bytes" carries them exactly.
+json logprobs_json(const basalt_model* model, Job& j, size_t from, size_t to, bool chat) {
+    json content = json::array(), tokens = json::array(), token_lps = json::array(), tops = json::array(),
+         offsets = json::array();
+    int32_t ids[20];
+    float lps[20];
+    for (size_t i = from; i < to; ++i) {
+        int32_t token = -1;
+        float lp = 0.f;
+        size_t n_top = 0;
+        if (basalt_request_logprob(j.request, i, &token, &lp, ids, lps, 20, &n_top) != BASALT_OK) break;
+        n_top = std::min<size_t>(n_top, 20);
+        const std::string text = piece(model, token);
+        if (chat) {
+            json top = json::array();
+            for (size_t k = 0; k < n_top; ++k) {
+                const std::string t = piece(model, ids[k]);
+                top.push_back(json{{"token", t}, {"logprob", lps[k]}, {"bytes", byte_list(t)}});
+            }
+            content.push_back(
+                json{{"token", text}, {"logprob", lp}, {"bytes", byte_list(text)}, {"top_logprobs", std::move(top)}});
+        } else {
+            json top = json::object();
+            for (size_t k = 0; k < n_top; ++k) top[piece(model, ids[k])] = lps[k];
+            if (!top.contains(text)) top[text] = lp;
+            tokens.push_back(text);
+            token_lps.push_back(lp);
+            tops.push_back(std::move(top));
+            offsets.push_back(j.text_offset);
+        }
+        j.text_offset += text.size();
+    }
+    if (chat) return json{{"content", std::move(content)}};
+    return json{{"tokens", std::move(tokens)},
+                {"token_logprobs", std::move(token_lps)},
+                {"top_logprobs", std::move(tops)},
+                {"text_offset", std::move(offsets)}};
 }
 
 class Exchange : public std::enable_shared_from_this<Exchange> {
@@ -194,6 +255,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
             int32_t reason = BASALT_FINISH_NONE;
             j.take(text, n, reason);
             j.text += text;
+            const size_t first_token = j.tokens;
             j.tokens += n;
             if (reason != BASALT_FINISH_NONE) {
                 j.done = true;
@@ -208,7 +270,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                     } else {
                         c["text"] = text;
                     }
-                    c["logprobs"] = nullptr;
+                    c["logprobs"] = g_.logprobs >= 0 && n > 0
+                                        ? logprobs_json(server_.model(), j, first_token, j.tokens, g_.chat)
+                                        : json(nullptr);
                     c["finish_reason"] = fr == nullptr ? json(nullptr) : json(fr);
                     choices.push_back(std::move(c));
                 }
@@ -302,13 +366,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         }
         json choices = json::array();
         for (size_t i = 0; i < jobs_.size(); ++i) {
-            const Job& j = *jobs_[i];
+            Job& j = *jobs_[i];
             json c = {{"index", i}};
             if (g_.chat)
                 c["message"] = {{"role", "assistant"}, {"content", j.text}};
             else
                 c["text"] = j.text;
-            c["logprobs"] = nullptr;
+            j.text_offset = 0;
+            c["logprobs"] = g_.logprobs >= 0 ? logprobs_json(server_.model(), j, 0, j.tokens, g_.chat) : json(nullptr);
             const char* fr = openai_finish(j.finish);
             c["finish_reason"] = fr == nullptr ? json(nullptr) : json(fr);
             json figures = json::object();

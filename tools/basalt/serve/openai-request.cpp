@@ -96,21 +96,26 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
         if (!g.stream) bad("stream_options", "'stream_options' is only allowed with 'stream': true");
     }
     if (present(body, "user")) g.user = string_field(body, "user");
-    // Logprobs: the engine does not expose per-token probabilities yet; refused rather than answered with nulls.
-    if (present(body, "logprobs")) {
-        const json& v = body["logprobs"];
-        const bool wanted = v.is_boolean() ? v.get<bool>() : v.is_number_integer() ? v.get<int64_t>() != 0 : true;
-        if (!v.is_boolean() && !v.is_number_integer())
-            bad("logprobs", "'logprobs' must be a boolean (chat) or an integer (completions), not " + v.dump());
-        if (wanted)
-            throw ApiError(400,
-                           "'logprobs' is not supported by this server yet (the engine does not report per-token "
-                           "probabilities)",
-                           "logprobs", "invalid_request_error", "unsupported_parameter");
+    // Log-probabilities. Chat: logprobs true/false and top_logprobs 0..20 (only with logprobs). Completions (legacy):
+    // logprobs N, the alternatives per token (0..20; OpenAI allows up to 5).
+    if (g.chat) {
+        const bool wanted = present(body, "logprobs") && boolean(body, "logprobs");
+        if (present(body, "top_logprobs")) {
+            const int64_t top = integer_in(body, "top_logprobs", 0, 20);
+            if (!wanted) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+            g.logprobs = static_cast<int>(top);
+        } else if (wanted) {
+            g.logprobs = 0;
+        }
+    } else {
+        if (present(body, "top_logprobs"))
+            bad("top_logprobs", "'top_logprobs' is a chat completions field; /v1/completions takes 'logprobs': N");
+        if (present(body, "logprobs")) g.logprobs = static_cast<int>(integer_in(body, "logprobs", 0, 20));
     }
-    if (present(body, "top_logprobs") && integer_in(body, "top_logprobs", 0, 20) > 0)
-        throw ApiError(400, "'top_logprobs' is not supported by this server yet", "top_logprobs",
-                       "invalid_request_error", "unsupported_parameter");
+    if (g.logprobs >= 0) {
+        spec.flags |= BASALT_REQUEST_LOGPROBS;
+        spec.n_top_logprobs = g.logprobs;
+    }
 
     int64_t max_tokens = default_max_tokens;
     const char* max_key = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
@@ -129,6 +134,12 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
     }
     if (present(body, "seed")) spec.seed = integer_in(body, "seed", 0, INT64_MAX);
     if (present(body, "decoder")) spec.decoder = string_field(body, "decoder");
+    if (g.logprobs >= 0 && !spec.decoder.empty() && spec.decoder != "sample" && spec.decoder.rfind("sample:", 0) != 0)
+        throw ApiError(400,
+                       "log-probabilities are reported for decoder 'sample' only (each token drawn from one logits "
+                       "row), not for decoder '" +
+                           spec.decoder + "'",
+                       "logprobs", "invalid_request_error", "unsupported_parameter");
     if (present(body, "cache_salt")) spec.cache_salt = string_field(body, "cache_salt");
     if (present(body, "steer")) {
         if (auto why = cli::read_string_or_list(body["steer"], "steer",

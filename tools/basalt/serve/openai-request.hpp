@@ -48,6 +48,7 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     int n = 1;
+    int logprobs = -1;  // -1: no log-probabilities; else each token's and this many alternatives (0..20)
     std::vector<cli::RequestSpec> prompts;  // one per prompt (completions may send several); engine params set
     std::string user;
 };
