@@ -278,7 +278,7 @@ void run_attention(NodeCtx& c) {
                 if (slot < 0 || (causal && p > pos)) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
                 if (shift > 0 && p < sinks) w.sink_pairs.push_back(n);
-                w.positions[static_cast<size_t>(n)] = static_cast<int32_t>(p);
+                if (bias != nullptr) w.positions[static_cast<size_t>(n)] = static_cast<int32_t>(p);
                 const auto ni = static_cast<size_t>(n);
                 if (p >= open) {  // in the residual window: F32 rows
                     const int64_t rr = rbase + p % R;
@@ -290,11 +290,7 @@ void run_attention(NodeCtx& c) {
                 const uint8_t* kr;
                 if (k_deq) {
                     float* d = w.k_deq.data() + ni * static_cast<size_t>(s.hd_k);
-                    if (kc.type == BASALT_DTYPE_F32) {
-                        std::memcpy(d, kc.row(slot) + 4 * kvh * s.hd_k, static_cast<size_t>(4 * s.hd_k));
-                    } else {
-                        dequantize_cache_row(kc, slot, kvh, s.hd_k, d);
-                    }
+                    dequantize_cache_row(kc, slot, kvh, s.hd_k, d);  // never F32: deq_side
                     kr = reinterpret_cast<const uint8_t*>(d);
                 } else {
                     kr = (flat_k ? kc.data + slot * kc.nb[1] : kc.row(slot)) + koff;
@@ -303,11 +299,7 @@ void run_attention(NodeCtx& c) {
                 k_rows[ni] = kr;
                 if (v_deq) {
                     float* d = w.v_deq.data() + ni * static_cast<size_t>(s.hd_v);
-                    if (vc.type == BASALT_DTYPE_F32) {
-                        std::memcpy(d, vc.row(slot) + 4 * kvh * s.hd_v, static_cast<size_t>(4 * s.hd_v));
-                    } else {
-                        dequantize_cache_row(vc, slot, kvh, s.hd_v, d);
-                    }
+                    dequantize_cache_row(vc, slot, kvh, s.hd_v, d);  // never F32: deq_side
                     v_rows[ni] = reinterpret_cast<const uint8_t*>(d);
                 } else {
                     v_rows[ni] = (flat_v ? vc.data + slot * vc.nb[1] : vc.row(slot)) + voff;
@@ -328,20 +320,24 @@ void run_attention(NodeCtx& c) {
             }
             if (!w.sink_pairs.empty()) {  // the sinks' scores at their cache positions (see cache_positions)
                 w.q_shifted.resize(static_cast<size_t>(nh * s.hd_k));
-                for (int j = 0; j < nh; ++j) {
-                    float* qs = w.q_shifted.data() + j * s.hd_k;
-                    const float* x = q[j];
-                    for (int64_t i = 0; i < rot_half; ++i) {
-                        const double theta =
-                            static_cast<double>(shift) * rot_scale * std::pow(rot_base, -2.0 * i / (2.0 * rot_half));
-                        const auto co = static_cast<float>(std::cos(theta));
-                        const auto si = static_cast<float>(std::sin(theta));
-                        const int64_t a = neox ? i : 2 * i;
-                        const int64_t b = neox ? i + rot_half : 2 * i + 1;
+                // One angle per rotated pair, shared by every head of the task (same floats as per head).
+                for (int64_t i = 0; i < rot_half; ++i) {
+                    const double theta =
+                        static_cast<double>(shift) * rot_scale * std::pow(rot_base, -2.0 * i / (2.0 * rot_half));
+                    const auto co = static_cast<float>(std::cos(theta));
+                    const auto si = static_cast<float>(std::sin(theta));
+                    const int64_t a = neox ? i : 2 * i;
+                    const int64_t b = neox ? i + rot_half : 2 * i + 1;
+                    for (int j = 0; j < nh; ++j) {
+                        float* qs = w.q_shifted.data() + j * s.hd_k;
+                        const float* x = q[j];
                         qs[a] = x[a] * co + x[b] * si;
                         qs[b] = x[b] * co - x[a] * si;
                     }
-                    for (int64_t d = 2 * rot_half; d < s.hd_k; ++d) qs[d] = x[d];
+                }
+                for (int j = 0; j < nh; ++j) {
+                    float* qs = w.q_shifted.data() + j * s.hd_k;
+                    for (int64_t d = 2 * rot_half; d < s.hd_k; ++d) qs[d] = q[j][d];
                 }
                 for (const int64_t i : w.sink_pairs) {
                     for (int j = 0; j < nh; ++j) {

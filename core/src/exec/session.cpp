@@ -245,6 +245,18 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
             fail(BASALT_ERR_UNSUPPORTED, "a KV residual window does not compose with capped sliding-window storage");
         }
         if (layout_.stream_window != 0) check_streaming();
+        // Attention at cache positions (streaming), the K/V residual window and encoder-decoder attention (not
+        // causal, position bias) are ATTENTION parameters of ABI 1.4 that a backend built for 1.3 would ignore.
+        const char* needs_1_4 = layout_.stream_window != 0 ? "a streaming KV cache (attention at cache positions)"
+                                : residual_ != 0           ? "a KV residual window"
+                                : hp.encoder_decoder       ? "an encoder-decoder model (non-causal attention)"
+                                                           : nullptr;
+        if (needs_1_4 != nullptr && backend_component_->plugin_abi_major == 1 &&
+            backend_component_->plugin_abi_minor < 4) {
+            fail(BASALT_ERR_UNSUPPORTED,
+                 "{} needs attention parameters of ABI 1.4, but backend '{}' was built for ABI {}.{}", needs_1_4,
+                 config.backend, backend_component_->plugin_abi_major, backend_component_->plugin_abi_minor);
+        }
         // Sliding-window layers in the manager's capped storage when it has one (the layout says how many rows).
         n_window_slots_ = layout_.n_window_slots;
         window_storage_.assign(n_cache_layers, 0);
@@ -327,7 +339,7 @@ Session::~Session() {
 void Session::check_streaming() {
     const ModelHparams& hp = model_.hparams;
     // Cache positions come from rotating keys (RoPE): learned or absent position embeddings cannot be shifted.
-    if (hp.arch == "gpt2" || hp.arch == "t5") {
+    if (hp.n_rot == 0) {
         fail(BASALT_ERR_UNSUPPORTED,
              "KV cache manager '{}' streams (attention sinks + window) and needs rotary positions, but {} has none",
              config_.kv_cache, hp.arch);
@@ -341,14 +353,6 @@ void Session::check_streaming() {
     if (layout_.stream_window + layout_.stream_sinks > n_ctx_) {
         fail(BASALT_ERR_PLUGIN, "KV cache manager '{}' streams {} sinks + a window of {}, more than the {} slots",
              config_.kv_cache, layout_.stream_sinks, layout_.stream_window, n_ctx_);
-    }
-    // A backend built for ABI 1.3 would ignore ATTENTION's ip[2] and score the sinks at their old positions.
-    if (backend_component_->plugin_abi_major == 1 && backend_component_->plugin_abi_minor < 4) {
-        fail(BASALT_ERR_UNSUPPORTED,
-             "KV cache manager '{}' streams, which needs attention at cache positions (ABI 1.4), but backend '{}' "
-             "was built for ABI {}.{}",
-             config_.kv_cache, config_.backend, backend_component_->plugin_abi_major,
-             backend_component_->plugin_abi_minor);
     }
     // The manager's ring holds one batch of stream_batch tokens per sequence: split larger ones.
     if (layout_.stream_batch != 0) n_batch_ = std::min(n_batch_, layout_.stream_batch);
@@ -1130,10 +1134,6 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
 uint32_t Session::cache_layers() const {
     const ModelHparams& hp = model_.hparams;
     return hp.encoder_decoder ? hp.n_layer_dec : hp.n_layer;
-}
-
-bool Session::encoder_decoder() const {
-    return model_.hparams.encoder_decoder;
 }
 
 uint32_t Session::seq_source_length(int32_t seq) const {

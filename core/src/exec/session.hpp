@@ -56,17 +56,15 @@ class Session {
     uint32_t seq_source_length(int32_t seq) const;
     // Cross-attention rows still free (encoder-decoder models; 0 otherwise).
     size_t free_source_rows() const { return cross_free_.size(); }
-    bool encoder_decoder() const;
     // Logits of output row `row` (batch rows with want_logits, in batch order) of the last decode.
     const float* logits(size_t row) const;
     size_t n_outputs() const { return n_out_; }
     size_t n_vocab() const;
     uint32_t n_ctx() const { return n_ctx_; }
     // Streaming cache (the manager's layout has stream_window != 0, e.g. kv_cache 'sink'): sequences may grow past
-    // n_ctx (the manager evicts), each query sees stream_sinks() first positions and its last stream_window().
+    // n_ctx (the manager evicts), each query sees the layout's stream_sinks first positions and its last
+    // stream_window.
     bool streaming() const { return layout_.stream_window != 0; }
-    uint32_t stream_sinks() const { return layout_.stream_sinks; }
-    uint32_t stream_window() const { return layout_.stream_window; }
     size_t n_embd() const;
     uint32_t seq_length(int32_t seq) const;
 
@@ -103,7 +101,6 @@ class Session {
     void set_moe_stats(bool on);
     bool moe_stats_on() const { return moe_stats_; }
     const std::vector<MoeLayerStats>& moe_stats() const { return moe_stats_data_; }
-    const MoeRouter& moe_router() const { return moe_router_; }
     // Tokens per block of the cache manager's layout.
     uint32_t block_size() const { return layout_.block_size; }
     // Slots the manager still has free (its free_slots entry), or n_ctx minus the tokens held when it has none.

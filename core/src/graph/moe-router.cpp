@@ -47,11 +47,6 @@ MoeRouter MoeRouter::parse(const std::string& spec) {
     return r;
 }
 
-std::string MoeRouter::spec() const {
-    if (!capacity) return "dropless";
-    return fmt::format("capacity:factor={},overflow={}", factor, reroute ? "reroute" : "drop");
-}
-
 int32_t MoeRouter::expert_capacity(int64_t tokens, int64_t k, int64_t n_expert) const {
     const double c = std::ceil(factor * static_cast<double>(tokens) * static_cast<double>(k) /
                                static_cast<double>(std::max<int64_t>(1, n_expert)));

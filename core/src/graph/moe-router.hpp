@@ -16,8 +16,6 @@ struct MoeRouter {
     // Parses "dropless" or "capacity:factor=C,overflow=drop|reroute" (both keys optional: factor 1, drop); ""
     // means dropless. Throws Error(INVALID_ARGUMENT) naming the spec and what is wrong in it.
     static MoeRouter parse(const std::string& spec);
-    // The spec in canonical form ("dropless", "capacity:factor=1.25,overflow=reroute").
-    std::string spec() const;
     // Assignments one expert may take in a pass of `tokens` rows: ceil(factor * tokens * k / n_expert), at least 1.
     int32_t expert_capacity(int64_t tokens, int64_t k, int64_t n_expert) const;
 };

@@ -13,11 +13,10 @@ namespace basalt::serve {
 // posts the exchange's pump to the connection's strand.
 class Job {
   public:
-    Job(Server& server, cli::RequestSpec request_spec) : server_(server), spec(std::move(request_spec)) {
-        server_.register_job(this);
-    }
+    Job(Server& server, cli::RequestSpec request_spec) : server_(server), spec(std::move(request_spec)) {}
     ~Job() {
-        // Waits for a callback in progress; none starts after this (so notify's captures stay valid while used).
+        // basalt_request_free waits for a callback in progress; none starts after it (so notify's captures stay
+        // valid while used). Unregistering a job never registered (a failed submit) is harmless.
         server_.unregister_job(this);
         basalt_request_free(request);
         server_.release_one();
@@ -198,6 +197,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 server_.send_error(http_, endpoint_, ApiError(400, why, "prompt"));
                 return;
             }
+            // Registered only once `request` is written, so the shutdown path never reads it while it changes.
+            server_.register_job(&j);
         }
         std::weak_ptr<Exchange> w = self_;
         http_->on_disconnect([w] {
