@@ -1,0 +1,287 @@
+"""The engine: the generation loop with its queue, continuous batching and decoders (Engine), and what a decoder
+needs of one (decoder_requirements).
+"""
+import atexit
+import ctypes
+import os
+import threading
+import weakref
+from ctypes import POINTER, byref, c_char_p, c_size_t, c_void_p
+
+from . import _capi
+from ._components import _kv_types, _set_components
+from ._convert import _i32, _ids, _text_bytes, _u32
+from ._dispatch import _Callback, _Dispatch
+from ._lifetime import _Owned
+from .errors import _check
+from .request import Request
+from .runtime import Runtime
+from .samplers import SamplerChain
+from .session import _moe_stats
+
+
+_live_engines = weakref.WeakSet()
+
+
+@atexit.register
+def _close_engines():
+    # At exit, before module teardown: an engine's own thread may call Python (callbacks, Python samplers) and
+    # must be stopped while the interpreter is whole. Requests finish as cancelled.
+    for e in list(_live_engines):
+        try:
+            e.close()
+        except Exception:  # noqa: BLE001 -- best effort at exit
+            pass
+
+
+class Engine(_Owned):
+    """The generation loop (basalt_engine_*): a FIFO queue of requests and continuous batching. Each step packs
+    the work of every running request (decode tokens first, then prefill chunks) into one ragged batch per
+    model under a token budget; a request is admitted when a sequence and its worst-case KV room are free.
+
+        engine = basalt.Engine(rt, model, parallel=4)
+        a = engine.submit("Once upon a time", max_tokens=32, samplers="top_k:40;temp:0.7;dist:seed=1")
+        b = engine.submit("The cat", max_tokens=32, stop=["."])
+        for piece in a:                    # streams a's text; stepping the engine also advances b
+            print(piece, end="", flush=True)
+        print(b.text(), b.finish_reason, b.stats()["tokens_per_s"])
+
+    ctx: positions one request may hold (0: the model's training context, at most 4096); parallel: requests
+    running at once; seq_max: cache sequences (0: parallel; beams need more); kv_slots: KV slots shared by all
+    sequences (0: ctx x seq_max); max_batch_tokens: token budget of a step (0: 512); prefill_chunk: longest
+    prefill piece per step (0: whole prompts); threads: backend threads (0: its default); backend, kv_cache:
+    component names (None: "cpu", "paged"; kv_cache may carry parameters: "sink:n_sink=4,window=252"); device,
+    backend_params, kv_params: as for Session; second_model: a draft or amateur Model with the same vocabulary,
+    for decoders that need one. prefix_cache=False: prompts never reuse the K/V cached by earlier requests (by
+    default the longest cached chain of full blocks with the same tokens and cache_salt is reused;
+    stats()["cached_tokens"] counts it). moe_router: MoE routing of every batch, "dropless" (None) or
+    "capacity:factor=C,overflow=drop|reroute" (docs/moe.md); moe_stats=True: collect the routing statistics per
+    layer (moe_stats()).
+
+    own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
+    own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
+    Callbacks and Python samplers then run on that thread.
+
+    The engine keeps its runtime and models alive; closing one of them closes the engine first. close() (also
+    on `with` exit, at garbage collection and at interpreter exit) cancels the unfinished requests, which stay
+    readable (finish_reason "cancelled"), and stops the engine's thread. step(), run() and close() are not
+    concurrent with each other (a lock orders them); submit() may be called from any thread."""
+
+    def __init__(self, runtime, model, *, second_model=None, ctx=0, parallel=1, seq_max=0, kv_slots=0,
+                 max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
+                 device=None, backend_params=None, kv_params=None, prefix_cache=True, moe_router=None,
+                 moe_stats=False, k_type=None, v_type=None, kv_residual=None):
+        kv_params = _kv_types(kv_params, k_type, v_type, kv_residual)
+        self._lib = _capi.lib()
+        self._runtime = runtime
+        self._model = model
+        self._second_model = second_model
+        self.own_thread = bool(own_thread)
+        p = _capi.EngineParams()
+        p.struct_size = ctypes.sizeof(p)
+        p.flags = ((_capi.ENGINE_OWN_THREAD if own_thread else 0) |
+                   (0 if prefix_cache else _capi.ENGINE_NO_PREFIX_CACHE) |
+                   (_capi.ENGINE_MOE_STATS if moe_stats else 0))
+        p.n_ctx = _u32("ctx", ctx)
+        p.n_parallel = _u32("parallel", parallel)
+        p.n_seq_max = _u32("seq_max", seq_max)
+        p.n_kv_slots = _u32("kv_slots", kv_slots)
+        p.max_batch_tokens = _u32("max_batch_tokens", max_batch_tokens)
+        p.prefill_chunk = _u32("prefill_chunk", prefill_chunk)
+        p.n_threads = _u32("threads", threads)
+        keep = []  # the ctypes arrays must live until basalt_engine_create returns
+        _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
+        p.second_model = second_model._h if second_model is not None else None
+        if moe_router is not None:
+            p.moe_router = moe_router.encode()
+        handle = c_void_p()
+        _check(self._lib.basalt_engine_create(runtime._h, model._h, byref(p), byref(handle)))
+        self._dispatch = _Dispatch()
+        self._lock = threading.Lock()  # step/run/close: the C API allows one at a time
+        lock, destroy, inside = self._lock, self._lib.basalt_engine_destroy, self._dispatch.inside
+
+        def free(h):
+            with lock:
+                destroy(h)
+
+        def check(get_ident=threading.get_ident):
+            if get_ident() in inside:
+                raise RuntimeError("an Engine cannot be closed from inside its own step (a request callback)")
+
+        self._own(handle, free, [runtime, model, second_model], keep=self._dispatch, check=check)
+        _live_engines.add(self)
+
+    def submit(self, prompt=None, tokens=None, samplers="greedy", decoder=None, max_tokens=-1, seed=-1, stop=(),
+               stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False,
+               cache_salt=None, steer=None, source=None, source_tokens=None, logprobs=None):
+        """Queues a request and returns its Request; it starts when admission allows (FIFO).
+
+        prompt: text (str or UTF-8 bytes; tokenized with BOS as the vocabulary asks unless add_special=False;
+        parse_special: control-token text becomes the token) or tokens: the prompt as token ids. samplers: a
+        chain text ("top_k:40;temp:0.7;dist:seed=1") or a SamplerChain (its text is used). decoder:
+        "NAME[:key=value,...]" (None: "sample"). max_tokens: -1 until the context is full. seed: given to every
+        "dist" without a seed of its own (-1: none). stop: stop strings (the text ends before the first match);
+        stop_tokens: extra end-of-generation ids; ignore_eog: do not stop at the vocabulary's end tokens.
+        cache_salt: a str isolating this request's prefix-cache entries (requests share cached K/V only with the
+        same salt, e.g. one per tenant; None: the shared default). steer: activation steering, a spec
+        "FILE[:SCALE[:A-B]]" (a llama.cpp control-vector GGUF, scale default 1, layers A..B from 0) or a list of
+        them (the vectors sum); a file that does not fit the model raises BasaltError naming both figures.
+        Encoder-decoder models (t5): the prompt (text or tokens) is the source the encoder reads and the decoder
+        starts from the model's decoder start token; or give source (text) / source_tokens (ids) and the prompt,
+        if any, is the decoder's prefix (tokens as given, text after the start token).
+        logprobs: None, or N in 0..20: record each emitted token's log-probability under the model's raw
+        distribution (log-softmax of its logits row, before any sampler) and its N most likely alternatives (see
+        Request.logprobs()); decoder "sample" only.
+
+        callback(request, tokens, text, finish_reason) is called after each step that produced output for the
+        request (tokens: list of ids, text: str, finish_reason: None while running, the reason's name on the
+        last call), on the thread running the step; it may call the request's methods and submit(), not step(),
+        run() or close(). An exception it raises cancels the request and is re-raised once, by the next step()
+        or run() of the engine or the next read(), iteration, text(), tokens() or wait() of the request,
+        whichever comes first. Everything is checked here: a bad prompt, chain or decoder raises BasaltError
+        with the library's message."""
+        h = self._h
+        p = _capi.RequestParams()
+        p.struct_size = ctypes.sizeof(p)
+        p.flags = ((0 if add_special else _capi.REQUEST_NO_SPECIAL) |
+                   (_capi.REQUEST_PARSE_SPECIAL if parse_special else 0) |
+                   (_capi.REQUEST_IGNORE_EOG if ignore_eog else 0) |
+                   (_capi.REQUEST_LOGPROBS if logprobs is not None else 0))
+        if logprobs is not None:
+            if isinstance(logprobs, bool) or not isinstance(logprobs, int):
+                raise TypeError(f"submit: logprobs must be None or an int (alternatives per token), not {logprobs!r}")
+            p.n_top_logprobs = _i32("logprobs", logprobs)
+        keep = []  # borrowed by basalt_engine_submit for the call
+        if tokens is not None:
+            ids = _ids(tokens, "submit: tokens")
+            keep.append(ids)
+            p.tokens = ids
+            p.n_tokens = len(tokens)
+        elif prompt is not None:
+            data = _text_bytes(prompt, "submit: prompt")
+            keep.append(data)
+            p.prompt = data
+            p.prompt_len = len(data)
+        if source_tokens is not None:
+            src = _ids(source_tokens, "submit: source_tokens")
+            keep.append(src)
+            p.source_tokens = src
+            p.n_source_tokens = len(source_tokens)
+        elif source is not None:
+            data = _text_bytes(source, "submit: source") + b"\0"
+            keep.append(data)
+            p.source = data
+        if isinstance(samplers, SamplerChain):
+            samplers = samplers.spec
+        p.samplers = samplers.encode() if samplers is not None else None
+        p.decoder = decoder.encode() if decoder else None
+        if cache_salt is not None:
+            salt = _text_bytes(cache_salt, "submit: cache_salt")
+            keep.append(salt)
+            p.cache_salt = salt
+        if steer is not None:
+            if isinstance(steer, (str, bytes, os.PathLike)):
+                steer = [steer]
+            specs = [os.fsencode(s) for s in steer]
+            if specs:
+                arr = (c_char_p * len(specs))(*specs)
+                keep.extend([specs, arr])
+                p.steer = ctypes.cast(arr, POINTER(c_char_p))
+                p.n_steer = len(specs)
+        p.max_tokens = _i32("max_tokens", max_tokens)
+        seed = int(seed)
+        if not -0x8000000000000000 <= seed <= 0x7FFFFFFFFFFFFFFF:
+            raise ValueError(f"seed = {seed} is out of the int64 range")
+        p.seed = seed
+        if isinstance(stop, (str, bytes)):
+            stop = [stop]
+        stops = [s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in stop]
+        if stops:
+            arr = (c_char_p * len(stops))(*stops)
+            keep.extend([stops, arr])
+            p.stop = ctypes.cast(arr, POINTER(c_char_p))
+            p.n_stop = len(stops)
+        stop_tokens = list(stop_tokens)
+        if stop_tokens:
+            arr = _ids(stop_tokens, "submit: stop_tokens")
+            keep.append(arr)
+            p.stop_tokens = arr
+            p.n_stop_tokens = len(stop_tokens)
+        cb = key = None
+        if callback is not None:
+            cb = _Callback(callback, self._lib, self._dispatch)
+            key = next(self._dispatch.numbers)
+            self._dispatch.callbacks[key] = cb
+            p.callback = self._dispatch.fn
+            p.user_data = key
+        try:
+            out = c_void_p()
+            st = self._lib.basalt_engine_submit(h, byref(p), byref(out))
+            if st != _capi.OK:
+                self._dispatch.callbacks.pop(key, None)
+                _check(st)
+            return Request(self, out, cb, key)
+        finally:
+            if cb is not None:
+                cb.ready.set()
+
+    def _enter(self):
+        me = threading.get_ident()
+        if me in self._dispatch.inside:
+            raise RuntimeError("step() and run() cannot be called from inside the engine's step (a request callback)")
+        return me
+
+    def step(self):
+        """Runs one scheduler step (admission, one batched forward per model, the decoders); returns the number
+        of requests still queued or running. Only without own_thread. A failing decoder or sampler fails its
+        request only; a failing forward fails the requests of its batch and raises BasaltError."""
+        me = self._enter()
+        n = c_size_t()
+        with self._lock:
+            h = self._h
+            self._dispatch.inside.add(me)
+            try:
+                st = self._lib.basalt_engine_step(h, byref(n))
+            finally:
+                self._dispatch.inside.discard(me)
+        self._dispatch.raise_failed()
+        _check(st)
+        return n.value
+
+    def run(self):
+        """Steps until no request is queued or running (with own_thread: waits for that)."""
+        if not self.own_thread:
+            while self.step() > 0:
+                pass
+            return
+        self._enter()
+        with self._lock:
+            st = self._lib.basalt_engine_run(self._h)
+        self._dispatch.raise_failed()
+        _check(st)
+
+    def stats(self):
+        """Engine-wide counters: steps, queued, running, finished, prompt_tokens, generated_tokens,
+        batch_tokens_max, kv_slots, kv_slots_free, cached_tokens (prompt tokens reused from the prefix cache)."""
+        s = _capi.EngineStats()
+        s.struct_size = ctypes.sizeof(s)
+        _check(self._lib.basalt_engine_stats_get(self._h, byref(s)))
+        return {name: getattr(s, name) for name, _ in _capi.EngineStats._fields_[2:]}
+
+    def moe_stats(self):
+        """The main model's MoE routing statistics per layer as of the last step (the engine must be created with
+        moe_stats=True): a list of dicts as Session.moe_stats()."""
+        return _moe_stats(self._lib.basalt_engine_moe_stats, self._h, self._model.n_layer,
+                          self._model.n_expert)
+
+
+def decoder_requirements(runtime, decoder):
+    """What decoder ("NAME[:key=value,...]") needs for one request, as a dict: n_seq (cache sequences; an
+    Engine's seq_max must allow them), n_models (2: it needs the Engine's second_model) and n_outputs (n-best).
+    An unknown decoder or a refused parameter raises BasaltError naming it."""
+    if not isinstance(runtime, Runtime):
+        raise TypeError("decoder_requirements: runtime must be a basalt.Runtime")
+    n = _capi.DecoderNeeds()
+    n.struct_size = ctypes.sizeof(n)
+    _check(_capi.lib().basalt_decoder_requirements(runtime._h, _text_bytes(decoder or "sample", "decoder"), byref(n)))
+    return {"n_seq": n.n_seq, "n_models": n.n_models, "n_outputs": n.n_outputs}
