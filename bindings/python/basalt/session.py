@@ -143,7 +143,7 @@ class Session(_Owned):
 
     def seq_truncate(self, seq_id, n_keep):
         """Forgets positions >= n_keep of the sequence (e.g. rejected draft tokens)."""
-        _check(self._lib.basalt_session_seq_truncate(self._handle, seq_id, n_keep))
+        _check(self._lib.basalt_session_seq_truncate(self._h, seq_id, n_keep))
 
     def set_steering(self, seq_id, vectors):
         """Activation steering of sequence seq_id from the next decode on: vectors maps a layer (from 0) to its

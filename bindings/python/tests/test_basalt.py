@@ -198,6 +198,12 @@ class TestBasalt(unittest.TestCase):
                 with self.assertRaises(basalt.BasaltError):
                     all_rows.logits(len(prompt))
             self.assertEqual(s.seq_length(0), len(prompt))
+            # truncation forgets the last positions: decoding the last token again gives the same logits
+            s.seq_truncate(0, len(prompt) - 1)
+            self.assertEqual(s.seq_length(0), len(prompt) - 1)
+            s.decode([prompt[-1]])
+            self.assertEqual(s.seq_length(0), len(prompt))
+            self.assertLess(max(abs(a - b) for a, b in zip(s.logits(), row)), 1e-3)
 
     def test_generate_matches_the_command_line(self):
         # both go through the engine: byte-identical text
