@@ -322,6 +322,7 @@ TEST_CASE("greedy requests through the engine give llama.cpp's golden continuati
         const std::string file = run["model"].get<std::string>() + "-" + run["variant"].get<std::string>() + ".gguf";
         if (!std::filesystem::exists(dir + "models/" + file)) continue;  // golden logits of a variant not shipped
         CAPTURE(file);
+        if (!test::golden_runs(dir + "models/" + file)) continue;  // an architecture still to come: refused by name
         const auto prompt = run["prompt_tokens"].get<std::vector<int32_t>>();
         // Encoder-decoder (t5): the source goes to the encoder; the prompt is the teacher-forced decoder prefix.
         std::vector<int32_t> source;

@@ -279,7 +279,8 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
     for (const auto& entry : fs::directory_iterator(dir)) {
         const std::string name = entry.path().filename().string();
         if (entry.path().extension() != ".gguf") continue;
-        const bool t5 = name.rfind("tiny-t5", 0) == 0;  // encoder-decoder: a source is encoded first
+        const bool t5 = name.rfind("tiny-t5", 0) == 0;            // encoder-decoder: a source is encoded first
+        if (!test::golden_runs(entry.path().string())) continue;  // an architecture still to come: refused by name
         ++models;
         basalt_model* probe = nullptr;
         REQUIRE(basalt_model_load(nullptr, entry.path().string().c_str(), nullptr, &probe) == BASALT_OK);

@@ -3,10 +3,27 @@
 // are the list of what is required.
 #include "graph/arch.hpp"
 #include "graph/graph-builder.hpp"
+#include "support/error.hpp"
 
 namespace basalt {
+namespace {
+
+// A file that asks for math no builder implements is refused naming the key, never run without it.
+void refuse_unimplemented(const gguf::File& file, const ModelHparams& hp) {
+    const std::string key = hp.arch + ".rope.scaling.type";
+    if (const auto type = file.get_string(key); type && *type != "none") {
+        fail(BASALT_ERR_UNSUPPORTED, "{}: '{}' = '{}' is not implemented (RoPE scaling)", file.source(), key, *type);
+    }
+    if (file.tensor("rope_freqs.weight") != nullptr) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "{}: tensor 'rope_freqs.weight' (per-dimension RoPE frequency factors) is not implemented", file.source());
+    }
+}
+
+}  // namespace
 
 void check_runnable(const gguf::File& file, const ModelHparams& hp) {
+    refuse_unimplemented(file, hp);
     GraphBuilder g;
     const ModelWeights weights(file, nullptr, 0);
     ForwardContext c{g, hp, weights};

@@ -44,8 +44,11 @@ int32_t file_type_of(basalt_dtype type) {
 
 bool is_quantizable_weight(const std::string& name, uint32_t n_dims) {
     if (n_dims < 2 || n_dims > 3 || !ends_with(name, "weight")) return false;
+    // llama-quantize keeps these F32: norms, MoE routers, learned positions, relative-position biases, BERT's token
+    // types and the short convolutions of Gated DeltaNet / SSM layers.
     return !ends_with(name, "_norm.weight") && name.find("ffn_gate_inp.weight") == std::string::npos &&
-           name != "position_embd.weight" && name.find("attn_rel_b.weight") == std::string::npos;
+           name != "position_embd.weight" && name.find("attn_rel_b.weight") == std::string::npos &&
+           name != "token_types.weight" && name.find("ssm_conv1d.weight") == std::string::npos;
 }
 
 QuantizeReport quantize_model(const std::filesystem::path& in, const std::filesystem::path& out, basalt_dtype type) {
