@@ -238,7 +238,7 @@ TEST_CASE("chunked prefill: pieces of at most prefill_chunk within the budget, c
     CHECK(rows_of(next[0]) == std::vector<Row>{{a.r.get(), 0, 4, 4}, {b.r.get(), 0, 2, 2}});
 }
 
-TEST_CASE("decodes past the budget wait; finished and unplanned requests take nothing", "[scheduler]") {
+TEST_CASE("decodes past the budget wait, and finished or unplanned requests take nothing", "[scheduler]") {
     SchedulerLimits l = limits(4, 4, 1 << 20, 64, 1);
     l.max_batch_tokens = 2;
     const Scheduler s(l);
