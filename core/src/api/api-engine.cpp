@@ -51,28 +51,6 @@ const Request& get(const basalt_request* r) {
     return *r->r;
 }
 
-// The chain text with `seed` given to every "dist" entry that has none of its own.
-std::string seeded_chain(const std::string& text, int64_t seed) {
-    if (seed < 0) return text;
-    std::string out;
-    for (const basalt::SamplerSpec& s : basalt::parse_sampler_chain(text)) {
-        auto params = s.params;
-        if (s.name == "dist") {
-            const bool has = std::any_of(params.begin(), params.end(), [](const auto& kv) {
-                return kv.first == "seed" || kv.first == basalt::primary_key("dist");
-            });
-            if (!has) params.emplace_back("seed", std::to_string(seed));
-        }
-        if (!out.empty()) out += ';';
-        out += s.name;
-        for (size_t i = 0; i < params.size(); ++i) {
-            out += (i == 0 ? ':' : ',');
-            out += params[i].first + "=" + params[i].second;
-        }
-    }
-    return out;
-}
-
 std::vector<int32_t> prompt_tokens(const basalt_model& model, const basalt_request_params& p) {
     if (p.tokens != nullptr) return {p.tokens, p.tokens + p.n_tokens};
     if (p.prompt == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "the request has neither a prompt nor tokens");
@@ -184,7 +162,7 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
         } else {
             spec.prompt = prompt_tokens(e.model(), *params);
         }
-        spec.samplers = seeded_chain(params->samplers != nullptr ? params->samplers : "greedy", params->seed);
+        if (params->samplers != nullptr) spec.samplers = params->samplers;
         if (params->decoder != nullptr && params->decoder[0] != '\0') {
             basalt::SamplerSpec d = decoder_spec(params->decoder);
             spec.decoder = std::move(d.name);

@@ -71,8 +71,9 @@ basalt_status host_sample(void* ctx, int32_t seq, const float* logits, int32_t* 
     return call([&] {
         Request& r = req(ctx);
         if (logits == nullptr || out_token == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "sample: NULL argument");
-        rethrow_if_failed(basalt_sampler_chain_sample(r.engine->chain(r, seq), logits, r.engine->n_vocab(), out_token));
-        if (r.spec.logprobs) record_logprob(r, logits, *out_token);
+        const int32_t token = r.engine->chain(r, seq).sample(logits, r.engine->n_vocab());
+        *out_token = token;
+        if (r.spec.logprobs) record_logprob(r, logits, token);
     });
 }
 
@@ -81,7 +82,7 @@ basalt_status host_distribution(void* ctx, int32_t seq, int32_t model, const flo
         Request& r = req(ctx);
         r.engine->session(model);  // validates the model index
         if (logits == nullptr || probs == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "distribution: NULL argument");
-        basalt_sampler_chain* chain = r.engine->chain(r, seq);
+        SamplerChain& chain = r.engine->chain(r, seq);
         const size_t nv = r.engine->n_vocab();
         std::vector<basalt_token_data> d(nv);
         for (size_t v = 0; v < nv; ++v) d[v] = {static_cast<int32_t>(v), logits[v], 0.f};
@@ -91,9 +92,7 @@ basalt_status host_distribution(void* ctx, int32_t seq, int32_t model, const flo
         c.data = d.data();
         c.size = d.size();
         c.selected = -1;
-        const size_t n = basalt_sampler_chain_length(chain);
-        for (size_t i = 0; i + 1 < n; ++i)
-            rethrow_if_failed(basalt_sampler_apply(basalt_sampler_chain_get(chain, i), &c));
+        chain.apply_filters(c);
         std::fill(probs, probs + nv, 0.f);
         float max_logit = -INFINITY;
         for (size_t i = 0; i < c.size; ++i) max_logit = std::max(max_logit, c.data[i].logit);
@@ -114,7 +113,7 @@ basalt_status host_distribution(void* ctx, int32_t seq, int32_t model, const flo
 basalt_status host_accept(void* ctx, int32_t seq, int32_t token) {
     return call([&] {
         Request& r = req(ctx);
-        rethrow_if_failed(basalt_sampler_chain_accept(r.engine->chain(r, seq), token));
+        r.engine->chain(r, seq).accept(token);
     });
 }
 

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "engine/request.hpp"
+#include "engine/scheduler.hpp"
+#include "exec/sampler-chain-instance.hpp"
 #include "exec/session.hpp"
 #include "model/model.hpp"
 
@@ -76,25 +78,52 @@ class Engine {
     // Decoder host services (request-local sequences); throw Error.
     Session& session(int32_t model);
     int32_t session_seq(Request& r, int32_t model, int32_t seq) const;
-    basalt_sampler_chain* chain(Request& r, int32_t seq) const;
+    SamplerChain& chain(Request& r, int32_t seq) const;
     void fork(Request& r, int32_t model, int32_t src, int32_t dst);
     basalt_status emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n, float score);
     void set_stat(Request& r, const std::string& name, double value);
     bool is_eog(const Request& r, int32_t token) const;
 
   private:
-    bool admissible(const Request& r) const;
-    void admit(const std::shared_ptr<Request>& r);
+    // ---- setup (engine.cpp) ----
+    void resolve_limits(const EngineConfig& config);
+    void open_sessions(const EngineConfig& config);
+    // ---- submit (engine-submit.cpp): checks that throw before anything is queued ----
+    void check_tokens(RequestSpec& spec) const;
+    void check_chain_tokens(const SamplerChainSpec& chain) const;
+    void prepare_chain(Request& r);
+    void create_request_decoder(Request& r);
+    void enqueue(const std::shared_ptr<Request>& r);
+    // ---- scheduling (engine-schedule.cpp) ----
+    // Cancelled requests leave the queue; then FIFO admission while the head fits. Loop thread.
+    std::vector<std::shared_ptr<Request>> admit_queued(std::vector<std::shared_ptr<Request>>& touched);
+    void admit(Request& r);    // the sessions' side of an admission (salts, steering), timestamps
+    void release(Request& r);  // sequences and KV room back
+    // Finished requests leave running_ (release); they join touched.
+    void retire(std::vector<std::shared_ptr<Request>>& touched);
+    // ---- the decoder's lifecycle (engine-decode.cpp) ----
     bool start(Request& r);            // create the decoder, begin, first plan; false if it finished at once
     bool replan(Request& r);           // plan after consume; false when finished
+    bool check_plan(Request& r);       // every feed valid and within the context; else finishes r
     void attach_prefixes(Request& r);  // the first plan's prompt feeds reuse cached blocks
+    // Requests whose plan is complete consume their logits and plan again; they join touched.
+    void consume_ready(std::vector<std::shared_ptr<Request>>& touched);
     void finish(Request& r, int32_t reason, const std::string& error = {});
-    void release(Request& r);  // sequences and KV room back
+    // ---- the forward passes (engine-forward.cpp) ----
     // Encoder-decoder: the sources of the started requests in one ragged encoder batch (a failure fails them).
     void encode_sources(const std::vector<std::shared_ptr<Request>>& started,
                         std::vector<std::shared_ptr<Request>>& touched);
+    struct ForwardResult {
+        uint64_t step_tokens = 0, prefill_tokens = 0;
+        basalt_status status = BASALT_OK;
+        std::string error;
+    };
+    // One forward of model m over its rows of the step; the rows' logits go to their requests.
+    void forward(int m, const std::vector<StepRow>& rows, ForwardResult& result);
+    void collect_logits(int m, const std::vector<StepRow>& rows);
+    // ---- output (engine-output.cpp) ----
+    bool take_stop(Request& r, int32_t token, const std::string& piece);  // records one token; true: stop
     void deliver(const std::vector<std::shared_ptr<Request>>& touched);
-    uint64_t worst_case_slots(const Request& r) const;
     void loop();
 
     basalt_runtime& runtime_;
@@ -105,7 +134,6 @@ class Engine {
     uint32_t n_kv_slots_ = 0;
     uint32_t n_seq_max_ = 0;
     std::unique_ptr<Session> sessions_[2];
-    uint32_t block_size_ = 1;
     bool has_text_ = false;  // the model's vocabulary renders text (benchmark files have none)
 
     mutable std::mutex mutex_;  // queue_, counters, stopping_
@@ -113,9 +141,7 @@ class Engine {
     std::condition_variable idle_;
     std::deque<std::shared_ptr<Request>> queue_;
     std::vector<std::shared_ptr<Request>> running_;  // loop thread; its size is read under mutex_
-    std::vector<int32_t> free_seqs_[2];
-    uint64_t kv_reserved_ = 0;
-    uint64_t source_reserved_ = 0;  // encoder-decoder: source rows of admitted requests not yet encoded
+    Scheduler scheduler_{SchedulerLimits{}};         // sequences, KV room, source rows (under mutex_ in step)
     uint64_t next_id_ = 1;
     EngineStats stats_;
     std::vector<MoeLayerStats> moe_stats_;  // copied from the main session after each step (under mutex_)

@@ -9,12 +9,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/text-stream.hpp"
+#include "exec/sampler-chain-instance.hpp"
 
 namespace basalt::engine {
 
@@ -25,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 struct RequestSpec {
     std::vector<int32_t> prompt;      // encoder-decoder models: the decoder's prefix (the decoder start token first)
     std::vector<int32_t> source;      // encoder-decoder models: the encoder's input (empty otherwise)
-    std::string samplers = "greedy";  // chain text, seed already applied
+    std::string samplers = "greedy";  // chain text: submit parses it once and gives `seed` to its dist entries
     std::string decoder = "sample";   // component name
     std::vector<std::pair<std::string, std::string>> decoder_params;
     int32_t max_tokens = -1;
@@ -61,6 +63,7 @@ struct Request {
     RequestSpec spec;
     uint64_t id = 0;
     basalt_request* handle = nullptr;  // the C handle given to callbacks (owned by the caller)
+    SamplerChainSpec chain_spec;       // spec.samplers parsed (at submit), seed applied
 
     // ---- loop-thread state (only the thread running steps touches these) ----
     basalt_decoder_iface dec{};
@@ -68,10 +71,10 @@ struct Request {
     basalt_decoder_info info{};
     basalt_decoder_host host{};
     Engine* engine = nullptr;
-    std::vector<basalt_sampler_chain*> chains;  // per request-local sequence (nullptr until forked into)
-    std::vector<int32_t> seq_ids[2];            // request-local sequence -> session sequence id, per model
-    uint64_t kv_reserved = 0;                   // slots counted against the cache at admission
-    std::vector<float> steer_vectors;           // the loaded steering (n_layer x n_embd; empty: none)
+    std::vector<std::unique_ptr<SamplerChain>> chains;  // per request-local sequence (null until forked into)
+    std::vector<int32_t> seq_ids[2];                    // request-local sequence -> session sequence id, per model
+    uint64_t kv_reserved = 0;                           // slots counted against the cache at admission
+    std::vector<float> steer_vectors;                   // the loaded steering (n_layer x n_embd; empty: none)
     std::vector<uint8_t> steer_layers;
     int32_t steer_slot = -1;                 // the model-0 session's steering slot while admitted
     bool encoded = false;                    // encoder-decoder: its source is encoded (into local sequence 0)

@@ -1,6 +1,9 @@
 // Parser of the sampler-chain syntax (see sampler-chain.hpp and docs/samplers.md).
 #include "exec/sampler-chain.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "support/error.hpp"
 
 namespace basalt {
@@ -100,6 +103,52 @@ std::vector<SamplerSpec> parse_sampler_chain(std::string_view text) {
         chain.push_back(std::move(spec));
     }
     return chain;
+}
+
+namespace {
+
+bool is_seed_key(const std::string& key) {
+    return key == "seed" || key == primary_key("dist");
+}
+
+}  // namespace
+
+void SamplerChainSpec::seed_dist(int64_t seed) {
+    if (seed < 0) return;
+    for (SamplerSpec& s : entries) {
+        if (s.name != "dist") continue;
+        const bool has =
+            std::any_of(s.params.begin(), s.params.end(), [](const auto& kv) { return is_seed_key(kv.first); });
+        if (!has) s.params.emplace_back("seed", std::to_string(seed));
+    }
+}
+
+std::optional<int64_t> SamplerChainSpec::dist_seed() const {
+    std::optional<int64_t> seed;
+    for (const SamplerSpec& s : entries) {
+        if (s.name != "dist") continue;
+        for (const auto& [key, value] : s.params) {
+            if (is_seed_key(key)) seed = std::atoll(value.c_str());
+        }
+    }
+    return seed;
+}
+
+std::vector<long long> SamplerChainSpec::logit_bias_tokens() const {
+    std::vector<long long> ids;
+    for (const SamplerSpec& s : entries) {
+        if (s.name != "logit_bias") continue;
+        for (const auto& [key, value] : s.params) {
+            if (key != "bias" && key != primary_key("logit_bias")) continue;
+            size_t at = 0;
+            while (at < value.size()) {
+                const size_t end = std::min(value.find(',', at), value.size());
+                ids.push_back(std::atoll(value.substr(at, end - at).c_str()));
+                at = end + 1;
+            }
+        }
+    }
+    return ids;
 }
 
 }  // namespace basalt

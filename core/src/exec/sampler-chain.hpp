@@ -3,6 +3,8 @@
 // is key=value, or a bare value for the sampler's main parameter (see primary_key). docs/samplers.md.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,5 +25,20 @@ std::string primary_key(std::string_view sampler);
 // Parses a chain. A malformed text throws basalt::Error(BASALT_ERR_FORMAT, "bad sampler chain: <what> in
 // '<offending text>'"); sampler names and values are checked later, by the samplers themselves.
 std::vector<SamplerSpec> parse_sampler_chain(std::string_view text);
+
+// A chain in its typed form: the entries of its text, parsed once (a request's at submit) and then read and
+// instantiated (SamplerChain) without going back to text.
+struct SamplerChainSpec {
+    std::vector<SamplerSpec> entries;
+
+    // Parses a chain's text; throws as parse_sampler_chain.
+    static SamplerChainSpec parse(std::string_view text) { return {parse_sampler_chain(text)}; }
+    // Gives `seed` to every dist entry that has no seed of its own; a negative seed changes nothing.
+    void seed_dist(int64_t seed);
+    // The seed of the last dist entry that names one (the chain's own draws), if any.
+    std::optional<int64_t> dist_seed() const;
+    // The token ids named by logit_bias entries, in the order written (each item's leading integer).
+    std::vector<long long> logit_bias_tokens() const;
+};
 
 }  // namespace basalt
