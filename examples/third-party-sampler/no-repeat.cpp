@@ -5,31 +5,31 @@
 // Built out of tree with only find_package(Basalt) + basalt_add_plugin; the C++ helpers come from the SDK:
 // the class below is the sampler's logic, the last lines declare the component and the library.
 #include <basalt/sdk/sampler-plugin.hpp>
+#include <basalt/sdk/token-window.hpp>
 
 #include <cmath>
-#include <deque>
-#include <unordered_map>
 
 namespace {
 
+// No flags: it changes the argmax on purpose; not for draft distributions.
 constexpr basalt::sdk::sampler_spec kNoRepeat = {
-    "no_repeat", "bans the tokens accepted in the last n steps",
-    0,  // changes the argmax on purpose; not for draft distributions
+    "no_repeat",
+    "bans the tokens accepted in the last n steps",
+    0,
 };
 
 // One sequence's window. accept/reset make it stateful, so the SDK clones it with the copy constructor.
 struct NoRepeat {
-    long long n = 16;
-    std::deque<int32_t> window;               // accepted tokens, oldest first
-    std::unordered_map<int32_t, int> counts;  // occurrences of each token in the window
+    basalt::sdk::token_window window;  // the last n accepted tokens
 
     explicit NoRepeat(const basalt::sdk::params& p) {
         p.expect_only({"n"});
-        n = p.get_int("n", 16);
+        const long long n = p.get_int("n", 16);
         if (n < -1) p.bad("n", *p.find("n"), "-1 (all), 0 (off) or a window length");
+        window = basalt::sdk::token_window(n);
     }
 
-    bool banned(int32_t id) const { return counts.count(id) != 0; }
+    bool banned(int32_t id) const { return window.count(id) != 0; }
 
     void apply(basalt_candidates& c) const {
         c.selected = -1;
@@ -49,21 +49,8 @@ struct NoRepeat {
         c.probs_valid = 0;
     }
 
-    void accept(int32_t token) {
-        if (n == 0) return;
-        window.push_back(token);
-        ++counts[token];
-        if (n > 0 && window.size() > static_cast<size_t>(n)) {
-            const int32_t old = window.front();
-            window.pop_front();
-            if (--counts[old] == 0) counts.erase(old);
-        }
-    }
-
-    void reset() {
-        window.clear();
-        counts.clear();
-    }
+    void accept(int32_t token) { window.push(token); }
+    void reset() { window.clear(); }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 // gives the same draws with any standard library. seed = -1 (the default) takes a seed from std::random_device.
 // reset() rewinds the generator to its seed; clone() copies the generator state (the copy continues the same
 // stream). Empty arrays and arrays without a usable logit (all NaN / -inf) are errors, as for greedy.
+#include <basalt/sdk/candidates.hpp>
 #include <basalt/sdk/sampler-plugin.hpp>
 
 #include <cmath>
@@ -72,10 +73,7 @@ struct Dist {
 
 void Dist::apply(basalt_candidates& c) {
     c.selected = -1;
-    float mx = -INFINITY;
-    for (size_t i = 0; i < c.size; ++i) {
-        if (!std::isnan(c.data[i].logit) && c.data[i].logit > mx) mx = c.data[i].logit;
-    }
+    const float mx = basalt::sdk::max_logit(c);
     if (!(mx > -INFINITY)) {
         kDist.fail(BASALT_ERR_INVALID_ARGUMENT, "sequence " + std::to_string(c.seq_id) + " has " +
                                                     (c.size == 0 ? "no candidates" : "no finite logit"));

@@ -1,8 +1,8 @@
 // sampler-greedy: selects the candidate with the highest logit (ties: lowest token id; NaN logits ignored).
 // Stateless, so accept/reset/clone stay NULL and the host's defaults apply.
+#include <basalt/sdk/candidates.hpp>
 #include <basalt/sdk/sampler-plugin.hpp>
 
-#include <cmath>
 #include <string>
 
 namespace {
@@ -17,17 +17,7 @@ struct Greedy {
     explicit Greedy(const basalt::sdk::params& p) { p.expect_only({}); }
 
     void apply(basalt_candidates& c) const {
-        int64_t best = -1;
-        for (size_t i = 0; i < c.size; ++i) {
-            const basalt_token_data& t = c.data[i];
-            if (std::isnan(t.logit)) continue;
-            if (best < 0) {
-                best = static_cast<int64_t>(i);
-                continue;
-            }
-            const basalt_token_data& b = c.data[best];
-            if (t.logit > b.logit || (t.logit == b.logit && t.id < b.id)) best = static_cast<int64_t>(i);
-        }
+        const int64_t best = basalt::sdk::argmax(c);
         if (best < 0) {
             kGreedy.fail(BASALT_ERR_INVALID_ARGUMENT, "sequence " + std::to_string(c.seq_id) + " has " +
                                                           (c.size == 0 ? "no candidates" : "only NaN logits"));

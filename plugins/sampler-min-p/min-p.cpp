@@ -26,10 +26,7 @@ struct MinP {
     void apply(basalt_candidates& c) const {
         c.selected = -1;
         if (p <= 0.f || c.size == 0) return;
-        float mx = -INFINITY;
-        for (size_t i = 0; i < c.size; ++i) {
-            if (!std::isnan(c.data[i].logit) && c.data[i].logit > mx) mx = c.data[i].logit;
-        }
+        const float mx = basalt::sdk::max_logit(c);
         if (!(mx > -INFINITY)) return;  // nothing usable: left to the selecting sampler
         const double threshold = std::isinf(mx) ? INFINITY : double(mx) + std::log(double(p));
         size_t out = 0;

@@ -16,10 +16,11 @@
 
 namespace {
 
+// No flags: it changes the argmax on purpose; its history lags behind a draft.
 constexpr basalt::sdk::sampler_spec kNoRepeatNgram = {
     "no_repeat_ngram",
     "bans a token that would complete an n-gram already in the sequence (prompt included), Hugging Face's semantics",
-    0,  // changes the argmax on purpose; its history lags behind a draft
+    0,
 };
 
 // Hash of a window of token ids (FNV-1a over the 32-bit ids).

@@ -7,26 +7,25 @@
 // last_n = -1 keeps every accepted token. Not argmax-invariant (it exists to change the choice), and not
 // draft-safe: its window holds only accepted tokens, not the ones a draft has proposed since.
 #include <basalt/sdk/sampler-plugin.hpp>
+#include <basalt/sdk/token-window.hpp>
 
 #include <cmath>
-#include <deque>
 #include <string>
-#include <unordered_map>
 
 namespace {
 
+// No flags: it changes the argmax on purpose; its window lags behind a draft.
 constexpr basalt::sdk::sampler_spec kPenalties = {
-    "penalties", "repetition, frequency and presence penalties over the last_n accepted tokens",
-    0,  // changes the argmax on purpose; its window lags behind a draft
+    "penalties",
+    "repetition, frequency and presence penalties over the last_n accepted tokens",
+    0,
 };
 
 struct Penalties {
     float repeat = 1.f;
     float freq = 0.f;
     float present = 0.f;
-    long long last_n = 64;
-    std::deque<int32_t> window;
-    std::unordered_map<int32_t, int> counts;
+    basalt::sdk::token_window window;  // the last_n accepted tokens
 
     explicit Penalties(const basalt::sdk::params& p) {
         p.expect_only({"repeat", "freq", "present", "last_n"});
@@ -34,20 +33,21 @@ struct Penalties {
         if (repeat <= 0.f) p.bad("repeat", *p.find("repeat"), "a number > 0");
         freq = p.get_float("freq", 0.f);
         present = p.get_float("present", 0.f);
-        last_n = p.get_int("last_n", 64);
+        const long long last_n = p.get_int("last_n", 64);
         if (last_n < -1) p.bad("last_n", *p.find("last_n"), "an integer >= -1");
+        window = basalt::sdk::token_window(last_n);
     }
 
     void apply(basalt_candidates& c) const {
         c.selected = -1;
-        if (counts.empty()) return;
+        if (window.empty()) return;
         bool changed = false;
         for (size_t i = 0; i < c.size; ++i) {
-            auto it = counts.find(c.data[i].id);
-            if (it == counts.end()) continue;
+            const int n = window.count(c.data[i].id);
+            if (n == 0) continue;
             float& l = c.data[i].logit;
             l = l > 0.f ? l / repeat : l * repeat;
-            l -= static_cast<float>(it->second) * freq + present;
+            l -= static_cast<float>(n) * freq + present;
             changed = true;
         }
         if (changed) {
@@ -56,21 +56,8 @@ struct Penalties {
         }
     }
 
-    void accept(int32_t token) {
-        if (last_n == 0) return;
-        window.push_back(token);
-        ++counts[token];
-        if (last_n > 0 && window.size() > static_cast<size_t>(last_n)) {
-            const int32_t old = window.front();
-            window.pop_front();
-            if (--counts[old] == 0) counts.erase(old);
-        }
-    }
-
-    void reset() {
-        window.clear();
-        counts.clear();
-    }
+    void accept(int32_t token) { window.push(token); }
+    void reset() { window.clear(); }
 };
 
 }  // namespace

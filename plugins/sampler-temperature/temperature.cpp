@@ -1,9 +1,8 @@
 // sampler-temperature ("temp"): divides every logit by t. t <= 0 is greedy-equivalent: only the candidate with
 // the highest logit is kept (ties: lowest token id; NaN ignored), with p = 1, so a following `dist` picks it.
 // Stateless (configuration only), so accept/reset stay NULL and clone is the host's default.
+#include <basalt/sdk/candidates.hpp>
 #include <basalt/sdk/sampler-plugin.hpp>
-
-#include <cmath>
 
 namespace {
 
@@ -15,17 +14,7 @@ constexpr basalt::sdk::sampler_spec kTemperature = {
 
 // Keeps only the highest logit (ties: lowest id); no-op when every logit is NaN.
 void keep_max(basalt_candidates& c) {
-    int64_t best = -1;
-    for (size_t i = 0; i < c.size; ++i) {
-        const basalt_token_data& t = c.data[i];
-        if (std::isnan(t.logit)) continue;
-        if (best < 0) {
-            best = static_cast<int64_t>(i);
-            continue;
-        }
-        const basalt_token_data& b = c.data[best];
-        if (t.logit > b.logit || (t.logit == b.logit && t.id < b.id)) best = static_cast<int64_t>(i);
-    }
+    const int64_t best = basalt::sdk::argmax(c);
     if (best < 0) return;
     c.data[0] = c.data[best];
     c.data[0].p = 1.f;
