@@ -1,6 +1,6 @@
 // Basalt SDK: declares a plugin library from its components. BASALT_DECLARE_PLUGIN("sampler-x", sampler<X, kX>)
 // writes the component list, the plugin descriptor and the single export basalt_plugin_init; every component
-// type (basalt::sdk::sampler<...>, basalt::sdk::decoder<...>) brings its own descriptor and interface table.
+// type (basalt::sdk::sampler<...>, basalt::sdk::decoder<...>, basalt::sdk::component<desc>) brings its descriptor.
 // Header-only C++17; compiled into the plugin, nothing here crosses the ABI.
 #pragma once
 
@@ -23,6 +23,13 @@ struct component_version {
 inline std::string component_label(const char* kind, const char* name) {
     return std::string(kind) + " '" + name + "'";
 }
+
+// A component whose descriptor and interface table are written by hand (a kind without a class helper: backend,
+// KV cache, steering), listed in BASALT_DECLARE_PLUGIN beside generated ones. Desc has static storage.
+template <const basalt_component_desc& Desc>
+struct component {
+    static constexpr const basalt_component_desc& desc = Desc;
+};
 
 // The descriptors of a library's components, in declaration order (each Component has a static `desc`).
 template <typename... Components>
