@@ -232,7 +232,7 @@ TEST_CASE("sdk plugin: the generated tables check handles and arguments and repo
 
     // A failing host service: its status comes back and the plugin reports no message over the host's.
     dh.ctx = &lib;
-    dh.sample = [](void*, int32_t, const float*, int32_t*) { return BASALT_ERR_PLUGIN; };
+    dh.sample = [](void*, int32_t, const float*, int32_t*) -> basalt_status { return BASALT_ERR_PLUGIN; };
     const size_t reported = lib.errors.size();
     const float logits[] = {0.f};
     const basalt_decoder_result result{logits, 1};
