@@ -24,6 +24,16 @@ inline std::string component_label(const char* kind, const char* name) {
     return std::string(kind) + " '" + name + "'";
 }
 
+// The descriptor of one component: its kind, name, one-line description, version and interface table (all with
+// static storage: the host keeps the pointers until the library is unloaded).
+constexpr basalt_component_desc make_component_desc(basalt_component_kind kind, const char* name,
+                                                    const char* description, component_version version,
+                                                    const void* iface) noexcept {
+    return basalt_component_desc{
+        sizeof(basalt_component_desc), kind, name, description, version.major, version.minor, version.patch, 0, iface,
+    };
+}
+
 // A component whose descriptor and interface table are written by hand (a kind without a class helper: backend,
 // KV cache, steering), listed in BASALT_DECLARE_PLUGIN beside generated ones. Desc has static storage.
 template <const basalt_component_desc& Desc>

@@ -126,17 +126,8 @@ struct decoder {
         &entries::plan,
         &entries::consume,
     };
-    static constexpr basalt_component_desc desc = {
-        sizeof(basalt_component_desc),
-        BASALT_COMPONENT_DECODER,
-        Spec.name,
-        Spec.description,
-        Spec.version.major,
-        Spec.version.minor,
-        Spec.version.patch,
-        0,
-        &iface,
-    };
+    static constexpr basalt_component_desc desc =
+        make_component_desc(BASALT_COMPONENT_DECODER, Spec.name, Spec.description, Spec.version, &iface);
 };
 
 }  // namespace basalt::sdk

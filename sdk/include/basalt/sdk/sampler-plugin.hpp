@@ -124,17 +124,8 @@ struct sampler {
         entries::reset_entry(),
         entries::clone_entry(),
     };
-    static constexpr basalt_component_desc desc = {
-        sizeof(basalt_component_desc),
-        BASALT_COMPONENT_SAMPLER,
-        Spec.name,
-        Spec.description,
-        Spec.version.major,
-        Spec.version.minor,
-        Spec.version.patch,
-        0,
-        &iface,
-    };
+    static constexpr basalt_component_desc desc =
+        make_component_desc(BASALT_COMPONENT_SAMPLER, Spec.name, Spec.description, Spec.version, &iface);
 };
 
 }  // namespace basalt::sdk
