@@ -46,7 +46,8 @@ struct decoder_needs {
 
 namespace detail {
 
-// The static entry points of the decoder made of class T and its declaration Spec.
+// The static entry points of the decoder made of class T and its declaration Spec. create is thread-safe; the
+// others touch only the instance they are given (one thread at a time per instance, as the ABI says).
 template <typename T, const decoder_spec& Spec>
 struct decoder_entries {
     static_assert(std::is_constructible_v<T, const params&>, "a decoder class is constructible from sdk::params");

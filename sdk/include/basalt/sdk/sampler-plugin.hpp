@@ -47,7 +47,8 @@ struct sampler_resets : std::false_type {};
 template <typename T>
 struct sampler_resets<T, std::void_t<decltype(std::declval<T&>().reset())>> : std::true_type {};
 
-// The static entry points of the sampler made of class T and its declaration Spec.
+// The static entry points of the sampler made of class T and its declaration Spec. create is thread-safe; the
+// others touch only the instances they are given (one thread per instance, as the ABI says).
 template <typename T, const sampler_spec& Spec>
 struct sampler_entries {
     static constexpr bool kAccepts = detail::sampler_accepts<T>::value;
