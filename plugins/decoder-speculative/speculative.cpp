@@ -6,8 +6,7 @@
 // probability min(1, p(x)/q(x)), else sample norm(max(0, p - q)); a bonus token when all k pass), where p and q
 // are the target's and the draft's distributions after the request's chain: the output follows exactly the
 // distribution the chain alone gives. Rejected tokens are truncated from both caches. docs/decoding.md.
-#include <basalt/plugin_decoder.h>
-#include <basalt/sdk/plugin.hpp>
+#include <basalt/sdk/decoder-plugin.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,7 +16,13 @@
 
 namespace {
 
-constexpr const char* kLabel = "decoder 'speculative'";
+using basalt::sdk::check_host;
+
+constexpr basalt::sdk::decoder_spec kSpeculative = {
+    "speculative",
+    "speculative decoding: a draft model or prompt-lookup n-grams propose k tokens, the target verifies them in one "
+    "forward (greedy or distribution-exact stochastic acceptance)",
+};
 
 enum class Source { Model, Ngram };
 enum class Verify { Auto, Greedy, Stochastic, AcceptAll };
@@ -30,6 +35,42 @@ struct Config {
     bool adaptive = false;
     int ngram_max = 3, ngram_min = 1;
 };
+
+// Reads and checks the parameters.
+Config parse(const basalt::sdk::params& p) {
+    p.expect_only({"k", "adaptive", "source", "verify", "ngram_max", "ngram_min"});
+    Config c;
+    c.k = static_cast<int>(p.get_int("k", 4));
+    if (c.k < 1 || c.k > 64) p.bad("k", *p.find("k"), "a draft length from 1 to 64");
+    c.adaptive = p.get_bool("adaptive", false);
+    if (auto v = p.find("source")) {
+        if (*v == "model")
+            c.source = Source::Model;
+        else if (*v == "ngram")
+            c.source = Source::Ngram;
+        else
+            p.bad("source", *v, "'model' (the engine's second model drafts) or 'ngram' (prompt lookup)");
+    }
+    if (auto v = p.find("verify")) {
+        if (*v == "auto")
+            c.verify = Verify::Auto;
+        else if (*v == "greedy")
+            c.verify = Verify::Greedy;
+        else if (*v == "stochastic")
+            c.verify = Verify::Stochastic;
+        else if (*v == "accept_all")
+            c.verify = Verify::AcceptAll;
+        else
+            p.bad("verify", *v, "auto, greedy, stochastic or accept_all (a broken verifier, for tests)");
+    }
+    c.ngram_max = static_cast<int>(p.get_int("ngram_max", 3));
+    c.ngram_min = static_cast<int>(p.get_int("ngram_min", 1));
+    if (c.ngram_min < 1 || c.ngram_max < c.ngram_min || c.ngram_max > 32) {
+        p.bad("ngram_max", p.find("ngram_max").value_or(std::to_string(c.ngram_max)),
+              "a length from ngram_min (>= 1) to 32");
+    }
+    return c;
+}
 
 struct Speculative {
     Config cfg;
@@ -53,16 +94,15 @@ struct Speculative {
     std::mt19937_64 rng;
 
     uint64_t drafted = 0, accepted = 0, verifies = 0, target_tokens = 0;
+
+    explicit Speculative(const basalt::sdk::params& params) : cfg(parse(params)) {}
+    basalt::sdk::decoder_needs requirements() const {
+        return {1, cfg.source == Source::Model ? 2u : 1u, 1, BASALT_DECODER_NEEDS_DRAFT_SAFE};
+    }
+    void begin(const basalt_decoder_host& h, const basalt_decoder_request& request);
+    void plan(basalt_decoder_plan& plan, int32_t& out_finish);
+    void consume(const basalt_decoder_result* results, size_t n_results);
 };
-
-Speculative& self(void* d) {
-    if (d == nullptr) throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": instance is NULL");
-    return *static_cast<Speculative*>(d);
-}
-
-[[noreturn]] void fail(basalt_status st, const std::string& what) {
-    throw basalt::sdk::error(st, std::string(kLabel) + ": " + what);
-}
 
 // A uniform double in [0, 1) from 53 random bits (the same on every platform, unlike std distributions).
 double uniform(std::mt19937_64& rng) {
@@ -82,11 +122,6 @@ int32_t draw(const std::vector<float>& w, std::mt19937_64& rng) {
         if (u < 0) return last;
     }
     return last;  // rounding left u >= 0: the last token with weight
-}
-
-// Calls a host service and turns its failure into an exception (the host recorded the message).
-void check(basalt_status st) {
-    basalt::sdk::check_host(st);
 }
 
 void set_stats(const Speculative& s) {
@@ -111,7 +146,7 @@ bool emit(Speculative& s, int32_t token) {
         s.phase = Phase::Done;
         return false;
     }
-    check(st);
+    check_host(st);
     return true;
 }
 
@@ -150,140 +185,78 @@ void next_round(Speculative& s) {
     s.phase = (n > 0 && s.cfg.source == Source::Model) ? Phase::Draft : Phase::Verify;
 }
 
-basalt_status spec_create(const basalt_host* /*host*/, const basalt_params* params, void** out) {
-    return basalt::sdk::guard([&] {
-        const basalt::sdk::params p(params, kLabel);
-        p.expect_only({"k", "adaptive", "source", "verify", "ngram_max", "ngram_min"});
-        Config c;
-        c.k = static_cast<int>(p.get_int("k", 4));
-        if (c.k < 1 || c.k > 64) p.bad("k", *p.find("k"), "a draft length from 1 to 64");
-        c.adaptive = p.get_bool("adaptive", false);
-        if (auto v = p.find("source")) {
-            if (*v == "model")
-                c.source = Source::Model;
-            else if (*v == "ngram")
-                c.source = Source::Ngram;
-            else
-                p.bad("source", *v, "'model' (the engine's second model drafts) or 'ngram' (prompt lookup)");
-        }
-        if (auto v = p.find("verify")) {
-            if (*v == "auto")
-                c.verify = Verify::Auto;
-            else if (*v == "greedy")
-                c.verify = Verify::Greedy;
-            else if (*v == "stochastic")
-                c.verify = Verify::Stochastic;
-            else if (*v == "accept_all")
-                c.verify = Verify::AcceptAll;
-            else
-                p.bad("verify", *v, "auto, greedy, stochastic or accept_all (a broken verifier, for tests)");
-        }
-        c.ngram_max = static_cast<int>(p.get_int("ngram_max", 3));
-        c.ngram_min = static_cast<int>(p.get_int("ngram_min", 1));
-        if (c.ngram_min < 1 || c.ngram_max < c.ngram_min || c.ngram_max > 32) {
-            p.bad("ngram_max", p.find("ngram_max").value_or(std::to_string(c.ngram_max)),
-                  "a length from ngram_min (>= 1) to 32");
-        }
-        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "out is NULL");
-        auto* s = new Speculative();
-        s->cfg = c;
-        *out = s;
-    });
+void Speculative::begin(const basalt_decoder_host& h, const basalt_decoder_request& request) {
+    if (cfg.source == Source::Model && h.n_models < 2)
+        kSpeculative.fail(BASALT_ERR_INVALID_ARGUMENT,
+                          "source=model needs a draft model attached to the engine (--draft)");
+    host = &h;
+    ctx.assign(request.prompt, request.prompt + request.n_prompt);
+    prompt_len = ctx.size();
+    max_tokens = request.max_tokens;
+    // the 1.2 fields (BASALT_HAS_FIELD would compare a reference's address with NULL, a -Werror warning)
+    const bool has12 =
+        request.struct_size >= offsetof(basalt_decoder_request, chain_flags) + sizeof(request.chain_flags);
+    const bool chain_greedy = has12 && (request.chain_flags & BASALT_DECODER_CHAIN_GREEDY) != 0;
+    greedy = cfg.verify == Verify::Greedy || (cfg.verify == Verify::Auto && chain_greedy);
+    const int64_t seed = has12 ? request.seed : -1;
+    rng.seed(seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}());
+    k = cfg.k;
+    p.assign(h.n_vocab, 0.f);
+    residual.assign(h.n_vocab, 0.f);
+    phase = Phase::Prefill;
 }
 
-void spec_destroy(void* d) {
-    delete static_cast<Speculative*>(d);
-}
-
-basalt_status spec_requirements(void* d, basalt_decoder_info* out) {
-    return basalt::sdk::guard([&] {
-        const Speculative& s = self(d);
-        if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "out is NULL");
-        out->n_seq = 1;
-        out->n_models = s.cfg.source == Source::Model ? 2 : 1;
-        out->n_outputs = 1;
-        if (BASALT_HAS_FIELD(out, basalt_decoder_info, flags)) out->flags = BASALT_DECODER_NEEDS_DRAFT_SAFE;
-    });
-}
-
-basalt_status spec_begin(void* d, const basalt_decoder_host* host, const basalt_decoder_request* request) {
-    return basalt::sdk::guard([&] {
-        Speculative& s = self(d);
-        if (host == nullptr || request == nullptr || request->prompt == nullptr || request->n_prompt == 0)
-            fail(BASALT_ERR_INVALID_ARGUMENT, "begin needs a host and a prompt");
-        if (s.cfg.source == Source::Model && host->n_models < 2)
-            fail(BASALT_ERR_INVALID_ARGUMENT, "source=model needs a draft model attached to the engine (--draft)");
-        s.host = host;
-        s.ctx.assign(request->prompt, request->prompt + request->n_prompt);
-        s.prompt_len = s.ctx.size();
-        s.max_tokens = request->max_tokens;
-        const bool has12 = BASALT_HAS_FIELD(request, basalt_decoder_request, chain_flags);
-        const bool chain_greedy = has12 && (request->chain_flags & BASALT_DECODER_CHAIN_GREEDY) != 0;
-        s.greedy = s.cfg.verify == Verify::Greedy || (s.cfg.verify == Verify::Auto && chain_greedy);
-        const int64_t seed = has12 ? request->seed : -1;
-        s.rng.seed(seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}());
-        s.k = s.cfg.k;
-        s.p.assign(host->n_vocab, 0.f);
-        s.residual.assign(host->n_vocab, 0.f);
-        s.phase = Phase::Prefill;
-    });
-}
-
-basalt_status spec_plan(void* d, basalt_decoder_plan* plan, int32_t* out_finish) {
-    return basalt::sdk::guard([&] {
-        Speculative& s = self(d);
-        if (plan == nullptr || out_finish == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "plan: NULL argument");
-        *out_finish = BASALT_FINISH_NONE;
-        plan->n_feeds = 0;
-        if (s.phase == Phase::Done) {
-            *out_finish = s.finish;
-            return;
-        }
-        if (plan->capacity < 2) {
-            plan->n_feeds = 2;
-            fail(BASALT_ERR_CAPACITY, "plan needs 2 feeds");
-        }
-        auto add = [&](int32_t model, const int32_t* tokens, size_t n, int32_t logits) {
-            basalt_decoder_feed& f = plan->feeds[plan->n_feeds++];
-            f = basalt_decoder_feed{};
-            f.model = model;
-            f.seq = 0;
-            f.tokens = tokens;
-            f.n_tokens = n;
-            f.logits = logits;
-        };
-        switch (s.phase) {
-            case Phase::Prefill:
-                add(0, s.ctx.data(), s.ctx.size(), BASALT_DECODER_LOGITS_LAST);
-                if (s.cfg.source == Source::Model) add(1, s.ctx.data(), s.ctx.size(), BASALT_DECODER_LOGITS_NONE);
-                break;
-            case Phase::Draft: {
-                // The draft catches up with the context (1 token, or 2 after a round that accepted every draft),
-                // then takes its own proposals one at a time.
-                s.draft_feed.clear();
-                if (s.drafts.empty()) {
-                    s.draft_feed.assign(s.ctx.begin() + s.draft_len, s.ctx.end());
-                } else {
-                    s.draft_feed.push_back(s.drafts.back());
-                }
-                add(1, s.draft_feed.data(), s.draft_feed.size(), BASALT_DECODER_LOGITS_LAST);
-                break;
+void Speculative::plan(basalt_decoder_plan& plan, int32_t& out_finish) {
+    out_finish = BASALT_FINISH_NONE;
+    plan.n_feeds = 0;
+    if (phase == Phase::Done) {
+        out_finish = finish;
+        return;
+    }
+    if (plan.capacity < 2) {
+        plan.n_feeds = 2;
+        kSpeculative.fail(BASALT_ERR_CAPACITY, "plan needs 2 feeds");
+    }
+    auto add = [&](int32_t model, const int32_t* tokens, size_t n, int32_t logits) {
+        basalt_decoder_feed& f = plan.feeds[plan.n_feeds++];
+        f = basalt_decoder_feed{};
+        f.model = model;
+        f.seq = 0;
+        f.tokens = tokens;
+        f.n_tokens = n;
+        f.logits = logits;
+    };
+    switch (phase) {
+        case Phase::Prefill:
+            add(0, ctx.data(), ctx.size(), BASALT_DECODER_LOGITS_LAST);
+            if (cfg.source == Source::Model) add(1, ctx.data(), ctx.size(), BASALT_DECODER_LOGITS_NONE);
+            break;
+        case Phase::Draft: {
+            // The draft catches up with the context (1 token, or 2 after a round that accepted every draft),
+            // then takes its own proposals one at a time.
+            draft_feed.clear();
+            if (drafts.empty()) {
+                draft_feed.assign(ctx.begin() + draft_len, ctx.end());
+            } else {
+                draft_feed.push_back(drafts.back());
             }
-            case Phase::Verify:
-                s.feed.assign(s.ctx.begin() + s.target_len, s.ctx.end());  // the pending token
-                s.feed.insert(s.feed.end(), s.drafts.begin(), s.drafts.end());
-                add(0, s.feed.data(), s.feed.size(), BASALT_DECODER_LOGITS_ALL);
-                break;
-            case Phase::Done:
-                break;
+            add(1, draft_feed.data(), draft_feed.size(), BASALT_DECODER_LOGITS_LAST);
+            break;
         }
-    });
+        case Phase::Verify:
+            feed.assign(ctx.begin() + target_len, ctx.end());  // the pending token
+            feed.insert(feed.end(), drafts.begin(), drafts.end());
+            add(0, feed.data(), feed.size(), BASALT_DECODER_LOGITS_ALL);
+            break;
+        case Phase::Done:
+            break;
+    }
 }
 
 // The draft's row at its latest proposal: take the next draft token.
 void consume_draft(Speculative& s, const float* row) {
     s.draft_len += static_cast<uint32_t>(s.draft_feed.size());
-    check(s.host->distribution(s.host->ctx, 0, 1, row, s.p.data()));
+    check_host(s.host->distribution(s.host->ctx, 0, 1, row, s.p.data()));
     int32_t token = 0;
     if (s.greedy) {
         token = static_cast<int32_t>(std::max_element(s.p.begin(), s.p.end()) - s.p.begin());
@@ -299,7 +272,7 @@ void consume_draft(Speculative& s, const float* row) {
 void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     const size_t nv = s.host->n_vocab;
     const size_t k = s.drafts.size();
-    if (n_rows != k + 1) fail(BASALT_ERR_PLUGIN, "verify expected " + std::to_string(k + 1) + " rows");
+    if (n_rows != k + 1) kSpeculative.fail(BASALT_ERR_PLUGIN, "verify expected " + std::to_string(k + 1) + " rows");
     const size_t ctx_before = s.ctx.size();
     const uint32_t draft_before = s.draft_len;
     size_t a = 0;  // drafts accepted
@@ -308,26 +281,26 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     for (size_t i = 0; i <= k && live; ++i) {
         const float* row = rows + i * nv;
         if (i == k) {  // every draft accepted: a bonus token from the target
-            check(s.host->sample(s.host->ctx, 0, row, &own));
+            check_host(s.host->sample(s.host->ctx, 0, row, &own));
             break;
         }
         const int32_t x = s.drafts[i];
         bool ok = false;
         if (s.cfg.verify == Verify::AcceptAll) {
             ok = true;
-            check(s.host->accept(s.host->ctx, 0, x));
+            check_host(s.host->accept(s.host->ctx, 0, x));
         } else if (s.greedy) {
             int32_t t = -1;
-            check(s.host->sample(s.host->ctx, 0, row, &t));  // accepts t into the chain
+            check_host(s.host->sample(s.host->ctx, 0, row, &t));  // accepts t into the chain
             ok = t == x;
             if (!ok) own = t;
         } else {
-            check(s.host->distribution(s.host->ctx, 0, 0, row, s.p.data()));
+            check_host(s.host->distribution(s.host->ctx, 0, 0, row, s.p.data()));
             const double qx = s.q.empty() ? 1.0 : double{s.q[i][static_cast<size_t>(x)]};  // ngram: a point mass
             const double px = s.p[static_cast<size_t>(x)];
             ok = qx > 0 && uniform(s.rng) < std::min(1.0, px / qx);
             if (ok) {
-                check(s.host->accept(s.host->ctx, 0, x));
+                check_host(s.host->accept(s.host->ctx, 0, x));
             } else {
                 double sum = 0;
                 for (size_t v = 0; v < nv; ++v) {
@@ -336,7 +309,7 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
                     sum += s.residual[v];
                 }
                 own = draw(sum > 0 ? s.residual : s.p, s.rng);  // p == q exactly leaves no residual: p itself
-                check(s.host->accept(s.host->ctx, 0, own));
+                check_host(s.host->accept(s.host->ctx, 0, own));
             }
         }
         if (!ok) break;
@@ -354,10 +327,10 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     }
     // The caches keep the context minus its last token: the target fed pending + k drafts, the draft up to d(k-1).
     s.target_len = static_cast<uint32_t>(ctx_before + a);
-    check(s.host->seq_truncate(s.host->ctx, 0, 0, s.target_len));
+    check_host(s.host->seq_truncate(s.host->ctx, 0, 0, s.target_len));
     if (s.cfg.source == Source::Model) {
         s.draft_len = std::min<uint32_t>(draft_before, static_cast<uint32_t>(ctx_before + a));
-        check(s.host->seq_truncate(s.host->ctx, 1, 0, s.draft_len));
+        check_host(s.host->seq_truncate(s.host->ctx, 1, 0, s.draft_len));
     }
     if (s.cfg.adaptive && k > 0) {  // grow after a full acceptance, shrink to what was accepted plus one otherwise
         s.k = a == k ? std::min(s.k + 1, s.cfg.k) : std::max(1, static_cast<int>(a) + 1);
@@ -366,77 +339,35 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     if (live) next_round(s);
 }
 
-basalt_status spec_consume(void* d, const basalt_decoder_result* results, size_t n_results) {
-    return basalt::sdk::guard([&] {
-        Speculative& s = self(d);
-        if (results == nullptr || n_results == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "consume: no results");
-        switch (s.phase) {
-            case Phase::Prefill: {
-                if (results[0].logits == nullptr || results[0].n_rows != 1)
-                    fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects the prompt's last logits row");
-                s.target_len = static_cast<uint32_t>(s.ctx.size());
-                if (s.cfg.source == Source::Model) s.draft_len = static_cast<uint32_t>(s.ctx.size());
-                int32_t token = -1;
-                check(s.host->sample(s.host->ctx, 0, results[0].logits, &token));
-                set_stats(s);
-                if (emit(s, token)) next_round(s);
-                break;
-            }
-            case Phase::Draft:
-                if (results[0].logits == nullptr || results[0].n_rows != 1)
-                    fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects one draft logits row");
-                consume_draft(s, results[0].logits);
-                break;
-            case Phase::Verify:
-                if (results[0].logits == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects verify rows");
-                consume_verify(s, results[0].logits, results[0].n_rows);
-                break;
-            case Phase::Done:
-                break;
+void Speculative::consume(const basalt_decoder_result* results, size_t n_results) {
+    if (results == nullptr || n_results == 0) kSpeculative.fail(BASALT_ERR_INVALID_ARGUMENT, "consume: no results");
+    switch (phase) {
+        case Phase::Prefill: {
+            if (results[0].logits == nullptr || results[0].n_rows != 1)
+                kSpeculative.fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects the prompt's last logits row");
+            target_len = static_cast<uint32_t>(ctx.size());
+            if (cfg.source == Source::Model) draft_len = static_cast<uint32_t>(ctx.size());
+            int32_t token = -1;
+            check_host(host->sample(host->ctx, 0, results[0].logits, &token));
+            set_stats(*this);
+            if (emit(*this, token)) next_round(*this);
+            break;
         }
-    });
+        case Phase::Draft:
+            if (results[0].logits == nullptr || results[0].n_rows != 1)
+                kSpeculative.fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects one draft logits row");
+            consume_draft(*this, results[0].logits);
+            break;
+        case Phase::Verify:
+            if (results[0].logits == nullptr)
+                kSpeculative.fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects verify rows");
+            consume_verify(*this, results[0].logits, results[0].n_rows);
+            break;
+        case Phase::Done:
+            break;
+    }
 }
-
-const basalt_decoder_iface kIface = {
-    sizeof(basalt_decoder_iface),
-    0,
-    spec_create,
-    spec_destroy,
-    nullptr,  // reserved_run (ABI 1.0's run)
-    spec_requirements,
-    spec_begin,
-    spec_plan,
-    spec_consume,
-};
-
-const basalt_component_desc kComponent = {
-    sizeof(basalt_component_desc),
-    BASALT_COMPONENT_DECODER,
-    "speculative",
-    "speculative decoding: a draft model or prompt-lookup n-grams propose k tokens, the target verifies them in one "
-    "forward (greedy or distribution-exact stochastic acceptance)",
-    1,
-    0,
-    0,
-    0,
-    &kIface,
-};
-
-const basalt_component_desc* const kComponents[] = {&kComponent};
-
-const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc),
-    BASALT_ABI_VERSION_MAJOR,
-    BASALT_ABI_VERSION_MINOR,
-    0,
-    "decoder-speculative",
-    1,
-    kComponents,
-    nullptr,
-};
 
 }  // namespace
 
-BASALT_PLUGIN_INIT {
-    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
-}
+BASALT_DECLARE_PLUGIN("decoder-speculative", basalt::sdk::decoder<Speculative, kSpeculative>)

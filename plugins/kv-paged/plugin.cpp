@@ -9,6 +9,7 @@
 // n_sink), k_type / v_type as above except the per-channel kivi_c* (a ring overwrites single rows; no residual window).
 #include <basalt/plugin_kv_cache.h>
 #include <basalt/blocks/dtype.hpp>
+#include <basalt/sdk/declare-plugin.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <climits>
@@ -257,21 +258,6 @@ const basalt_component_desc kSinkComponent = {
     &kSinkIface,
 };
 
-const basalt_component_desc* const kComponents[] = {&kComponent, &kSinkComponent};
-
-const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc),
-    BASALT_ABI_VERSION_MAJOR,
-    BASALT_ABI_VERSION_MINOR,
-    0,
-    "kv-paged",
-    2,
-    kComponents,
-    nullptr,
-};
-
 }  // namespace
 
-BASALT_PLUGIN_INIT {
-    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
-}
+BASALT_DECLARE_PLUGIN("kv-paged", basalt::sdk::component<kComponent>, basalt::sdk::component<kSinkComponent>)

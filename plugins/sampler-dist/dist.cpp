@@ -4,8 +4,8 @@
 // gives the same draws with any standard library. seed = -1 (the default) takes a seed from std::random_device.
 // reset() rewinds the generator to its seed; clone() copies the generator state (the copy continues the same
 // stream). Empty arrays and arrays without a usable logit (all NaN / -inf) are errors, as for greedy.
-#include <basalt/plugin_sampler.h>
-#include <basalt/sdk/plugin.hpp>
+#include <basalt/sdk/candidates.hpp>
+#include <basalt/sdk/sampler-plugin.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -14,7 +14,11 @@
 
 namespace {
 
-constexpr const char* kName = "dist";
+constexpr basalt::sdk::sampler_spec kDist = {
+    "dist",
+    "draws a token from softmax(logits) with a seeded, portable RNG",
+    BASALT_SAMPLER_DRAFT_SAFE | BASALT_SAMPLER_SELECTS,
+};
 
 uint64_t splitmix64(uint64_t& x) {
     uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
@@ -27,9 +31,23 @@ uint64_t rotl(uint64_t x, int k) {
     return (x << k) | (x >> (64 - k));
 }
 
+// The generator of one sequence; accept is not needed (the draw does not depend on the chosen token).
 struct Dist {
     uint64_t seed = 0;
     uint64_t s[4] = {};
+
+    explicit Dist(const basalt::sdk::params& p) {
+        p.expect_only({"seed"});
+        const long long v = p.get_int("seed", -1);
+        if (v < -1) p.bad("seed", *p.find("seed"), "an integer >= 0 (or -1 for a random seed)");
+        if (v == -1) {
+            std::random_device rd;
+            seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+        } else {
+            seed = static_cast<uint64_t>(v);
+        }
+        reseed();
+    }
 
     void reseed() {
         uint64_t x = seed;
@@ -48,120 +66,43 @@ struct Dist {
     }
     // Uniform in [0, 1).
     double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+    void apply(basalt_candidates& c);
+    void reset() { reseed(); }
 };
 
-basalt_status dist_create(const basalt_host* /*host*/, const basalt_params* params, void** out_instance) {
-    return basalt::sdk::guard([&] {
-        const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
-        p.expect_only({"seed"});
-        const long long seed = p.get_int("seed", -1);
-        if (seed < -1) p.bad("seed", *p.find("seed"), "an integer >= 0 (or -1 for a random seed)");
-        auto* inst = new Dist;
-        if (seed == -1) {
-            std::random_device rd;
-            inst->seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-        } else {
-            inst->seed = static_cast<uint64_t>(seed);
-        }
-        inst->reseed();
-        *out_instance = inst;
-    });
+void Dist::apply(basalt_candidates& c) {
+    c.selected = -1;
+    const float mx = basalt::sdk::max_logit(c);
+    if (!(mx > -INFINITY)) {
+        kDist.fail(BASALT_ERR_INVALID_ARGUMENT, "sequence " + std::to_string(c.seq_id) + " has " +
+                                                    (c.size == 0 ? "no candidates" : "no finite logit"));
+    }
+    double total = 0;
+    for (size_t i = 0; i < c.size; ++i) {
+        const float l = c.data[i].logit;
+        const double e = std::isnan(l) ? 0.0 : std::isinf(mx) ? (l == mx ? 1.0 : 0.0) : std::exp(double(l) - mx);
+        c.data[i].p = static_cast<float>(e);
+        total += e;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < c.size; ++i) {
+        c.data[i].p = static_cast<float>(c.data[i].p / total);
+        sum += c.data[i].p;
+    }
+    c.probs_valid = 1;
+    const double u = uniform() * sum;
+    double cum = 0;
+    int64_t last = -1;
+    for (size_t i = 0; i < c.size; ++i) {
+        if (c.data[i].p <= 0.f) continue;
+        last = static_cast<int64_t>(i);
+        cum += c.data[i].p;
+        if (u < cum) break;
+    }
+    c.selected = last;
 }
-
-void dist_destroy(void* instance) {
-    delete static_cast<Dist*>(instance);
-}
-
-basalt_status dist_apply(void* const* instances, basalt_candidates* const* candidates, size_t n) {
-    return basalt::sdk::guard([&] {
-        for (size_t s = 0; s < n; ++s) {
-            Dist& rng = *static_cast<Dist*>(instances[s]);
-            basalt_candidates* c = candidates[s];
-            c->selected = -1;
-            float mx = -INFINITY;
-            for (size_t i = 0; i < c->size; ++i) {
-                if (!std::isnan(c->data[i].logit) && c->data[i].logit > mx) mx = c->data[i].logit;
-            }
-            if (!(mx > -INFINITY)) {
-                throw basalt::sdk::error(BASALT_ERR_INVALID_ARGUMENT,
-                                         "sampler 'dist': sequence " + std::to_string(c->seq_id) + " has " +
-                                             (c->size == 0 ? "no candidates" : "no finite logit"));
-            }
-            double total = 0;
-            for (size_t i = 0; i < c->size; ++i) {
-                const float l = c->data[i].logit;
-                const double e = std::isnan(l)    ? 0.0
-                                 : std::isinf(mx) ? (l == mx ? 1.0 : 0.0)
-                                                  : std::exp(double(l) - mx);
-                c->data[i].p = static_cast<float>(e);
-                total += e;
-            }
-            double sum = 0;
-            for (size_t i = 0; i < c->size; ++i) {
-                c->data[i].p = static_cast<float>(c->data[i].p / total);
-                sum += c->data[i].p;
-            }
-            c->probs_valid = 1;
-            const double u = rng.uniform() * sum;
-            double cum = 0;
-            int64_t last = -1;
-            for (size_t i = 0; i < c->size; ++i) {
-                if (c->data[i].p <= 0.f) continue;
-                last = static_cast<int64_t>(i);
-                cum += c->data[i].p;
-                if (u < cum) break;
-            }
-            c->selected = last;
-        }
-    });
-}
-
-basalt_status dist_reset(void* instance) {
-    return basalt::sdk::guard([&] { static_cast<Dist*>(instance)->reseed(); });
-}
-
-basalt_status dist_clone(const void* instance, void** out_instance) {
-    return basalt::sdk::guard([&] { *out_instance = new Dist(*static_cast<const Dist*>(instance)); });
-}
-
-const basalt_sampler_iface kIface = {
-    sizeof(basalt_sampler_iface),
-    BASALT_SAMPLER_DRAFT_SAFE | BASALT_SAMPLER_SELECTS,
-    dist_create,
-    dist_destroy,
-    dist_apply,
-    nullptr,  // accept: the draw does not depend on the chosen token
-    dist_reset,
-    dist_clone,
-};
-
-const basalt_component_desc kComponent = {
-    sizeof(basalt_component_desc),
-    BASALT_COMPONENT_SAMPLER,
-    kName,
-    "draws a token from softmax(logits) with a seeded, portable RNG",
-    1,
-    0,
-    0,
-    0,
-    &kIface,
-};
-
-const basalt_component_desc* const kComponents[] = {&kComponent};
-
-const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc),
-    BASALT_ABI_VERSION_MAJOR,
-    BASALT_ABI_VERSION_MINOR,
-    0,
-    "sampler-dist",
-    1,
-    kComponents,
-    nullptr,
-};
 
 }  // namespace
 
-BASALT_PLUGIN_INIT {
-    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
-}
+BASALT_DECLARE_PLUGIN("sampler-dist", basalt::sdk::sampler<Dist, kDist>)

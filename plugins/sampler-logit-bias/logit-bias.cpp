@@ -1,8 +1,7 @@
 // sampler-logit-bias ("logit_bias"): adds a fixed value to the logits of chosen tokens. Parameter "bias" is a
 // comma-separated list of id:value entries, e.g. "15:+2.5,42:-1,7:-inf" (-inf bans a token; an id given twice
 // gets the sum). Ids absent from the candidates are ignored. Stateless: accept/reset NULL, host-default clone.
-#include <basalt/plugin_sampler.h>
-#include <basalt/sdk/plugin.hpp>
+#include <basalt/sdk/sampler-plugin.hpp>
 
 #include <charconv>
 #include <cmath>
@@ -12,10 +11,10 @@
 
 namespace {
 
-constexpr const char* kName = "logit_bias";
-
-struct LogitBias {
-    std::unordered_map<int32_t, float> bias;
+constexpr basalt::sdk::sampler_spec kLogitBias = {
+    "logit_bias",
+    "adds fixed biases to chosen tokens' logits",
+    BASALT_SAMPLER_DRAFT_SAFE,
 };
 
 // Parses "id:value,id:value"; throws naming the parameter, the whole value and the bad entry.
@@ -47,79 +46,31 @@ std::unordered_map<int32_t, float> parse_bias(const basalt::sdk::params& p) {
     return out;
 }
 
-basalt_status logit_bias_create(const basalt_host* /*host*/, const basalt_params* params, void** out_instance) {
-    return basalt::sdk::guard([&] {
-        const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
+struct LogitBias {
+    std::unordered_map<int32_t, float> bias;
+
+    explicit LogitBias(const basalt::sdk::params& p) {
         p.expect_only({"bias"});
-        auto bias = parse_bias(p);
-        *out_instance = new LogitBias{std::move(bias)};
-    });
-}
+        bias = parse_bias(p);
+    }
 
-void logit_bias_destroy(void* instance) {
-    delete static_cast<LogitBias*>(instance);
-}
-
-basalt_status logit_bias_apply(void* const* instances, basalt_candidates* const* candidates, size_t n) {
-    return basalt::sdk::guard([&] {
-        for (size_t s = 0; s < n; ++s) {
-            const auto& bias = static_cast<const LogitBias*>(instances[s])->bias;
-            basalt_candidates* c = candidates[s];
-            c->selected = -1;
-            if (bias.empty()) continue;
-            bool changed = false;
-            for (size_t i = 0; i < c->size; ++i) {
-                auto it = bias.find(c->data[i].id);
-                if (it == bias.end()) continue;
-                c->data[i].logit += it->second;
-                changed = true;
-            }
-            if (changed) {
-                c->sorted = 0;
-                c->probs_valid = 0;
-            }
+    void apply(basalt_candidates& c) const {
+        c.selected = -1;
+        if (bias.empty()) return;
+        bool changed = false;
+        for (size_t i = 0; i < c.size; ++i) {
+            auto it = bias.find(c.data[i].id);
+            if (it == bias.end()) continue;
+            c.data[i].logit += it->second;
+            changed = true;
         }
-    });
-}
-
-const basalt_sampler_iface kIface = {
-    sizeof(basalt_sampler_iface),
-    BASALT_SAMPLER_DRAFT_SAFE,
-    logit_bias_create,
-    logit_bias_destroy,
-    logit_bias_apply,
-    nullptr,  // accept: stateless
-    nullptr,  // reset: stateless
-    nullptr,  // clone: host default (create from the same params)
-};
-
-const basalt_component_desc kComponent = {
-    sizeof(basalt_component_desc),
-    BASALT_COMPONENT_SAMPLER,
-    kName,
-    "adds fixed biases to chosen tokens' logits",
-    1,
-    0,
-    0,
-    0,
-    &kIface,
-};
-
-const basalt_component_desc* const kComponents[] = {&kComponent};
-
-const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc),
-    BASALT_ABI_VERSION_MAJOR,
-    BASALT_ABI_VERSION_MINOR,
-    0,
-    "sampler-logit-bias",
-    1,
-    kComponents,
-    nullptr,
+        if (changed) {
+            c.sorted = 0;
+            c.probs_valid = 0;
+        }
+    }
 };
 
 }  // namespace
 
-BASALT_PLUGIN_INIT {
-    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
-}
+BASALT_DECLARE_PLUGIN("sampler-logit-bias", basalt::sdk::sampler<LogitBias, kLogitBias>)

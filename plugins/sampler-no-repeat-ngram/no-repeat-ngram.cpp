@@ -6,8 +6,7 @@
 // (the selecting sampler then reports it). State: the history's n-grams, indexed by their first n - 1 tokens;
 // accept() extends it, reset() forgets it, clone() copies it. Not draft-safe (a draft's proposals are not in the
 // history) and not argmax-invariant.
-#include <basalt/plugin_sampler.h>
-#include <basalt/sdk/plugin.hpp>
+#include <basalt/sdk/sampler-plugin.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -17,7 +16,12 @@
 
 namespace {
 
-constexpr const char* kName = "no_repeat_ngram";
+// No flags: it changes the argmax on purpose; its history lags behind a draft.
+constexpr basalt::sdk::sampler_spec kNoRepeatNgram = {
+    "no_repeat_ngram",
+    "bans a token that would complete an n-gram already in the sequence (prompt included), Hugging Face's semantics",
+    0,
+};
 
 // Hash of a window of token ids (FNV-1a over the 32-bit ids).
 struct WindowHash {
@@ -37,6 +41,13 @@ struct NoRepeatNgram {
     // first n - 1 tokens of each n-gram seen -> the tokens that followed them (each once)
     std::unordered_map<std::vector<int32_t>, std::vector<int32_t>, WindowHash> next;
 
+    explicit NoRepeatNgram(const basalt::sdk::params& p) {
+        p.expect_only({"n"});
+        const long long v = p.get_int("n", 3);
+        if (v < 1 || v > 1024) p.bad("n", *p.find("n"), "an n-gram size in 1..1024");
+        n = static_cast<size_t>(v);
+    }
+
     // The tokens that would complete a repeated n-gram now (nullptr: none).
     const std::vector<int32_t>* banned() const {
         if (history.size() + 1 < n) return nullptr;
@@ -45,7 +56,27 @@ struct NoRepeatNgram {
         return it == next.end() ? nullptr : &it->second;
     }
 
-    void push(int32_t token) {
+    void apply(basalt_candidates& c) const {
+        c.selected = -1;
+        const std::vector<int32_t>* ban = banned();
+        if (ban == nullptr) return;
+        bool changed = false;
+        for (size_t i = 0; i < c.size; ++i) {
+            basalt_token_data& d = c.data[i];
+            bool hit = false;
+            for (int32_t t : *ban) hit = hit || t == d.id;
+            if (!hit || (std::isinf(d.logit) && d.logit < 0)) continue;
+            d.logit = -INFINITY;
+            d.p = 0.f;
+            changed = true;
+        }
+        if (changed) {
+            c.sorted = 0;
+            c.probs_valid = 0;
+        }
+    }
+
+    void accept(int32_t token) {
         history.push_back(token);
         if (history.size() < n) return;
         const auto end = history.end() - 1;
@@ -56,104 +87,13 @@ struct NoRepeatNgram {
         }
         after.push_back(token);
     }
-};
 
-basalt_status nrn_create(const basalt_host* /*host*/, const basalt_params* params, void** out_instance) {
-    return basalt::sdk::guard([&] {
-        const basalt::sdk::params p(params, std::string("sampler '") + kName + "'");
-        p.expect_only({"n"});
-        const long long n = p.get_int("n", 3);
-        if (n < 1 || n > 1024) p.bad("n", *p.find("n"), "an n-gram size in 1..1024");
-        auto* s = new NoRepeatNgram;
-        s->n = static_cast<size_t>(n);
-        *out_instance = s;
-    });
-}
-
-void nrn_destroy(void* instance) {
-    delete static_cast<NoRepeatNgram*>(instance);
-}
-
-basalt_status nrn_apply(void* const* instances, basalt_candidates* const* candidates, size_t n) {
-    return basalt::sdk::guard([&] {
-        for (size_t s = 0; s < n; ++s) {
-            const auto& st = *static_cast<const NoRepeatNgram*>(instances[s]);
-            basalt_candidates* c = candidates[s];
-            c->selected = -1;
-            const std::vector<int32_t>* ban = st.banned();
-            if (ban == nullptr) continue;
-            bool changed = false;
-            for (size_t i = 0; i < c->size; ++i) {
-                basalt_token_data& d = c->data[i];
-                bool hit = false;
-                for (int32_t t : *ban) hit = hit || t == d.id;
-                if (!hit || (std::isinf(d.logit) && d.logit < 0)) continue;
-                d.logit = -INFINITY;
-                d.p = 0.f;
-                changed = true;
-            }
-            if (changed) {
-                c->sorted = 0;
-                c->probs_valid = 0;
-            }
-        }
-    });
-}
-
-basalt_status nrn_accept(void* instance, int32_t token) {
-    return basalt::sdk::guard([&] { static_cast<NoRepeatNgram*>(instance)->push(token); });
-}
-
-basalt_status nrn_reset(void* instance) {
-    return basalt::sdk::guard([&] {
-        auto& st = *static_cast<NoRepeatNgram*>(instance);
-        st.history.clear();
-        st.next.clear();
-    });
-}
-
-basalt_status nrn_clone(const void* instance, void** out_instance) {
-    return basalt::sdk::guard([&] { *out_instance = new NoRepeatNgram(*static_cast<const NoRepeatNgram*>(instance)); });
-}
-
-const basalt_sampler_iface kIface = {
-    sizeof(basalt_sampler_iface),
-    0,  // changes the argmax on purpose; its history lags behind a draft
-    nrn_create,
-    nrn_destroy,
-    nrn_apply,
-    nrn_accept,
-    nrn_reset,
-    nrn_clone,
-};
-
-const basalt_component_desc kComponent = {
-    sizeof(basalt_component_desc),
-    BASALT_COMPONENT_SAMPLER,
-    kName,
-    "bans a token that would complete an n-gram already in the sequence (prompt included), Hugging Face's semantics",
-    1,
-    0,
-    0,
-    0,
-    &kIface,
-};
-
-const basalt_component_desc* const kComponents[] = {&kComponent};
-
-const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc),
-    BASALT_ABI_VERSION_MAJOR,
-    BASALT_ABI_VERSION_MINOR,
-    0,
-    "sampler-no-repeat-ngram",
-    1,
-    kComponents,
-    nullptr,
+    void reset() {
+        history.clear();
+        next.clear();
+    }
 };
 
 }  // namespace
 
-BASALT_PLUGIN_INIT {
-    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
-}
+BASALT_DECLARE_PLUGIN("sampler-no-repeat-ngram", basalt::sdk::sampler<NoRepeatNgram, kNoRepeatNgram>)

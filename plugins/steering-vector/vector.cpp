@@ -4,6 +4,7 @@
 // Parameters: file (repeatable; the files sum), scale (default 1), layers ("A-B" inclusive, or "A"; default all).
 // The plugin cannot link libbasalt, so it carries its own bounds-checked reader of the few GGUF parts it needs.
 #include <basalt/plugin_steering.h>
+#include <basalt/sdk/declare-plugin.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <cstdint>
@@ -293,21 +294,6 @@ const basalt_component_desc kComponent = {
     &kIface,
 };
 
-const basalt_component_desc* const kComponents[] = {&kComponent};
-
-const basalt_plugin_desc kPlugin = {
-    sizeof(basalt_plugin_desc),
-    BASALT_ABI_VERSION_MAJOR,
-    BASALT_ABI_VERSION_MINOR,
-    0,
-    "steering-vector",
-    1,
-    kComponents,
-    nullptr,
-};
-
 }  // namespace
 
-BASALT_PLUGIN_INIT {
-    return basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &kPlugin, out_desc);
-}
+BASALT_DECLARE_PLUGIN("steering-vector", basalt::sdk::component<kComponent>)
