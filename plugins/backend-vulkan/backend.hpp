@@ -1,6 +1,10 @@
 // backend-vulkan: one backend instance = one logical device with one compute queue, its buffers (split into
 // chunks that respect maxMemoryAllocationSize), pipelines from the embedded SPIR-V, and the per-graph recording
-// state (descriptor pool, command buffer, arena for intermediates).
+// state (descriptor pool, command buffer, arena for intermediates). The class's members are defined by concern:
+// device.cpp (device, queue, limits), memory.cpp (chunks, buffers, staging, arena), pipelines.cpp (layouts,
+// pipeline cache, pipelines), placement.cpp (tensor views, node checks, intermediates, bindings), recording.cpp
+// (dispatches, command buffers kept and replayed), compute.cpp (graph execution), profile.cpp (timings); the
+// ops are in ops-*.cpp with their table in op-table.cpp, the ABI glue in plugin.cpp.
 #pragma once
 
 #include <basalt/plugin_backend.h>
@@ -131,10 +135,26 @@ class Backend {
     // Drops every kept recording (a buffer or the arena they bind went away).
     void forget_recordings() noexcept;
     void record_graph(const basalt_graph* g, std::vector<NodeCtx>& ctx, const std::vector<bool>& fused, Recording& r);
+    // Runs a kept recording whose key is `key` (empty: none); false when there is none.
+    bool replay(const sdk::GraphKey& key);
+    // Records a checked, planned graph (kept under `key` unless it is empty, else in scratch_), submits, waits.
+    void record_and_submit(const basalt_graph* g, std::vector<NodeCtx>& ctx, const std::vector<bool>& fused,
+                           sdk::GraphKey key);
+    // Marks the nodes recorded by another node's dispatch (fused MULs) or not at all (reshaping COPYs).
+    void mark_fused(const basalt_graph* g, std::vector<NodeCtx>& ctx, std::vector<bool>& fused,
+                    std::vector<bool>& reshaped) const;
+    // Plans the arena offsets of the graph's intermediates (inter_offset_) and grows the arena to their peak.
+    void place_intermediates(const basalt_graph* g, const std::vector<NodeCtx>& ctx, const std::vector<bool>& reshaped);
     NodeCtx check_node(const basalt_graph* g, size_t i);
     TensorView make_view(const basalt_graph* g, const basalt_graph_node* n, size_t ni, int32_t index,
                          const char* role) const;
     VkPipeline pipeline(const char* shader, uint32_t wg);
+    void read_limits();
+    void make_layouts();
+    void make_commands();
+    void ensure_queries(size_t nn);
+    void read_profile(const basalt_graph* g);
+    void print_stats() const noexcept;
     void ensure_arena(uint64_t bytes);
     uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags want) const;
     void make_chunk(basalt_buffer::Chunk& c, uint64_t size, bool prefer_host);
