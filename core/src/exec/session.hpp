@@ -12,11 +12,14 @@
 #include <utility>
 #include <vector>
 
-#include "graph/graph-builder.hpp"
+#include "exec/kv-reservation.hpp"
+#include "exec/session-resources.hpp"
+#include "exec/session-state.hpp"
+#include "exec/step-graph.hpp"
+#include "exec/step-input.hpp"
 #include "graph/moe-router.hpp"
 #include "host/plugin-host.hpp"
 #include "model/memory-plan.hpp"
-#include "model/model-weights.hpp"
 
 struct basalt_model;
 
@@ -55,16 +58,16 @@ class Session {
     // Tokens of seq's encoded source (0: none).
     uint32_t seq_source_length(int32_t seq) const;
     // Cross-attention rows still free (encoder-decoder models; 0 otherwise).
-    size_t free_source_rows() const { return cross_free_.size(); }
+    size_t free_source_rows() const { return state_.cross_free.size(); }
     // Logits of output row `row` (batch rows with want_logits, in batch order) of the last decode.
     const float* logits(size_t row) const;
     size_t n_outputs() const { return n_out_; }
     size_t n_vocab() const;
-    uint32_t n_ctx() const { return n_ctx_; }
+    uint32_t n_ctx() const { return res_.n_ctx; }
     // Streaming cache (the manager's layout has stream_window != 0, e.g. kv_cache 'sink'): sequences may grow past
     // n_ctx (the manager evicts), each query sees the layout's stream_sinks first positions and its last
     // stream_window.
-    bool streaming() const { return layout_.stream_window != 0; }
+    bool streaming() const { return res_.layout.stream_window != 0; }
     size_t n_embd() const;
     uint32_t seq_length(int32_t seq) const;
 
@@ -99,117 +102,46 @@ class Session {
     // MoE routing statistics: on (counters reset) or off from the next decode on; a model without experts has none
     // to collect (on is refused naming the model). moe_stats() holds one entry per layer (empty while off).
     void set_moe_stats(bool on);
-    bool moe_stats_on() const { return moe_stats_; }
-    const std::vector<MoeLayerStats>& moe_stats() const { return moe_stats_data_; }
+    bool moe_stats_on() const { return state_.moe_stats_on; }
+    const std::vector<MoeLayerStats>& moe_stats() const { return state_.moe_stats; }
     // Tokens per block of the cache manager's layout.
-    uint32_t block_size() const { return layout_.block_size; }
+    uint32_t block_size() const { return res_.layout.block_size; }
     // Slots the manager still has free (its free_slots entry), or n_ctx minus the tokens held when it has none.
     size_t free_slots() const;
     // The memory plan of this session's shape (n_ctx, n_batch, n_seq_max) with the manager's K/V types.
-    const MemoryPlan& plan() const { return plan_; }
+    const MemoryPlan& plan() const { return res_.plan; }
     // What the session allocated, in the plan's terms: the weights buffer, the K/V buffers (bytes and rows per
     // layer) and the IO buffer as scratch (the backend's own work memory is not visible to the session).
     MemoryPlan allocated() const;
 
   private:
-    struct Chunk;
-    void decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits,
-                      size_t& n_out);
-    struct GraphShape;
-    struct IoLayout;
-    // Rebuilds graph_: the copy-on-write copies, then the forward pass over inputs placed as `io` says.
-    void build_graph(const std::vector<basalt_kv_copy>& copies, const std::vector<basalt_kv_copy>& window_copies,
-                     const GraphShape& shape, const IoLayout& io);
-    // Refuses (BASALT_ERR_OUT_OF_MEMORY) a plan larger than the machine's available memory plus free swap.
-    void check_fits(const MemoryPlan& plan) const;
-    // Refuses a streaming manager on a model it cannot serve (no rotary positions, own sliding windows); caps the
-    // batch at the manager's stream_batch.
-    void check_streaming();
-    void check_status(basalt_status st, const std::string& what) const;
-    void ensure_io(uint64_t bytes);
+    // Validates a decode batch before any work: ids, sequences, positions in order, context room.
+    void check_batch(const basalt_batch& batch) const;
+    // One forward pass over batch rows [begin, end); the wanted rows' logits are appended to out_logits.
+    void decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits);
+    // After a failed compute: forgets the sequences whose reserved slots hold no valid K/V, then fails.
+    [[noreturn]] void fail_compute(basalt_status st);
+    // Validates an encode batch: each sequence empty, its source whole; collects each source's batch rows and the
+    // sequences in order; refuses more source tokens than free cross rows.
+    void check_sources(const basalt_batch& batch, std::vector<std::vector<size_t>>& rows,
+                       std::vector<int32_t>& order) const;
     // One encoder pass over whole sources: `seqs` in order, their tokens at `rows` of the batch.
     void encode_pass(const basalt_batch& batch, const std::vector<int32_t>& seqs,
                      const std::vector<std::vector<size_t>>& rows);
     // Gives seq's cross rows back when no other sequence shares them.
     void release_source(int32_t seq);
-    uint32_t cache_layers() const;
 
     const basalt_model& model_;
     SessionConfig config_;
-    uint32_t n_ctx_ = 0;
-    uint32_t n_batch_ = 0;
-    const Component* backend_component_ = nullptr;
-    basalt_backend_iface backend_{};
-    void* backend_instance_ = nullptr;
-    const Component* kv_component_ = nullptr;
-    basalt_kv_cache_iface kv_{};
-    void* kv_instance_ = nullptr;
-    basalt_kv_cache_layout layout_{};
-
-    std::vector<basalt_buffer*> owned_buffers_;
-    basalt_buffer* weights_buffer_ = nullptr;
-    std::unique_ptr<ModelWeights> weights_;
-    std::vector<basalt_buffer*> k_buffers_, v_buffers_;
-    // Encoder-decoder: per decoder layer the cross-attention K/V of encoded sources (n_ctx rows each), the rows not
-    // in use, and each sequence's rows (in source order; shared by forks).
-    std::vector<basalt_buffer*> cross_k_buffers_, cross_v_buffers_;
-    std::vector<int32_t> cross_free_;
-    std::vector<std::shared_ptr<const std::vector<int32_t>>> seq_source_;
-    GraphBuilder enc_graph_;
-    uint64_t k_row_bytes_ = 0, v_row_bytes_ = 0;
-    uint64_t weight_buffer_bytes_ = 0;
-    uint64_t kv_bytes_ = 0;
-    // Residual window of quantized K/V (layout.residual, 0: none): per layer F32 [n_embd_{k,v}_gqa, n_seq_max * R].
-    uint32_t residual_ = 0;
-    uint64_t k_storage_rows_ = 0, v_storage_rows_ = 0;  // rows of each full-attention layer's K / V storage
-    std::vector<basalt_buffer*> k_residual_buffers_, v_residual_buffers_;
-    uint64_t io_logits_bytes_ = 0;  // largest logits region a step has used in the IO buffer
-    // Rows of the sliding-window layers' own K/V storage (the layout's n_window_slots); 0: they use the n_ctx rows.
-    uint32_t n_window_slots_ = 0;
-    std::vector<uint8_t> window_storage_;  // per layer: its K/V live in the window storage
-    std::vector<uint8_t> sliding_;         // per layer: a sliding-window layer
-    MemoryPlan plan_;
-    basalt_buffer* io_buffer_ = nullptr;
-    uint64_t io_bytes_ = 0;
-
-    std::vector<uint32_t> seq_len_;
-    // Steering: one device buffer of n_layer tables [n_embd, n_steer_slots_] (allocated at the first acquire),
-    // each slot's layer flags (empty: free) and each sequence's slot.
-    basalt_buffer* steer_buffer_ = nullptr;
-    uint32_t n_steer_slots_ = 0;
-    std::vector<std::vector<uint8_t>> steer_layers_;
-    std::vector<int32_t> seq_steer_;
-    std::vector<uint8_t> observe_layers_;       // per layer (empty: nothing observed)
-    std::vector<std::vector<float>> observed_;  // per layer: rows of the last decode
-    MoeRouter moe_router_;
-    bool moe_stats_ = false;
-    std::vector<MoeLayerStats> moe_stats_data_;
+    SessionShape shape_;
+    SessionResources res_;  // backend, KV manager, buffers (freed last)
+    SessionState state_;
+    KvReservation reservation_;
+    StepGraph graph_;
+    Step step_;
+    std::vector<int32_t> enc_tokens_, enc_positions_, enc_seqs_;  // an encoder pass's packed rows
     std::vector<float> logits_;
     size_t n_out_ = 0;
-    GraphBuilder graph_;
-    // What graph_ was built for. The graph depends only on these (its inputs' data sit in the IO buffer), so a
-    // step of the same shape (consecutive decode steps, within one kVisibleStep of visible pairs) runs it again
-    // instead of rebuilding ~1000 tensors by name.
-    // Byte offsets of the step's inputs and logits in the IO buffer.
-    struct IoLayout {
-        uint64_t tokens, pos, slots, query, lists, rows, logits, window_slots, window_lists, steer, observe, moe;
-        uint64_t rel = 0, cross_lists = 0;  // encoder-decoder: position-bias buckets, cross-attention lists
-        uint64_t residual_rows = 0, residual_table = 0;
-    };
-    struct GraphShape {
-        int64_t tokens = -1;
-        int64_t outputs = 0;
-        size_t n_vis = 0;
-        size_t n_vis_window = 0;  // pairs per list of the window layers (0: no window storage)
-        size_t n_lists = 0;
-        const basalt_buffer* io = nullptr;
-        std::vector<uint8_t> steer_layers;    // layers with a STEER node (empty: no row of the step is steered)
-        std::vector<uint8_t> observe_layers;  // layers whose rows are copied out (empty: none)
-        bool moe_stats = false;               // each MoE layer's routing copied out
-        size_t n_vis_cross = 0;               // encoder-decoder: cross-attention pairs per list
-        bool operator==(const GraphShape&) const = default;
-    };
-    GraphShape built_;
 };
 
 }  // namespace basalt
