@@ -11,33 +11,13 @@ namespace basalt::cpu {
 
 namespace {
 
-const OpImpl kOps[BASALT_OP_COUNT] = {
-    {"NONE", 0, 0, nullptr, nullptr},
-    {"GET_ROWS", 2, 2, check_get_rows, run_get_rows},
-    {"MATMUL", 2, 2, check_matmul, run_matmul},
-    {"ADD", 2, 2, check_binary, run_add},
-    {"MUL", 2, 2, check_binary, run_mul},
-    {"SCALE", 1, 1, check_unary, run_scale},
-    {"RMS_NORM", 1, 1, check_unary, run_rms_norm},
-    {"LAYER_NORM", 1, 1, check_unary, run_layer_norm},
-    {"ROPE", 2, 2, check_rope, run_rope},
-    {"SOFTMAX", 1, 1, check_unary, run_softmax},
-    {"SILU", 1, 1, check_unary, run_silu},
-    {"GELU", 1, 1, check_unary, run_gelu},
-    {"GELU_ERF", 1, 1, check_unary, run_gelu_erf},
-    {"SWIGLU", 2, 2, check_glu, run_swiglu},
-    {"GEGLU", 2, 2, check_glu, run_geglu},
-    {"ATTENTION", 5, 8, check_attention, run_attention},
-    {"KV_WRITE", 3, 5, check_kv_write, run_kv_write},
-    {"TOPK", 1, 1, check_topk, run_topk},
-    {"MOE_MATMUL", 3, 3, check_moe_matmul, run_moe_matmul},
-    {"MOE_COMBINE", 2, 2, check_moe_combine, run_moe_combine},
-    {"GATHER", 2, 2, check_gather, run_gather},
-    {"CAST", 1, 1, check_cast, run_cast},
-    {"COPY", 1, 1, check_copy, run_copy},
-    {"STEER", 3, 3, check_steer, run_steer},
-    {"MOE_ROUTE", 1, 1, check_moe_route, run_moe_route},
+// One row per op of ops.def, in value order (op_impl indexes it by value - 1).
+constexpr OpImpl kOps[] = {
+#define BASALT_OP(NAME, id, min_inputs, max_inputs, contract) \
+    {BASALT_OP_##NAME, min_inputs, max_inputs, check_##id, run_##id},
+#include <basalt/sdk/ops.def>
 };
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == BASALT_OP_COUNT - 1, "the CPU op table covers every declared op");
 
 std::string node_name(const basalt_graph_node* n, size_t index) {
     if (n != nullptr && n->name != nullptr) return n->name;
@@ -198,7 +178,11 @@ void check_graph_header(const basalt_graph* g) {
 
 const OpImpl* op_impl(basalt_op op) noexcept {
     if (op <= BASALT_OP_NONE || op >= BASALT_OP_COUNT) return nullptr;
-    return &kOps[op];
+    return &kOps[op - 1];
+}
+
+void check_contract(const NodeCtx& c) {
+    sdk::contract::check(c);
 }
 
 int64_t chunk_count(int64_t n, int threads, int64_t min_chunk) noexcept {

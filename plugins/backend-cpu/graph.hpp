@@ -110,8 +110,9 @@ struct Backend {
     Profile prof;
 };
 
+// A row of the op table (graph.cpp), generated from the SDK's ops.def: an op's arity, its check and its run.
 struct OpImpl {
-    const char* name;
+    basalt_op op;
     int min_inputs;
     int max_inputs;
     void (*check)(const NodeCtx& c);  // shapes/types only (data may be nullptr); throws sdk::error
@@ -121,8 +122,11 @@ struct OpImpl {
 // Returns nullptr for an op this backend does not implement.
 const OpImpl* op_impl(basalt_op op) noexcept;
 using sdk::op_name;
+namespace op = sdk::op;  // named parameters: c.ip(op::rope::n_rot)
 
-// Per-file op tables (ops-*.cpp).
+// Per-op checks and runs (ops-*.cpp). The table takes check_<id> and run_<id> for every op of ops.def, so a
+// declared op without them fails to compile. Ops whose CPU check is only their contract share check_contract.
+void check_contract(const NodeCtx&);  // sdk::contract::check: the contract ops.def names
 void check_get_rows(const NodeCtx&);
 void run_get_rows(NodeCtx&);
 void check_matmul(const NodeCtx&);
@@ -138,39 +142,51 @@ void run_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs);
 void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs);
 void check_moe_matmul(const NodeCtx&);
 void run_moe_matmul(NodeCtx&);
-void check_binary(const NodeCtx&);
+inline constexpr auto check_add = &check_contract;
 void run_add(NodeCtx&);
+inline constexpr auto check_mul = &check_contract;
 void run_mul(NodeCtx&);
-void check_unary(const NodeCtx&);
+inline constexpr auto check_scale = &check_contract;
 void run_scale(NodeCtx&);
+inline constexpr auto check_rms_norm = &check_contract;
 void run_rms_norm(NodeCtx&);
+inline constexpr auto check_layer_norm = &check_contract;
 void run_layer_norm(NodeCtx&);
+inline constexpr auto check_softmax = &check_contract;
 void run_softmax(NodeCtx&);
+inline constexpr auto check_silu = &check_contract;
 void run_silu(NodeCtx&);
+inline constexpr auto check_gelu = &check_contract;
 void run_gelu(NodeCtx&);
+inline constexpr auto check_gelu_erf = &check_contract;
 void run_gelu_erf(NodeCtx&);
-void check_glu(const NodeCtx&);
+inline constexpr auto check_tanh = &check_contract;
+void run_tanh(NodeCtx&);
+inline constexpr auto check_sigmoid = &check_contract;
+void run_sigmoid(NodeCtx&);
+inline constexpr auto check_swiglu = &check_contract;
 void run_swiglu(NodeCtx&);
+inline constexpr auto check_geglu = &check_contract;
 void run_geglu(NodeCtx&);
-void check_rope(const NodeCtx&);
+inline constexpr auto check_rope = &check_contract;
 void run_rope(NodeCtx&);
 void check_attention(const NodeCtx&);
 void run_attention(NodeCtx&);
 void check_kv_write(const NodeCtx&);
 void run_kv_write(NodeCtx&);
-void check_topk(const NodeCtx&);
+inline constexpr auto check_topk = &check_contract;
 void run_topk(NodeCtx&);
-void check_moe_route(const NodeCtx&);
+inline constexpr auto check_moe_route = &check_contract;
 void run_moe_route(NodeCtx&);
-void check_moe_combine(const NodeCtx&);
+inline constexpr auto check_moe_combine = &check_contract;
 void run_moe_combine(NodeCtx&);
-void check_gather(const NodeCtx&);
+inline constexpr auto check_gather = &check_contract;
 void run_gather(NodeCtx&);
 void check_cast(const NodeCtx&);
 void run_cast(NodeCtx&);
-void check_copy(const NodeCtx&);
+inline constexpr auto check_copy = &check_contract;
 void run_copy(NodeCtx&);
-void check_steer(const NodeCtx&);
+inline constexpr auto check_steer = &check_contract;
 void run_steer(NodeCtx&);
 
 // Entry points used by backend.cpp. Both throw sdk::error naming the node.

@@ -123,7 +123,10 @@ void check_attention(const NodeCtx& c) {
                "has " + std::to_string(c.n_in) + " inputs: 5, 6 with a position bias or 8 with a residual window");
     }
     if (c.n_in == 8) {
-        if (c.ip(6) < 1) c.fail(BASALT_ERR_INVALID_ARGUMENT, "residual window ip[6] = " + std::to_string(c.ip(6)));
+        if (c.ip(op::attention::residual) < 1) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT,
+                   "residual window ip[6] = " + std::to_string(c.ip(op::attention::residual)));
+        }
         for (int i = 5; i <= 6; ++i) {
             c.expect_type(c.in[i], i == 5 ? "K residual" : "V residual", BASALT_DTYPE_F32);
             if (c.in[i].ne[0] != c.in[i - 4].ne[0] || !c.in[i].rows_packed()) {
@@ -159,7 +162,7 @@ void run_attention(NodeCtx& c) {
         }
     }
     // Residual window: per list (base row, open position); pairs from the open position on read the F32 rows.
-    const int64_t R = c.n_in == 8 ? c.ip(6) : 0;
+    const int64_t R = c.n_in == 8 ? c.ip(op::attention::residual) : 0;
     const int32_t* rtab = R > 0 ? reinterpret_cast<const int32_t*>(c.in[7].data) : nullptr;
     for (int64_t g = 0; rtab != nullptr && g < s.n_lists; ++g) {
         const int64_t base = rtab[2 * g];
@@ -177,11 +180,11 @@ void run_attention(NodeCtx& c) {
     const basalt_dtype k_read = k_deq ? BASALT_DTYPE_F32 : kc.type;
     const basalt_dtype v_read = v_deq ? BASALT_DTYPE_F32 : vc.type;
     const bool split = !(c.out.ne[0] == s.hd_v * s.n_head);
-    const float scale = c.fp(0);
-    const float cap = c.fp(1);
-    const int64_t window = c.ip(0);
-    const int64_t sinks = c.ip(1);
-    const bool causal = (c.ip(5) & 1) == 0;  // ip[5] bit 0: not causal (encoder-decoder)
+    const float scale = c.fp(op::attention::scale);
+    const float cap = c.fp(op::attention::soft_cap);
+    const int64_t window = c.ip(op::attention::window);
+    const int64_t sinks = c.ip(op::attention::sinks);
+    const bool causal = (c.ip(op::attention::flags) & 1) == 0;  // bit 0: not causal (encoder-decoder)
     // Relative position bias by distance (T5): [n_head, 2R + 1], or none.
     const float* bias = c.n_in == 6 ? reinterpret_cast<const float*>(c.in[5].data) : nullptr;
     const int64_t bias_r = bias != nullptr ? (c.in[5].ne[1] - 1) / 2 : 0;
@@ -190,11 +193,11 @@ void run_attention(NodeCtx& c) {
     // written; past the first sinks + window - 1 positions they must score as if rotated at p + d (d = pos - sinks -
     // window + 1). RoPE is a rotation, so dot(q, R(d) k) = dot(R(-d) q, k): the query is rotated back instead, which
     // works for any stored K type.
-    const bool cache_positions = c.ip(2) == 1;
-    const bool neox = c.ip(3) == 1;
-    const int64_t rot_half = c.ip(4) / 2;
-    const double rot_base = c.fp(2);
-    const double rot_scale = c.fp(3);
+    const bool cache_positions = c.ip(op::attention::cache_positions) == 1;
+    const bool neox = c.ip(op::attention::rope_mode) == 1;
+    const int64_t rot_half = c.ip(op::attention::n_rot) / 2;
+    const double rot_base = c.fp(op::attention::freq_base);
+    const double rot_scale = c.fp(op::attention::freq_scale);
     const Kernels& k = c.be->kernels;
     // Tasks are (token, KV head, part of the query heads sharing it): each K and V row is read once for the
     // heads of the part, whose independent dot products and exps overlap. Every head's arithmetic (its dot
@@ -432,9 +435,10 @@ void check_kv_write(const NodeCtx& c) {
                                            " is quantized per channel over 32 slots: it needs a residual window");
     }
     if (c.n_in == 5) {
-        if (c.ip(0) < 1 || (blocks::kivi_per_channel(c.in[1].type) && c.ip(0) % 32 != 0)) {
+        if (c.ip(op::kv_write::residual) < 1 ||
+            (blocks::kivi_per_channel(c.in[1].type) && c.ip(op::kv_write::residual) % 32 != 0)) {
             c.fail(BASALT_ERR_INVALID_ARGUMENT,
-                   "residual window ip[0] = " + std::to_string(c.ip(0)) +
+                   "residual window ip[0] = " + std::to_string(c.ip(op::kv_write::residual)) +
                        (blocks::kivi_per_channel(c.in[1].type) ? " (a multiple of 32)" : ""));
         }
         c.expect_type(c.in[3], "residual", BASALT_DTYPE_F32);
@@ -474,7 +478,7 @@ void run_kv_write(NodeCtx& c) {
     }
     if (c.n_in == 5) {
         // Residual window: every row goes to its F32 residual row; a unit's last row seals the unit into the cache.
-        const int64_t R = c.ip(0);
+        const int64_t R = c.ip(op::kv_write::residual);
         const TensorView& res = c.in[3];
         const auto* rrows = reinterpret_cast<const int32_t*>(c.in[4].data);
         const int64_t n_res = res.nrows();

@@ -31,10 +31,6 @@ void run_cast(NodeCtx& c) {
     });
 }
 
-void check_copy(const NodeCtx& c) {
-    sdk::contract::copy(c);
-}
-
 void run_copy(NodeCtx& c) {
     const TensorView& x = c.in[0];
     const TensorView& y = c.out;

@@ -1,10 +1,9 @@
-// Row-wise F32 ops: ADD, MUL, SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, SWIGLU, GEGLU, ROPE.
+// Row-wise F32 ops: ADD, MUL, SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, TANH, SIGMOID, SWIGLU,
+// GEGLU, ROPE.
 // Reductions accumulate in double: these are the reference numerics and cost little next to the matmuls.
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include <basalt/sdk/op-contracts.hpp>
 
 #include "graph.hpp"
 
@@ -65,10 +64,6 @@ float gelu_tanh(float x) {
 
 }  // namespace
 
-void check_binary(const NodeCtx& c) {
-    sdk::contract::binary(c);
-}
-
 void run_add(NodeCtx& c) {
     binary_rows(c, c.be->kernels.add_f32);
 }
@@ -77,19 +72,15 @@ void run_mul(NodeCtx& c) {
     binary_rows(c, c.be->kernels.mul_f32);
 }
 
-void check_unary(const NodeCtx& c) {
-    sdk::contract::unary(c);
-}
-
 void run_scale(NodeCtx& c) {
-    const float s = c.fp(0);
+    const float s = c.fp(op::scale::factor);
     unary(c, [s](const float* x, float* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
     });
 }
 
 void run_rms_norm(NodeCtx& c) {
-    const double eps = c.fp(0);
+    const double eps = c.fp(op::rms_norm::eps);
     unary(c, [eps](const float* x, float* y, int64_t n) {
         double ss = 0;
         for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
@@ -99,7 +90,7 @@ void run_rms_norm(NodeCtx& c) {
 }
 
 void run_layer_norm(NodeCtx& c) {
-    const double eps = c.fp(0);
+    const double eps = c.fp(op::layer_norm::eps);
     unary(c, [eps](const float* x, float* y, int64_t n) {
         double sum = 0;
         for (int64_t i = 0; i < n; ++i) sum += x[i];
@@ -112,7 +103,7 @@ void run_layer_norm(NodeCtx& c) {
 }
 
 void run_softmax(NodeCtx& c) {
-    const float s = c.fp(0);
+    const float s = c.fp(op::softmax::scale);
     unary(c, [s](const float* x, float* y, int64_t n) {
         float mx = -INFINITY;
         for (int64_t i = 0; i < n; ++i) mx = std::fmax(mx, x[i] * s);
@@ -147,8 +138,17 @@ void run_gelu_erf(NodeCtx& c) {
     });
 }
 
-void check_glu(const NodeCtx& c) {
-    sdk::contract::binary(c);
+void run_tanh(NodeCtx& c) {
+    unary(c, [](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+    });
+}
+
+// 1 / (1 + e^-x) overflows to 0 cleanly for x -> -inf (e^-x = inf) and is 1 for large x.
+void run_sigmoid(NodeCtx& c) {
+    unary(c, [](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    });
 }
 
 void run_swiglu(NodeCtx& c) {
@@ -159,18 +159,14 @@ void run_geglu(NodeCtx& c) {
     binary(c, [](float a, float b) { return gelu_tanh(a) * b; });
 }
 
-void check_rope(const NodeCtx& c) {
-    sdk::contract::rope(c);
-}
-
 void run_rope(NodeCtx& c) {
     const int64_t hd = c.in[0].ne[0];
     const int64_t n_head = c.in[0].ne[1];
     const int64_t tokens = c.in[0].ne[2] * c.in[0].ne[3];
-    const int half = c.ip(1) / 2;
-    const bool neox = c.ip(0) == 1;
-    const double base = c.fp(0);
-    const double fscale = c.fp(1);
+    const int half = c.ip(op::rope::n_rot) / 2;
+    const bool neox = c.ip(op::rope::mode) == 1;
+    const double base = c.fp(op::rope::freq_base);
+    const double fscale = c.fp(op::rope::freq_scale);
     const auto* pos = reinterpret_cast<const int32_t*>(c.in[1].data);
     // The angles of a position, as the table holds them (the one formula for both paths).
     auto angles = [&](int32_t p, float* cs) {

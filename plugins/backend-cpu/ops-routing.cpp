@@ -6,19 +6,13 @@
 #include <numeric>
 #include <vector>
 
-#include <basalt/sdk/op-contracts.hpp>
-
 #include "graph.hpp"
 
 namespace basalt::cpu {
 
-void check_topk(const NodeCtx& c) {
-    sdk::contract::topk(c);
-}
-
 void run_topk(NodeCtx& c) {
     const int64_t n = c.in[0].ne[0];
-    const int k = c.ip(0);
+    const int k = c.ip(op::topk::k);
     std::vector<int32_t> idx(static_cast<size_t>(n));
     for (int64_t r = 0; r < c.in[0].nrows(); ++r) {
         const float* x = c.in[0].frow(r);
@@ -35,18 +29,14 @@ void run_topk(NodeCtx& c) {
     }
 }
 
-void check_moe_route(const NodeCtx& c) {
-    sdk::contract::moe_route(c);
-}
-
 // The capacity routing of plugin_backend.h's MOE_ROUTE, serially (it is O(k T + overflow x n) after the ranking).
 void run_moe_route(NodeCtx& c) {
     const int64_t n = c.in[0].ne[0];
     const int64_t tokens = c.in[0].nrows();
-    const auto k = static_cast<int64_t>(c.ip(0));
-    const int64_t cap = c.ip(1);
-    const bool reroute = c.ip(2) != 0;
-    const int what = c.ip(3);
+    const auto k = static_cast<int64_t>(c.ip(op::moe_route::k));
+    const int64_t cap = c.ip(op::moe_route::capacity);
+    const bool reroute = c.ip(op::moe_route::overflow) != 0;
+    const int what = c.ip(op::moe_route::output);
     const auto kz = static_cast<size_t>(k);
     const auto nz = static_cast<size_t>(n);
     // Each token's full ranking (TOPK's order: descending, NaN lowest, ties by lower index).
@@ -119,10 +109,6 @@ void run_moe_route(NodeCtx& c) {
     }
 }
 
-void check_moe_combine(const NodeCtx& c) {
-    sdk::contract::moe_combine(c);
-}
-
 void run_moe_combine(NodeCtx& c) {
     const TensorView& x = c.in[0];
     const int64_t n = x.ne[0];
@@ -143,10 +129,6 @@ void run_moe_combine(NodeCtx& c) {
     });
 }
 
-void check_gather(const NodeCtx& c) {
-    sdk::contract::gather(c);
-}
-
 void run_gather(NodeCtx& c) {
     const int64_t n = c.in[0].ne[0];
     const int64_t k = c.in[1].ne[0];
@@ -164,15 +146,11 @@ void run_gather(NodeCtx& c) {
             y[j] = x[id[j]];
             sum += y[j];
         }
-        if (c.ip(0) != 0) {
+        if (c.ip(op::gather::renormalise) != 0) {
             const auto inv = static_cast<float>(1.0 / sum);
             for (int64_t j = 0; j < k; ++j) y[j] *= inv;
         }
     }
-}
-
-void check_steer(const NodeCtx& c) {
-    sdk::contract::steer(c);
 }
 
 void run_steer(NodeCtx& c) {

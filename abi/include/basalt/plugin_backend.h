@@ -20,7 +20,8 @@ BASALT_BEGIN_DECLS
  * Graph operations. Shapes are written [ne0, ne1, ...] with ne0 contiguous; "rows" are the ne0-runs of a
  * tensor (ne1*ne2*ne3 of them). Activations are F32 unless stated; weights may be any type the backend
  * reports for the op. ip = iparams, fp = fparams, inN = inputs[N]. Every backend computes exactly this
- * (docs/ops.md has the formulas); accumulation is at least F32.
+ * (docs/ops.md has the formulas); accumulation is at least F32. C++ code reads the parameters by name: the SDK's
+ * basalt/sdk/ops.def declares each op's arity and parameters once (sdk::op::rope::n_rot is ROPE's ip[1]).
  */
 typedef int32_t basalt_op;
 enum {
@@ -110,7 +111,11 @@ enum {
      * GATHER with ip[0] != 0 sums them), 0 when dropped; 2 status I32 [k, T]: 0 kept, 1 dropped, 2 + e
      * rerouted away from expert e. */
     BASALT_OP_MOE_ROUTE = 24,
-    BASALT_OP_COUNT = 25 /* number of op values (not an op) */
+    /* since 1.4. Element-wise F32 activations, out shaped as in0 (recurrent and gated architectures). A backend
+     * built before them reports the node unsupported. */
+    BASALT_OP_TANH = 25,    /* tanh(x) */
+    BASALT_OP_SIGMOID = 26, /* 1 / (1 + exp(-x)) */
+    BASALT_OP_COUNT = 27    /* number of op values (not an op) */
 };
 
 /* Opaque device buffer, created and destroyed by the backend that owns it. */

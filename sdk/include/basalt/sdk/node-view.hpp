@@ -5,6 +5,7 @@
 
 #include <basalt/plugin_backend.h>
 #include <basalt/blocks/dtype.hpp>
+#include <basalt/sdk/op-decls.hpp>
 #include <basalt/sdk/plugin.hpp>
 
 #include <cstddef>
@@ -12,16 +13,6 @@
 #include <string>
 
 namespace basalt::sdk {
-
-// Returns the name of an op of plugin_backend.h ("MATMUL"), or "op N" for a value it does not know. Thread-safe.
-inline std::string op_name(basalt_op op) {
-    static const char* const kNames[BASALT_OP_COUNT] = {
-        "NONE",       "GET_ROWS",    "MATMUL", "ADD",      "MUL",    "SCALE", "RMS_NORM",  "LAYER_NORM", "ROPE",
-        "SOFTMAX",    "SILU",        "GELU",   "GELU_ERF", "SWIGLU", "GEGLU", "ATTENTION", "KV_WRITE",   "TOPK",
-        "MOE_MATMUL", "MOE_COMBINE", "GATHER", "CAST",     "COPY",   "STEER", "MOE_ROUTE"};
-    if (op <= BASALT_OP_NONE || op >= BASALT_OP_COUNT) return "op " + std::to_string(op);
-    return kNames[op];
-}
 
 // The name of a type id ("q8_0"), or "type N" for an id no block table knows. Thread-safe.
 inline std::string type_label(basalt_dtype type) {
@@ -95,6 +86,9 @@ struct NodeView {
     }
     int ip(int i) const noexcept { return node->iparams[i]; }
     float fp(int i) const noexcept { return node->fparams[i]; }
+    // The node's named parameter (ops.def), e.g. ip(op::rope::n_rot); the node must be of the parameter's op.
+    int ip(IParam p) const noexcept { return node->iparams[p.index]; }
+    float fp(FParam p) const noexcept { return node->fparams[p.index]; }
 };
 
 }  // namespace basalt::sdk

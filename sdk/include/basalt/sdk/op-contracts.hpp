@@ -3,12 +3,14 @@
 // cache and cast types it supports, and device limits. Header-only; needs basalt_blocks (type traits).
 //
 // Each function takes the node's check context `c`, any type with: in[] and out (views with t, type, ne[4],
-// nrows(), nelements(), rows_packed() and shape()), node, ip(i), fp(i), fail(status, what) (throws, naming the
-// node), expect_type(view, role, type) and expect_same_shape(a, role_a, b, role_b). They only read; thread-safe.
+// nrows(), nelements(), rows_packed() and shape()), node, ip(slot), fp(slot) (named parameters, op-decls.hpp),
+// fail(status, what) (throws, naming the node), expect_type(view, role, type) and expect_same_shape(a, role_a, b,
+// role_b). They only read; thread-safe. ops.def names each op's contract; check(c) runs the one of c's op.
 #pragma once
 
 #include <basalt/plugin_backend.h>
 #include <basalt/blocks/dtype.hpp>
+#include <basalt/sdk/op-decls.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -45,14 +47,18 @@ void binary(const C& c) {
     }
 }
 
-// SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF: F32, output shaped as the input; norms' epsilon >= 0.
+// SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, TANH, SIGMOID: F32, output shaped as the input; norms'
+// epsilon >= 0.
 template <class C>
 void unary(const C& c) {
     c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
     c.expect_type(c.out, "output", BASALT_DTYPE_F32);
     c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    if ((c.node->op == BASALT_OP_RMS_NORM || c.node->op == BASALT_OP_LAYER_NORM) && !(c.fp(0) >= 0.0f)) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "epsilon fp[0] = " + std::to_string(c.fp(0)) + " must be >= 0");
+    if (c.node->op == BASALT_OP_RMS_NORM || c.node->op == BASALT_OP_LAYER_NORM) {
+        const float eps = c.fp(c.node->op == BASALT_OP_RMS_NORM ? op::rms_norm::eps : op::layer_norm::eps);
+        if (!(eps >= 0.0f)) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "epsilon fp[0] = " + std::to_string(eps) + " must be >= 0");
+        }
     }
 }
 
@@ -69,16 +75,19 @@ void rope(const C& c) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
                "positions " + c.in[1].shape() + " must hold one packed I32 per token (" + std::to_string(tokens) + ")");
     }
-    if (c.ip(0) != 0 && c.ip(0) != 1) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "mode ip[0] = " + std::to_string(c.ip(0)) + " (0 pairs, 1 neox)");
+    const int32_t mode = c.ip(op::rope::mode);
+    const int32_t n_rot = c.ip(op::rope::n_rot);
+    if (mode != 0 && mode != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "mode ip[0] = " + std::to_string(mode) + " (0 pairs, 1 neox)");
     }
-    if (c.ip(1) <= 0 || c.ip(1) % 2 != 0 || c.ip(1) > hd) {
+    if (n_rot <= 0 || n_rot % 2 != 0 || n_rot > hd) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "n_rot ip[1] = " + std::to_string(c.ip(1)) + " must be even and in 2.." + std::to_string(hd));
+               "n_rot ip[1] = " + std::to_string(n_rot) + " must be even and in 2.." + std::to_string(hd));
     }
-    if (!(c.fp(0) > 0.0f) || !std::isfinite(c.fp(1))) {
+    const float base = c.fp(op::rope::freq_base);
+    if (!(base > 0.0f) || !std::isfinite(c.fp(op::rope::freq_scale))) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "freq_base fp[0] = " + std::to_string(c.fp(0)) + " must be > 0 and freq_scale fp[1] finite");
+               "freq_base fp[0] = " + std::to_string(base) + " must be > 0 and freq_scale fp[1] finite");
     }
 }
 
@@ -139,29 +148,38 @@ AttentionShape attention(const C& c) {
                                                 std::to_string(s.hd_v * s.n_head) + ", " + std::to_string(s.tokens) +
                                                 "]");
     }
-    if (c.ip(0) < 0 || c.ip(1) < 0 || !(c.fp(1) >= 0.0f) || !std::isfinite(c.fp(0)) || !std::isfinite(c.fp(1))) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "window ip[0] = " + std::to_string(c.ip(0)) + ", sinks ip[1] = " +
-                                                std::to_string(c.ip(1)) + ", scale fp[0] = " + std::to_string(c.fp(0)) +
-                                                ", soft-cap fp[1] = " + std::to_string(c.fp(1)) + " are not valid");
+    namespace a = op::attention;
+    const int32_t window = c.ip(a::window);
+    const int32_t sinks = c.ip(a::sinks);
+    const float scale = c.fp(a::scale);
+    const float cap = c.fp(a::soft_cap);
+    if (window < 0 || sinks < 0 || !(cap >= 0.0f) || !std::isfinite(scale) || !std::isfinite(cap)) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "window ip[0] = " + std::to_string(window) + ", sinks ip[1] = " +
+                                                std::to_string(sinks) + ", scale fp[0] = " + std::to_string(scale) +
+                                                ", soft-cap fp[1] = " + std::to_string(cap) + " are not valid");
     }
     // Since 1.4: sink keys at cache positions (ip[2] 1), rotated with ROPE's parameters ip[3], ip[4], fp[2], fp[3].
-    if (c.ip(2) != 0) {
-        if (c.ip(2) != 1 || c.ip(0) == 0) {
-            c.fail(BASALT_ERR_INVALID_ARGUMENT, "cache positions ip[2] = " + std::to_string(c.ip(2)) +
+    if (const int32_t cp = c.ip(a::cache_positions); cp != 0) {
+        if (cp != 1 || window == 0) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "cache positions ip[2] = " + std::to_string(cp) +
                                                     " must be 0 or 1, and 1 needs a window ip[0] (it is " +
-                                                    std::to_string(c.ip(0)) + ")");
+                                                    std::to_string(window) + ")");
         }
-        if ((c.ip(3) != 0 && c.ip(3) != 1) || c.ip(4) <= 0 || c.ip(4) % 2 != 0 || c.ip(4) > s.hd_k ||
-            !(c.fp(2) > 0.0f) || !std::isfinite(c.fp(2)) || !std::isfinite(c.fp(3))) {
-            c.fail(BASALT_ERR_INVALID_ARGUMENT, "sink rotation: rope mode ip[3] = " + std::to_string(c.ip(3)) +
-                                                    ", n_rot ip[4] = " + std::to_string(c.ip(4)) +
-                                                    ", freq_base fp[2] = " + std::to_string(c.fp(2)) +
-                                                    ", freq_scale fp[3] = " + std::to_string(c.fp(3)) +
+        const int32_t mode = c.ip(a::rope_mode);
+        const int32_t n_rot = c.ip(a::n_rot);
+        const float base = c.fp(a::freq_base);
+        const float fscale = c.fp(a::freq_scale);
+        if ((mode != 0 && mode != 1) || n_rot <= 0 || n_rot % 2 != 0 || n_rot > s.hd_k || !(base > 0.0f) ||
+            !std::isfinite(base) || !std::isfinite(fscale)) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "sink rotation: rope mode ip[3] = " + std::to_string(mode) +
+                                                    ", n_rot ip[4] = " + std::to_string(n_rot) +
+                                                    ", freq_base fp[2] = " + std::to_string(base) +
+                                                    ", freq_scale fp[3] = " + std::to_string(fscale) +
                                                     " are not valid (head size " + std::to_string(s.hd_k) + ")");
         }
     }
-    if ((c.ip(5) & ~1) != 0) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "flags ip[5] = " + std::to_string(c.ip(5)) + " (bit 0: not causal)");
+    if ((c.ip(a::flags) & ~1) != 0) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "flags ip[5] = " + std::to_string(c.ip(a::flags)) + " (bit 0: not causal)");
     }
     if (c.node->n_inputs == 6) {  // relative position bias by distance (8 inputs: the K/V residual window instead)
         c.expect_type(c.in[5], "position bias", BASALT_DTYPE_F32);
@@ -303,12 +321,12 @@ void topk(const C& c) {
     c.expect_type(c.in[0], "router logits", BASALT_DTYPE_F32);
     c.expect_type(c.out, "output", BASALT_DTYPE_I32);
     const int64_t n = c.in[0].ne[0];
-    if (c.ip(0) < 1 || c.ip(0) > n) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "k ip[0] = " + std::to_string(c.ip(0)) + " must be in 1.." + std::to_string(n));
+    const int32_t k = c.ip(op::topk::k);
+    if (k < 1 || k > n) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "k ip[0] = " + std::to_string(k) + " must be in 1.." + std::to_string(n));
     }
-    if (c.out.ne[0] != c.ip(0) || c.out.nrows() != c.in[0].nrows()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(c.ip(0)) + ", " +
+    if (c.out.ne[0] != k || c.out.nrows() != c.in[0].nrows()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be [" + std::to_string(k) + ", " +
                                                 std::to_string(c.in[0].nrows()) + "]");
     }
 }
@@ -319,24 +337,27 @@ template <class C>
 void moe_route(const C& c) {
     c.expect_type(c.in[0], "router probabilities", BASALT_DTYPE_F32);
     const int64_t n = c.in[0].ne[0];
-    if (c.ip(0) < 1 || c.ip(0) > n) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "k ip[0] = " + std::to_string(c.ip(0)) + " must be in 1.." + std::to_string(n));
+    const int32_t k = c.ip(op::moe_route::k);
+    const int32_t capacity = c.ip(op::moe_route::capacity);
+    const int32_t overflow = c.ip(op::moe_route::overflow);
+    const int32_t output = c.ip(op::moe_route::output);
+    if (k < 1 || k > n) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "k ip[0] = " + std::to_string(k) + " must be in 1.." + std::to_string(n));
     }
-    if (c.ip(1) < 1)
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "capacity ip[1] = " + std::to_string(c.ip(1)) + " must be >= 1");
-    if (c.ip(2) != 0 && c.ip(2) != 1) {
+    if (capacity < 1)
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "capacity ip[1] = " + std::to_string(capacity) + " must be >= 1");
+    if (overflow != 0 && overflow != 1) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "overflow ip[2] = " + std::to_string(c.ip(2)) + " must be 0 (drop) or 1 (reroute)");
+               "overflow ip[2] = " + std::to_string(overflow) + " must be 0 (drop) or 1 (reroute)");
     }
-    if (c.ip(3) < 0 || c.ip(3) > 2) {
+    if (output < 0 || output > 2) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
-               "output ip[3] = " + std::to_string(c.ip(3)) + " must be 0 (ids), 1 (weights) or 2 (status)");
+               "output ip[3] = " + std::to_string(output) + " must be 0 (ids), 1 (weights) or 2 (status)");
     }
-    c.expect_type(c.out, "output", c.ip(3) == 1 ? BASALT_DTYPE_F32 : BASALT_DTYPE_I32);
-    if (c.out.ne[0] != c.ip(0) || c.out.nrows() != c.in[0].nrows() || !c.out.rows_packed()) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be packed [" + std::to_string(c.ip(0)) +
-                                                ", " + std::to_string(c.in[0].nrows()) + "]");
+    c.expect_type(c.out, "output", output == 1 ? BASALT_DTYPE_F32 : BASALT_DTYPE_I32);
+    if (c.out.ne[0] != k || c.out.nrows() != c.in[0].nrows() || !c.out.rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " must be packed [" + std::to_string(k) + ", " +
+                                                std::to_string(c.in[0].nrows()) + "]");
     }
 }
 
@@ -382,6 +403,21 @@ void steer(const C& c) {
     if (c.in[2].nelements() != c.in[0].nrows()) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
                "slots " + c.in[2].shape() + " do not give one slot per row of input 0 " + c.in[0].shape());
+    }
+}
+
+// Runs the contract ops.def names for c's op (its return value, where it has one, is dropped); an op the
+// declaration does not know fails as unsupported.
+template <class C>
+void check(const C& c) {
+    switch (c.node->op) {
+#define BASALT_OP(NAME, id, min_inputs, max_inputs, contract) \
+    case BASALT_OP_##NAME:                                    \
+        static_cast<void>(contract(c));                       \
+        return;
+#include <basalt/sdk/ops.def>
+        default:
+            c.fail(BASALT_ERR_UNSUPPORTED, "op " + std::to_string(c.node->op) + " is not declared");
     }
 }
 
