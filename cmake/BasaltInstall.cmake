@@ -1,8 +1,8 @@
 # The installable SDK: `cmake --install <build> --prefix P` gives
-#   P/include/basalt/{*.h,sdk/*.hpp,blocks/*.hpp}     ABI headers, header-only C++ SDK, GGUF block helpers
+#   P/include/basalt/{*.h,basalt.hpp,sdk/*.hpp,blocks/*.hpp}  ABI headers, the C++ wrapper, C++ SDK, GGUF blocks
 #   P/lib/libbasalt.so.1 (+ .so link), libbasalt_blocks.a, P/bin/basalt
 #   P/lib/basalt/plugins/basalt-*.so                   built-in plugins, found relative to libbasalt
-#   P/lib/cmake/Basalt/                                find_package(Basalt): Basalt::basalt, ::abi, ::sdk, ::blocks
+#   P/lib/cmake/Basalt/                                find_package(Basalt): Basalt::basalt, ::cpp, ::abi, ::sdk, ::blocks
 #                                                      and basalt_add_plugin() (BasaltPlugin.cmake)
 #   P/lib/pkgconfig/basalt.pc                          pkg-config (relocatable: paths from ${pcfiledir})
 #   P/lib/python3/dist-packages/basalt/                the ctypes package (bindings/python)

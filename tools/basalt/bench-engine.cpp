@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "handles.hpp"
+#include "engine-setup.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -58,16 +58,14 @@ bool check(basalt_status st) {
 
 // ---- ragged vs padded ----------------------------------------------------------------------------------------
 
-int bench_ragged(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+int bench_ragged(const po::variables_map& vm, const cpp::Model& model, const cpp::Runtime& rt) {
     const std::vector<size_t> lengths = {16, 64, 256, 1024};
     const size_t longest = 1024, n_real = 16 + 64 + 256 + 1024;
-    SessionStrings keep;
-    basalt_session_params sp = session_params(vm, keep);
+    cpp::SessionParams sp = session_params(vm);
     sp.n_ctx = static_cast<uint32_t>(longest * lengths.size());
     sp.n_seq_max = static_cast<uint32_t>(lengths.size());
     if (sp.n_batch == 0) sp.n_batch = 512;
-    Session session(rt.get(), model, sp);
-    if (!session.ok()) return kExitError;
+    const cpp::Session session(rt, model, sp);
     const size_t n_vocab = basalt_session_n_vocab(session.get());
     const int reps = static_cast<int>(vm["repetitions"].as<long long>());
     // One batch of every sequence's rows; padded: each sequence filled to `longest` with copies of its last token.
@@ -160,14 +158,14 @@ struct ChunkResult {
     std::vector<double> itl, ttft;
 };
 
-int bench_chunked(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+int bench_chunked(const po::variables_map& vm, const cpp::Model& model, const cpp::Runtime& rt) {
     const size_t n_long = static_cast<size_t>(vm["long-prompt"].as<long long>());
     const int n_streams = 4, reps = static_cast<int>(vm["repetitions"].as<long long>());
     std::vector<long long> chunks = {0, 256, 64};
     if (vm.count("chunks") != 0) chunks = vm["chunks"].as<std::vector<long long>>();
     basalt_model_info info{};
     info.struct_size = sizeof(info);
-    basalt_model_describe(model, &info);
+    basalt_model_describe(model.get(), &info);
     const size_t n_vocab = info.n_vocab;
     const auto long_prompt = random_tokens(n_long, n_vocab, 7);
     const int arrive_after = 8;  // stream tokens before the long prompt arrives
@@ -178,13 +176,11 @@ int bench_chunked(const po::variables_map& vm, const basalt_model* model, Runtim
     }
     for (int r = 0; r < reps; ++r) {
         for (size_t v = 0; v < results.size(); ++v) {
-            SessionStrings keep;
-            basalt_engine_params ep = engine_params(vm, keep);
+            cpp::EngineParams ep = engine_params(vm);
             ep.n_ctx = static_cast<uint32_t>(n_long + 64);
             ep.n_parallel = n_streams + 1;
             ep.prefill_chunk = v == 0 ? 0 : static_cast<uint32_t>(chunks[v - 1]);
-            Engine engine(rt.get(), model, ep);
-            if (!engine.ok()) return kExitError;
+            cpp::Engine engine(rt, model, ep);
             std::vector<basalt_request*> streams;
             for (int s = 0; s < n_streams; ++s) {
                 streams.push_back(submit(engine.get(), random_tokens(16, n_vocab, 100 + s), 1 << 20));
@@ -256,24 +252,22 @@ int bench_chunked(const po::variables_map& vm, const basalt_model* model, Runtim
 
 // ---- concurrent streams ---------------------------------------------------------------------------------------
 
-int bench_streams(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+int bench_streams(const po::variables_map& vm, const cpp::Model& model, const cpp::Runtime& rt) {
     std::vector<long long> counts = {1, 4, 16};
     if (vm.count("streams") != 0) counts = vm["streams"].as<std::vector<long long>>();
     const auto n_gen = static_cast<int32_t>(vm["n-gen"].as<long long>());
     const int reps = static_cast<int>(vm["repetitions"].as<long long>());
     basalt_model_info info{};
     info.struct_size = sizeof(info);
-    basalt_model_describe(model, &info);
+    basalt_model_describe(model.get(), &info);
     std::vector<std::vector<double>> tps(counts.size());
     for (int r = 0; r < reps; ++r) {
         for (size_t c = 0; c < counts.size(); ++c) {
             const auto n = static_cast<uint32_t>(counts[c]);
-            SessionStrings keep;
-            basalt_engine_params ep = engine_params(vm, keep);
+            cpp::EngineParams ep = engine_params(vm);
             ep.n_ctx = static_cast<uint32_t>(16 + n_gen + 16);
             ep.n_parallel = n;
-            Engine engine(rt.get(), model, ep);
-            if (!engine.ok()) return kExitError;
+            cpp::Engine engine(rt, model, ep);
             std::vector<basalt_request*> reqs;
             for (uint32_t i = 0; i < n; ++i) {
                 reqs.push_back(submit(engine.get(), random_tokens(16, info.n_vocab, 200 + i), n_gen));
@@ -315,29 +309,29 @@ int bench_streams(const po::variables_map& vm, const basalt_model* model, Runtim
 
 // ---- decoders ---------------------------------------------------------------------------------------------------
 
-int bench_decoders(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+int bench_decoders(const po::variables_map& vm, const cpp::Model& model, const cpp::Runtime& rt) {
     std::vector<std::string> specs = {"sample"};
     if (vm.count("decoders") != 0) {
         for (const auto& d : vm["decoders"].as<std::vector<std::string>>()) specs.push_back(d);
     } else {
         specs.push_back("speculative:k=4");
     }
-    std::unique_ptr<Model> second;
-    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
+    cpp::Model second;
+    if (vm.count("draft") != 0) second = cpp::Model(vm["draft"].as<std::string>(), &rt);
     const auto n_gen = static_cast<int32_t>(vm["n-gen"].as<long long>());
     const int reps = static_cast<int>(vm["repetitions"].as<long long>());
     basalt_model_info info{};
     info.struct_size = sizeof(info);
-    basalt_model_describe(model, &info);
+    basalt_model_describe(model.get(), &info);
     // A text prompt when the model has a vocabulary (trained pairs accept more on real text), else random ids.
     std::vector<int32_t> prompt;
     const std::string text = vm["prompt"].as<std::string>();
     size_t n_text = 0;
-    if (!text.empty() && basalt_tokenize(model, text.data(), text.size(), BASALT_TOKENIZE_ADD_SPECIAL, nullptr, 0,
+    if (!text.empty() && basalt_tokenize(model.get(), text.data(), text.size(), BASALT_TOKENIZE_ADD_SPECIAL, nullptr, 0,
                                          &n_text) == BASALT_ERR_CAPACITY) {
         prompt.resize(n_text);
-        basalt_tokenize(model, text.data(), text.size(), BASALT_TOKENIZE_ADD_SPECIAL, prompt.data(), prompt.size(),
-                        &n_text);
+        basalt_tokenize(model.get(), text.data(), text.size(), BASALT_TOKENIZE_ADD_SPECIAL, prompt.data(),
+                        prompt.size(), &n_text);
     }
     if (prompt.empty()) prompt = random_tokens(16, info.n_vocab, 300);
     struct Row {
@@ -347,12 +341,10 @@ int bench_decoders(const po::variables_map& vm, const basalt_model* model, Runti
     std::vector<Row> rows(specs.size());
     for (int r = 0; r < reps; ++r) {
         for (size_t d = 0; d < specs.size(); ++d) {  // interleaved: every decoder once per round
-            SessionStrings keep;
-            basalt_engine_params ep = engine_params(vm, keep);
+            cpp::EngineParams ep = engine_params(vm);
             ep.n_ctx = static_cast<uint32_t>(prompt.size() + n_gen + 80);
-            ep.second_model = second ? second->get() : nullptr;
-            Engine engine(rt.get(), model, ep);
-            if (!engine.ok()) return kExitError;
+            ep.second_model = second.get();
+            cpp::Engine engine(rt, model, ep);
             basalt_request_params p{};
             p.struct_size = sizeof(p);
             p.tokens = prompt.data();
@@ -362,18 +354,17 @@ int bench_decoders(const po::variables_map& vm, const basalt_model* model, Runti
             p.max_tokens = n_gen;
             p.seed = -1;
             p.flags = BASALT_REQUEST_IGNORE_EOG;
-            RequestHandle q;
-            if (!check(basalt_engine_submit(engine.get(), &p, &q.r))) return kExitError;
+            const cpp::Request q = engine.submit(p);
             if (!check(basalt_engine_run(engine.get()))) return kExitError;
-            if (basalt_request_finish_reason(q.r) == BASALT_FINISH_ERROR) {
-                print_error(basalt_request_error(q.r));
+            if (basalt_request_finish_reason(q.get()) == BASALT_FINISH_ERROR) {
+                print_error(basalt_request_error(q.get()));
                 return kExitError;
             }
-            rows[d].tps.push_back(stats_of(q.r).tokens_per_s);
+            rows[d].tps.push_back(stats_of(q.get()).tokens_per_s);
             rows[d].figures.clear();
             const char* name = nullptr;
             double value = 0;
-            for (size_t i = 0; basalt_request_decoder_stat(q.r, i, &name, &value) == BASALT_OK; ++i)
+            for (size_t i = 0; basalt_request_decoder_stat(q.get(), i, &name, &value) == BASALT_OK; ++i)
                 rows[d].figures.emplace_back(name, value);
         }
     }
@@ -403,12 +394,12 @@ int bench_decoders(const po::variables_map& vm, const basalt_model* model, Runti
 
 // ---- prefix cache -----------------------------------------------------------------------------------------------
 
-int bench_prefix(const po::variables_map& vm, const basalt_model* model, Runtime& rt) {
+int bench_prefix(const po::variables_map& vm, const cpp::Model& model, const cpp::Runtime& rt) {
     const auto n_prefix = static_cast<size_t>(vm["long-prompt"].as<long long>());
     const int reps = static_cast<int>(vm["repetitions"].as<long long>());
     basalt_model_info info{};
     info.struct_size = sizeof(info);
-    basalt_model_describe(model, &info);
+    basalt_model_describe(model.get(), &info);
     const std::vector<int32_t> prefix = random_tokens(n_prefix, info.n_vocab, 400);
     auto with_suffix = [&](uint32_t seed) {
         std::vector<int32_t> t = prefix;
@@ -418,11 +409,9 @@ int bench_prefix(const po::variables_map& vm, const basalt_model* model, Runtime
     std::vector<double> miss, hit, ratio;
     uint64_t cached = 0;
     for (int r = 0; r < reps; ++r) {
-        SessionStrings keep;
-        basalt_engine_params ep = engine_params(vm, keep);
+        cpp::EngineParams ep = engine_params(vm);
         ep.n_ctx = static_cast<uint32_t>(n_prefix + 16 + 8);
-        Engine engine(rt.get(), model, ep);
-        if (!engine.ok()) return kExitError;
+        cpp::Engine engine(rt, model, ep);
         // The miss: the first request on an empty cache. The hit: another suffix after the same prefix.
         double ttft[2] = {0, 0};
         for (int k = 0; k < 2; ++k) {
@@ -450,18 +439,21 @@ int bench_prefix(const po::variables_map& vm, const basalt_model* model, Runtime
 }
 
 int run_engine_bench(const po::variables_map& vm, const GlobalOptions& g) {
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
+    using Bench = int (*)(const po::variables_map&, const cpp::Model&, const cpp::Runtime&);
     const std::string mode = vm["mode"].as<std::string>();
-    if (mode == "ragged") return bench_ragged(vm, model.get(), rt);
-    if (mode == "chunked") return bench_chunked(vm, model.get(), rt);
-    if (mode == "streams") return bench_streams(vm, model.get(), rt);
-    if (mode == "decoders") return bench_decoders(vm, model.get(), rt);
-    if (mode == "prefix") return bench_prefix(vm, model.get(), rt);
-    print_error("basalt bench: unknown --mode '" + mode + "' (pp-tg, ragged, chunked, streams, decoders, prefix)");
-    return kExitUsage;
+    const Bench run_mode = mode == "ragged"     ? bench_ragged
+                           : mode == "chunked"  ? bench_chunked
+                           : mode == "streams"  ? bench_streams
+                           : mode == "decoders" ? bench_decoders
+                           : mode == "prefix"   ? bench_prefix
+                                                : nullptr;
+    if (run_mode == nullptr) {
+        throw UsageError("basalt bench: unknown --mode '" + mode +
+                         "' (pp-tg, ragged, chunked, streams, decoders, prefix)");
+    }
+    const cpp::Runtime rt(runtime_options(g));
+    const cpp::Model model(vm["model"].as<std::string>(), &rt);
+    return run_mode(vm, model, rt);
 }
 
 }  // namespace basalt::cli

@@ -1,5 +1,7 @@
 #include "cli.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -34,32 +36,47 @@ po::options_description global_options(GlobalOptions& g) {
     return d;
 }
 
-Runtime::Runtime(const GlobalOptions& g) {
-    basalt_runtime_params params{};
-    params.struct_size = sizeof(params);
-    params.flags = g.no_default_plugins ? static_cast<uint32_t>(BASALT_RUNTIME_NO_DEFAULT_PLUGINS) : 0U;
-    basalt_runtime* rt = nullptr;
-    if (basalt_runtime_create(&params, &rt) != BASALT_OK) {
-        print_error(basalt_last_error());
-        return;
-    }
-    for (const auto& p : g.plugins) {
-        if (basalt_runtime_load_plugin(rt, p.c_str()) != BASALT_OK) {
-            print_error(basalt_last_error());
-            basalt_runtime_destroy(rt);
-            return;
-        }
-    }
-    rt_ = rt;
-}
-
-Runtime::~Runtime() {
-    basalt_runtime_destroy(rt_);
-}
-
 void print_error(std::string_view message) {
     tools::clear_progress_line();  // a bar left by work that failed half-way
     std::cerr << "basalt: error: " << message << '\n';
+}
+
+bool parse_ids(const std::string& s, std::vector<int32_t>& out) {
+    out.clear();
+    if (s.find_first_not_of(" \t") == std::string::npos) {
+        print_error("no token ids given (expected a list such as 1,2,3)");
+        return false;
+    }
+    // Entries separated by commas (or by spaces alone, "1 2 3"); every entry must be an id.
+    const bool commas = s.find(',') != std::string::npos;
+    size_t i = 0;
+    for (;;) {
+        const size_t end = commas ? std::min(s.find(',', i), s.size()) : std::min(s.find(' ', i), s.size());
+        size_t a = i, b = end;
+        while (a < b && (s[a] == ' ' || s[a] == '\t')) ++a;
+        while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t')) --b;
+        if (a == b) {
+            if (!commas && end < s.size()) {  // runs of spaces between space-separated ids
+                i = end + 1;
+                continue;
+            }
+            if (commas || out.empty()) {
+                print_error("an empty entry in the id list '" + s + "' (expected ids separated by commas, e.g. 1,2,3)");
+                return false;
+            }
+        } else {
+            int32_t v = 0;
+            auto [p, ec] = std::from_chars(s.data() + a, s.data() + b, v);
+            if (ec != std::errc() || p != s.data() + b) {
+                print_error("'" + s.substr(a, b - a) + "' is not a token id");
+                return false;
+            }
+            out.push_back(v);
+        }
+        if (end >= s.size()) break;
+        i = end + 1;
+    }
+    return true;
 }
 
 void Json::separator() {

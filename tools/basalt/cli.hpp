@@ -2,10 +2,12 @@
 // and a small JSON writer.
 #pragma once
 
-#include <basalt/basalt.h>
+#include <basalt/basalt.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,10 +18,17 @@ namespace basalt::cli {
 
 namespace po = boost::program_options;
 
-// Exit codes of the CLI.
+// Exit codes of the CLI, one rule for every command: a bad option value exits kExitUsage (the parser's checks,
+// UsageError, and the names the library refuses by their text: sampler chain, decoder, chat template, tensor type);
+// what fails while loading or running (a file, a plugin, a device, a backend's parameter, memory) exits kExitError.
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;  // the request failed (bad file, plugin, model ...)
 constexpr int kExitUsage = 2;  // the command line is wrong
+
+// A bad command-line value found after parsing; main prints it and exits kExitUsage.
+struct UsageError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
 
 // Values of the options every subcommand accepts.
 struct GlobalOptions {
@@ -57,22 +66,11 @@ void show_library_progress(bool on);
 // Options accepted by every subcommand (--plugin, --log-level, --no-default-plugins, --no-progress, --help).
 po::options_description global_options(GlobalOptions& g);
 
-// Owns a basalt_runtime created per the global options; prints the error and sets ok=false on failure.
-class Runtime {
-  public:
-    explicit Runtime(const GlobalOptions& g);
-    ~Runtime();
-    Runtime(const Runtime&) = delete;
-    Runtime& operator=(const Runtime&) = delete;
-    bool ok() const { return rt_ != nullptr; }
-    basalt_runtime* get() const { return rt_; }
-
-  private:
-    basalt_runtime* rt_ = nullptr;
-};
-
 // Prints "basalt: error: <message>" to stderr.
 void print_error(std::string_view message);
+
+// Parses "1,2,3" (spaces allowed); returns false after printing which entry is bad.
+bool parse_ids(const std::string& s, std::vector<int32_t>& out);
 
 // Minimal streaming JSON writer (objects, arrays, strings, numbers, booleans).
 class Json {

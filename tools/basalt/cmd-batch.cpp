@@ -12,7 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
+#include "moe-stats.hpp"
 #include "request-spec.hpp"
 
 namespace basalt::cli {
@@ -25,7 +26,7 @@ struct Job {
     size_t line = 0;
     json id;
     RequestSpec spec;
-    RequestHandle request;
+    cpp::Request request;
 };
 
 // Parses one line into job; returns "" or the reason it is malformed.
@@ -130,6 +131,9 @@ void print_line(const json& j) {
 }
 
 int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
+    cpp::EngineOptions options = engine_options(vm, g);
+    const std::string moe_router = options.params.compute.moe_router;
+    const bool moe_stats = (options.params.flags & BASALT_ENGINE_MOE_STATS) != 0;
     const std::string path = vm["requests"].as<std::string>();
     std::ifstream file;
     std::istream* in = &std::cin;
@@ -141,53 +145,37 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
         }
         in = &file;
     }
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
-    std::unique_ptr<Model> second;
-    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
 
     // Every line first: the engine's cache sequences are sized for the widest decoder asked for (beams).
     std::vector<std::unique_ptr<Job>> parsed;
     std::vector<std::string> why_not;
-    std::map<std::string, basalt_decoder_needs> needs;  // per decoder spec
-    uint32_t widest = 1;
-    size_t line_no = 0;
-    std::string line;
-    while (std::getline(*in, line)) {
-        ++line_no;
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
-        auto job = std::make_unique<Job>();
-        job->line = line_no;
-        std::string why = parse_job(line, *job);
-        const std::string spec = job->spec.decoder.empty() ? "sample" : job->spec.decoder;
-        if (why.empty() && needs.count(spec) == 0) {
-            basalt_decoder_needs n{};
-            n.struct_size = sizeof(n);
-            if (basalt_decoder_requirements(rt.get(), spec.c_str(), &n) != BASALT_OK) {
-                why = basalt_last_error();
-            } else {
-                needs[spec] = n;
+    options.prepare = [&](const cpp::Runtime& rt, const cpp::Model&, cpp::EngineParams& p) {
+        std::map<std::string, basalt_decoder_needs> needs;  // per decoder spec
+        uint32_t widest = 1;
+        size_t line_no = 0;
+        std::string line;
+        while (std::getline(*in, line)) {
+            ++line_no;
+            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
+            auto job = std::make_unique<Job>();
+            job->line = line_no;
+            std::string why = parse_job(line, *job);
+            const std::string spec = job->spec.decoder.empty() ? "sample" : job->spec.decoder;
+            if (why.empty() && needs.count(spec) == 0) {
+                try {
+                    needs[spec] = rt.decoder_needs(spec);
+                } catch (const cpp::Error& e) {
+                    why = e.what();
+                }
             }
+            if (why.empty()) widest = std::max(widest, needs[spec].n_seq);
+            parsed.push_back(std::move(job));
+            why_not.push_back(why);
         }
-        if (why.empty()) widest = std::max(widest, needs[spec].n_seq);
-        parsed.push_back(std::move(job));
-        why_not.push_back(why);
-    }
-
-    SessionStrings keep;
-    basalt_engine_params ep = engine_params(vm, keep);
-    ep.n_parallel = static_cast<uint32_t>(vm["parallel"].as<long long>());
-    ep.n_seq_max = ep.n_parallel * widest;
-    ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
-    ep.second_model = second ? second->get() : nullptr;
-    const bool moe_stats = vm["moe-stats"].as<bool>();
-    if (moe_stats) ep.flags |= BASALT_ENGINE_MOE_STATS;
-    if (vm.count("max-batch-tokens") != 0)
-        ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
-    Engine engine(rt.get(), model.get(), ep);
-    if (!engine.ok()) return kExitError;
+        p.n_seq_max = p.n_parallel * widest;
+    };
+    cpp::OpenEngine e = cpp::open_engine(std::move(options));
+    const cpp::Model& model = e.model;
 
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::unique_ptr<Job>> jobs;
@@ -196,8 +184,11 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
         auto& job = parsed[k];
         std::string why = why_not[k];
         if (why.empty()) {
-            const basalt_request_params rp = job->spec.params();
-            if (basalt_engine_submit(engine.get(), &rp, &job->request.r) != BASALT_OK) why = basalt_last_error();
+            try {
+                job->request = e.engine.submit(job->spec);
+            } catch (const cpp::Error& err) {
+                why = err.what();
+            }
         }
         if (!why.empty()) {
             std::cerr << "basalt batch: line " << job->line << ": " << why << '\n';
@@ -213,34 +204,26 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     // Step until every request has finished, printing each as it does.
     std::vector<bool> printed(jobs.size(), false);
     size_t done = 0, generated = 0, prompt_tokens = 0;
-    basalt_status step_status = BASALT_OK;
+    bool step_failed = false;
     for (;;) {
         size_t active = 0;
-        if (const basalt_status st = basalt_engine_step(engine.get(), &active); st != BASALT_OK) {
-            step_status = st;
-            std::cerr << "basalt batch: " << basalt_last_error() << '\n';
+        try {
+            active = e.engine.step();
+        } catch (const cpp::Error& err) {
+            step_failed = true;
+            std::cerr << "basalt batch: " << err.what() << '\n';
         }
         for (size_t i = 0; i < jobs.size(); ++i) {
             if (printed[i]) continue;
-            basalt_request* r = jobs[i]->request.r;
-            const int32_t reason = basalt_request_finish_reason(r);
+            cpp::Request& r = jobs[i]->request;
+            const int32_t reason = r.finish_reason();
             if (reason == BASALT_FINISH_NONE) continue;
             printed[i] = true;
             ++done;
             std::vector<int32_t> toks;
             std::string text;
-            for (;;) {
-                int32_t tb[256];
-                char cb[4096];
-                size_t nt = 0, nc = 0;
-                basalt_request_read(r, tb, 256, &nt, cb, sizeof cb, &nc);
-                toks.insert(toks.end(), tb, tb + nt);
-                text.append(cb, nc);
-                if (nt == 0 && nc == 0) break;
-            }
-            basalt_request_stats st{};
-            st.struct_size = sizeof(st);
-            basalt_request_stats_get(r, &st);
+            r.read(toks, text);
+            const basalt_request_stats st = r.stats();
             generated += st.generated_tokens;
             prompt_tokens += st.prompt_tokens;
             json out = {{"id", jobs[i]->id},
@@ -255,46 +238,35 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
                 out["source_tokens"] = st.source_tokens;
                 out["encode_ms"] = st.encode_ms;
             }
-            if (basalt_request_n_logprobs(r) > 0) {  // logprobs: {token, logprob, top: [[id, logprob], ...]}
+            if (r.n_logprobs() > 0) {  // logprobs: {token, logprob, top: [[id, logprob], ...]}
                 json lps = json::array();
-                int32_t ids[20];
-                float top_lps[20];
-                for (size_t k = 0; k < basalt_request_n_logprobs(r); ++k) {
-                    int32_t token = -1;
-                    float lp = 0.f;
-                    size_t n_top = 0;
-                    if (basalt_request_logprob(r, k, &token, &lp, ids, top_lps, 20, &n_top) != BASALT_OK) break;
+                for (size_t k = 0; k < r.n_logprobs(); ++k) {
+                    const cpp::Logprob lp = r.logprob(k, 20);
                     json top = json::array();
-                    for (size_t t = 0; t < std::min<size_t>(n_top, 20); ++t) top.push_back({ids[t], top_lps[t]});
-                    lps.push_back({{"token", token}, {"logprob", lp}, {"top", std::move(top)}});
+                    for (const auto& [id, top_lp] : lp.top) top.push_back({id, top_lp});
+                    lps.push_back({{"token", lp.token}, {"logprob", lp.logprob}, {"top", std::move(top)}});
                 }
                 out["logprobs"] = std::move(lps);
             }
-            if (basalt_request_n_hypotheses(r) > 1) {  // n-best (beam search): every hypothesis with its score
+            if (r.n_hypotheses() > 1) {  // n-best (beam search): every hypothesis with its score
                 json hyps = json::array();
-                for (size_t h = 0; h < basalt_request_n_hypotheses(r); ++h) {
-                    size_t n = 0;
+                for (size_t h = 0; h < r.n_hypotheses(); ++h) {
                     float score = 0.f;
-                    basalt_request_hypothesis(r, h, nullptr, 0, &n, &score);
-                    std::vector<int32_t> ht(n);
-                    basalt_request_hypothesis(r, h, ht.data(), ht.size(), &n, &score);
+                    const std::vector<int32_t> ht = r.hypothesis(h, &score);
                     std::string htext;
-                    for (int32_t t : ht) htext += piece(model.get(), t, false);
+                    for (int32_t t : ht) htext += model.piece(t, false);
                     hyps.push_back({{"tokens", ht}, {"text", h == 0 ? text : htext}, {"score", score}});
                 }
                 out["hypotheses"] = hyps;
             }
             {
                 json figures = json::object();
-                const char* name = nullptr;
-                double value = 0;
-                for (size_t k = 0; basalt_request_decoder_stat(r, k, &name, &value) == BASALT_OK; ++k)
-                    figures[name] = value;
+                for (const auto& [name, value] : r.decoder_stats()) figures[name] = value;
                 if (!figures.empty()) out["decoder_stats"] = figures;
             }
             if (reason == BASALT_FINISH_ERROR) {
-                out["error"] = basalt_request_error(r);
-                std::cerr << "basalt batch: line " << jobs[i]->line << ": " << basalt_request_error(r) << '\n';
+                out["error"] = r.error();
+                std::cerr << "basalt batch: line " << jobs[i]->line << ": " << r.error() << '\n';
                 ++failed;
             }
             print_line(out);
@@ -302,9 +274,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
         if (active == 0) break;
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    basalt_engine_stats es{};
-    es.struct_size = sizeof(es);
-    basalt_engine_stats_get(engine.get(), &es);
+    const basalt_engine_stats es = e.engine.stats();
     std::cerr << "batch: " << jobs.size() + rejected << " requests (" << failed << " failed), prompt " << prompt_tokens
               << " tokens, generated " << generated << " tokens in " << wall << " s ("
               << (wall > 0 ? static_cast<double>(generated) / wall : 0.0) << " t/s), " << es.steps
@@ -315,15 +285,13 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
                                                           : 0.0)
               << " % hit rate)\n";
     if (moe_stats) {
-        nlohmann::json moe;
-        const bool ok =
-            moe_stats_json([&engine](uint32_t il, basalt_moe_stats* st, uint64_t* per,
-                                     size_t n) { return basalt_engine_moe_stats(engine.get(), il, st, per, n); },
-                           model.get(), keep.moe_router, moe);
-        if (!ok) return kExitError;
+        const nlohmann::json moe =
+            moe_stats_json([&e](uint32_t il, basalt_moe_stats* st, uint64_t* per,
+                                size_t n) { return basalt_engine_moe_stats(e.engine.get(), il, st, per, n); },
+                           model, moe_router);
         print_moe_stats(moe, std::cerr);
     }
-    return failed > 0 || step_status != BASALT_OK ? kExitError : kExitOk;
+    return failed > 0 || step_failed ? kExitError : kExitOk;
 }
 
 const Registrar kBatch{Command{

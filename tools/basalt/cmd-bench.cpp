@@ -12,7 +12,7 @@
 #include "bandwidth-probe.hpp"
 #include "bench-engine.hpp"
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -25,12 +25,9 @@ double median(std::vector<double> v) {
 }
 
 int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
-    show_library_progress(false);  // a bar drawn during timed work would be measured with it
+    show_library_progress(false);                // a bar drawn during timed work would be measured with it
+    cpp::SessionParams sp = session_params(vm);  // every mode: a bad option value exits before anything loads
     if (vm["mode"].as<std::string>() != "pp-tg") return run_engine_bench(vm, g);
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
     const auto n_prompt = static_cast<int>(vm["n-prompt"].as<long long>());
     const auto n_gen = static_cast<int>(vm["n-gen"].as<long long>());
     const auto reps = static_cast<int>(vm["repetitions"].as<long long>());
@@ -38,12 +35,11 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         print_error("basalt bench: -p and -n are both 0: nothing to measure");
         return kExitUsage;
     }
+    const cpp::Runtime rt(runtime_options(g));
+    const cpp::Model model(vm["model"].as<std::string>(), &rt);
     const auto depth = static_cast<int>(vm["depth"].as<long long>());
-    SessionStrings keep;
-    basalt_session_params sp = session_params(vm, keep);
     if (sp.n_ctx == 0) sp.n_ctx = static_cast<uint32_t>(depth + std::max(n_prompt, n_gen) + 1);
-    Session session(rt.get(), model.get(), sp);
-    if (!session.ok()) return kExitError;
+    const cpp::Session session(rt, model, sp);
     basalt_model_info info{};
     info.struct_size = sizeof(info);
     basalt_model_describe(model.get(), &info);
@@ -73,7 +69,8 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         for (auto& t : toks) t = random_token();
         return decode(toks, 0);
     };
-    const unsigned threads = sp.n_threads != 0 ? sp.n_threads : std::max(1u, std::thread::hardware_concurrency());
+    const unsigned threads =
+        sp.compute.n_threads != 0 ? sp.compute.n_threads : std::max(1u, std::thread::hardware_concurrency());
     basalt::bench::BandwidthProbe probe(threads);
     std::vector<double> pp, tg;
     for (int r = 0; r < reps + 1; ++r) {  // the first repetition warms up and is not counted
@@ -133,11 +130,11 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         pq.struct_size = sizeof(pq);
         pq.n_ctx = basalt_session_n_ctx(session.get());
         int32_t k_type = -1, v_type = -1;
-        basalt_dtype_from_name(keep.k_type.c_str(), &k_type);
-        basalt_dtype_from_name(keep.v_type.c_str(), &v_type);
+        basalt_dtype_from_name(sp.compute.kv_params.find("k_type")->c_str(), &k_type);
+        basalt_dtype_from_name(sp.compute.kv_params.find("v_type")->c_str(), &v_type);
         pq.k_type = static_cast<basalt_dtype>(k_type);
         pq.v_type = static_cast<basalt_dtype>(v_type);
-        pq.kv_residual = keep.kv_residual.empty() ? 0 : static_cast<uint32_t>(std::stoul(keep.kv_residual));
+        pq.kv_residual = static_cast<uint32_t>(vm["kv-residual"].as<long long>());
         basalt_memory_plan plan{};
         plan.struct_size = sizeof(plan);
         if (n_gen > 0 && basalt_model_plan(model.get(), &pq, &plan) == BASALT_OK) {
@@ -156,7 +153,7 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         Json j(std::cout);
         j.begin_object();
         j.key("model").value(vm["model"].as<std::string>());
-        j.key("backend").value(sp.backend);
+        j.key("backend").value(sp.compute.backend);
         j.key("threads").value(static_cast<long long>(threads));
         j.key("n_prompt").value(static_cast<long long>(n_prompt));
         j.key("n_gen").value(static_cast<long long>(n_gen));
@@ -176,7 +173,7 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
     }
     const std::string at_depth = depth > 0 ? " @ d" + std::to_string(depth) : "";
     std::cout << std::fixed << std::setprecision(2) << "model " << vm["model"].as<std::string>() << ", backend "
-              << sp.backend << ", " << threads << " threads, median of " << reps << "\n"
+              << sp.compute.backend << ", " << threads << " threads, median of " << reps << "\n"
               << "  pp" << n_prompt << at_depth << "  " << pp_med << " t/s\n"
               << "  tg" << n_gen << at_depth << "   " << tg_med << " t/s  (" << 100.0 * tg_med / roofline
               << " % of the " << roofline << " t/s roofline: " << bw / 1e9 << " GB/s measured, " << bytes_per_token

@@ -2,12 +2,14 @@
 // (tools/basalt/serve/chat-template.*): the reply streams as it is generated; the conversation is kept across
 // turns; /reset forgets it, /exit (or end of input) quits. Reads stdin line by line, so it can be piped.
 #include <iostream>
-#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
 #include "request-spec.hpp"
 #include "serve/served-model.hpp"
 
@@ -22,27 +24,17 @@ void print_piece(basalt_request*, const int32_t*, size_t, const char* text, size
 }
 
 int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
-    SessionStrings keep;
-    basalt_engine_params ep{};
-    try {
-        ep = engine_params(vm, keep);
-    } catch (const std::invalid_argument& e) {
-        print_error(e.what());
-        return kExitUsage;
-    }
+    cpp::EngineOptions options = engine_options(vm, g);
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
-    if (auto why = serve::describe_served_model(model.get(), "chat", tmpl, ep.n_ctx, served); !why.empty()) {
-        print_error("basalt chat: " + why);
-        return tmpl.empty() ? kExitError : kExitUsage;
-    }
-    ep.n_ctx = served.n_ctx;
-    Engine engine(rt.get(), model.get(), ep);
-    if (!engine.ok()) return kExitError;
+    options.prepare = [&](const cpp::Runtime&, const cpp::Model& model, cpp::EngineParams& p) {
+        if (auto why = serve::describe_served_model(model.get(), "chat", tmpl, p.n_ctx, served); !why.empty()) {
+            if (!tmpl.empty()) throw UsageError("basalt chat: " + why);  // an unknown --chat-template
+            throw std::runtime_error("basalt chat: " + why);
+        }
+        p.n_ctx = served.n_ctx;
+    };
+    cpp::OpenEngine e = cpp::open_engine(std::move(options));
 
     std::vector<serve::ChatMessage> history;
     if (vm.count("system") != 0) history.push_back({"system", vm["system"].as<std::string>()});
@@ -76,19 +68,17 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
         spec.stop = served.chat.stop_strings();
         spec.stop_tokens = served.chat_stop_tokens;
         std::string reply;
-        const basalt_request_params rp = spec.params(&print_piece, &reply);
-        RequestHandle req;
-        if (basalt_engine_submit(engine.get(), &rp, &req.r) != BASALT_OK) {
-            std::cout << "(" << basalt_last_error() << "; /reset starts over)" << std::endl;
+        cpp::Request req;
+        try {
+            req = e.engine.submit(spec, &print_piece, &reply);
+        } catch (const cpp::Error& err) {
+            std::cout << "(" << err.what() << "; /reset starts over)" << std::endl;
             history.pop_back();
             continue;
         }
-        if (basalt_engine_run(engine.get()) != BASALT_OK) {
-            print_error(basalt_last_error());
-            return kExitError;
-        }
-        if (basalt_request_finish_reason(req.r) == BASALT_FINISH_ERROR) {
-            print_error(basalt_request_error(req.r));
+        e.engine.run();
+        if (req.finish_reason() == BASALT_FINISH_ERROR) {
+            print_error(req.error());
             return kExitError;
         }
         std::cout << std::endl;

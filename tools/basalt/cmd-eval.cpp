@@ -5,26 +5,23 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
+#include "moe-stats.hpp"
 
 namespace basalt::cli {
 namespace {
 
 int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
+    const cpp::SessionParams sp = session_params(vm);  // a bad option value exits before anything loads
     std::vector<int32_t> ids;
     if (!parse_ids(vm["tokens"].as<std::string>(), ids)) return kExitUsage;
     if (ids.empty()) {
         print_error("--tokens is empty");
         return kExitUsage;
     }
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
-    SessionStrings keep;
-    const basalt_session_params sp = session_params(vm, keep);
-    Session session(rt.get(), model.get(), sp);
-    if (!session.ok()) return kExitError;
+    const cpp::Runtime rt(runtime_options(g));
+    const cpp::Model model(vm["model"].as<std::string>());
+    const cpp::Session session(rt, model, sp);
     const bool moe_stats = vm["moe-stats"].as<bool>();
     if (moe_stats && basalt_session_set_moe_stats(session.get(), 1) != BASALT_OK) {
         print_error(basalt_last_error());
@@ -98,8 +95,8 @@ int run_eval(const po::variables_map& vm, const GlobalOptions& g) {
         }
         if (!as_json) std::cerr << "wrote " << ids.size() << " x " << n_vocab << " logits to " << path << '\n';
     }
-    nlohmann::json moe;
-    if (moe_stats && !moe_stats_json(session.get(), model.get(), keep.moe_router, moe)) return kExitError;
+    const nlohmann::json moe =
+        moe_stats ? moe_stats_json(session.get(), model, sp.compute.moe_router) : nlohmann::json();
     nlohmann::json positions = nlohmann::json::array();
     for (size_t i = 0; i < ids.size(); ++i) {
         const float* row = all.data() + i * n_vocab;

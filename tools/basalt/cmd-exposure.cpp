@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -109,6 +109,7 @@ nlohmann::json num(double v) {
 }
 
 int run_exposure(const po::variables_map& vm, const GlobalOptions& g) {
+    const cpp::SessionParams sp = session_params(vm);  // a bad option value exits before anything loads
     const std::string path = vm["file"].as<std::string>();
     std::ifstream is(path, std::ios::binary);
     if (!is) {
@@ -123,40 +124,29 @@ int run_exposure(const po::variables_map& vm, const GlobalOptions& g) {
     const std::string chain_text = vm["samplers"].as<std::string>();
     const bool with_oracle = vm.count("oracle") != 0;
 
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
-    std::unique_ptr<Model> oracle;
-    if (with_oracle) {
-        oracle = std::make_unique<Model>(vm["oracle"].as<std::string>());
-        if (!oracle->ok()) return kExitError;
-    }
+    const cpp::Runtime rt(runtime_options(g));
+    const cpp::Model model(vm["model"].as<std::string>());
+    cpp::Model oracle;
+    if (with_oracle) oracle = cpp::Model(vm["oracle"].as<std::string>());
     std::vector<int32_t> ids;
-    if (!tokenize(model.get(), ss.str(), BASALT_TOKENIZE_ADD_SPECIAL, ids)) return kExitError;
+    ids = model.tokenize(ss.str(), BASALT_TOKENIZE_ADD_SPECIAL);
     const size_t span = P + L;
     if (ids.size() < span) {
         print_error("'" + path + "' has " + std::to_string(ids.size()) +
                     " tokens, fewer than --prefix + --steps = " + std::to_string(span));
         return kExitError;
     }
-    SessionStrings keep;
-    const basalt_session_params sp = session_params(vm, keep);
-    Session session(rt.get(), model.get(), sp);
-    if (!session.ok()) return kExitError;
-    std::unique_ptr<Session> osession;
-    if (with_oracle) {
-        osession = std::make_unique<Session>(rt.get(), oracle->get(), sp);
-        if (!osession->ok()) return kExitError;
-    }
+    const cpp::Session session(rt, model, sp);
+    cpp::Session osession;
+    if (with_oracle) osession = cpp::Session(rt, oracle, sp);
     const size_t n_vocab = basalt_session_n_vocab(session.get());
-    if (osession && basalt_session_n_vocab(osession->get()) != n_vocab) {
-        print_error("the oracle's vocabulary has " + std::to_string(basalt_session_n_vocab(osession->get())) +
+    if (osession && basalt_session_n_vocab(osession.get()) != n_vocab) {
+        print_error("the oracle's vocabulary has " + std::to_string(basalt_session_n_vocab(osession.get())) +
                     " tokens, the model's " + std::to_string(n_vocab) + ": they must share the tokenizer");
         return kExitError;
     }
     const size_t n_ctx = basalt_session_n_ctx(session.get());
-    if (span > n_ctx || (osession && span > basalt_session_n_ctx(osession->get()))) {
+    if (span > n_ctx || (osession && span > basalt_session_n_ctx(osession.get()))) {
         print_error("--prefix + --steps = " + std::to_string(span) + " positions do not fit the context of " +
                     std::to_string(n_ctx) + " (--ctx)");
         return kExitUsage;
@@ -235,16 +225,16 @@ int run_exposure(const po::variables_map& vm, const GlobalOptions& g) {
             for (size_t i = 0; i < L; ++i) sums[i].ctl_nll += -ctl_rows[i][static_cast<size_t>(ref[P + i])];
         }
         if (osession) {
-            if (!decode_rows(osession->get(), tf_in, P - 1, o_rows)) return kExitError;
+            if (!decode_rows(osession.get(), tf_in, P - 1, o_rows)) return kExitError;
             for (size_t i = 0; i < L; ++i) sums[i].tf_kl += kl(o_rows[i], tf_rows[i]);
             std::vector<int32_t> fr_in = prefix;
             fr_in.insert(fr_in.end(), gen.begin(), gen.end() - 1);
-            if (!decode_rows(osession->get(), fr_in, P - 1, o_rows)) return kExitError;
+            if (!decode_rows(osession.get(), fr_in, P - 1, o_rows)) return kExitError;
             for (size_t i = 0; i < L; ++i) sums[i].fr_kl += kl(o_rows[i], fr_rows[i]);
         }
         if (samples.size() < 3) {
             std::string text;
-            for (int32_t t : gen) text += piece(model.get(), t, false);
+            for (int32_t t : gen) text += model.piece(t, false);
             samples.push_back(text);
         }
     }

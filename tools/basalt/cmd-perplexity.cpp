@@ -11,13 +11,15 @@
 #include <sstream>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
+#include "moe-stats.hpp"
 #include "progress-bar.hpp"
 
 namespace basalt::cli {
 namespace {
 
 int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
+    const cpp::SessionParams sp = session_params(vm);  // a bad option value exits before anything loads
     const std::string path = vm["file"].as<std::string>();
     std::ifstream is(path, std::ios::binary);
     if (!is) {
@@ -26,16 +28,11 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
     }
     std::stringstream ss;
     ss << is.rdbuf();
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
+    const cpp::Runtime rt(runtime_options(g));
+    const cpp::Model model(vm["model"].as<std::string>());
     std::vector<int32_t> ids;
-    if (!tokenize(model.get(), ss.str(), BASALT_TOKENIZE_ADD_SPECIAL, ids)) return kExitError;
-    SessionStrings keep;
-    const basalt_session_params sp = session_params(vm, keep);
-    Session session(rt.get(), model.get(), sp);
-    if (!session.ok()) return kExitError;
+    ids = model.tokenize(ss.str(), BASALT_TOKENIZE_ADD_SPECIAL);
+    const cpp::Session session(rt, model, sp);
     const bool moe_stats = vm["moe-stats"].as<bool>();
     if (moe_stats && basalt_session_set_moe_stats(session.get(), 1) != BASALT_OK) {
         print_error(basalt_last_error());
@@ -77,16 +74,15 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
             return kExitUsage;
         }
         const auto parallel = static_cast<size_t>(recompute > 0 ? vm["parallel"].as<long long>() : 1);
-        Session* use = &session;
-        std::unique_ptr<Session> wide;
+        const cpp::Session* use = &session;
+        cpp::Session wide;
         if (recompute > 0) {  // a session holding `parallel` windows of W tokens
-            basalt_session_params wp = sp;
+            cpp::SessionParams wp = sp;
             wp.n_ctx = static_cast<uint32_t>(recompute) * static_cast<uint32_t>(parallel);
             wp.n_seq_max = static_cast<uint32_t>(parallel);
             wp.n_batch = wp.n_ctx;
-            wide = std::make_unique<Session>(rt.get(), model.get(), wp);
-            if (!wide->ok()) return kExitError;
-            use = wide.get();
+            wide = cpp::Session(rt, model, wp);
+            use = &wide;
         }
         tools::ProgressBar bar("perplexity", ids.size(), tools::ProgressBar::Unit::kCount, "tokens");
         std::vector<int32_t> toks, pos, seq;
@@ -220,8 +216,8 @@ int run_perplexity(const po::variables_map& vm, const GlobalOptions& g) {
     }
     bar.finish();
     const double ppl = std::exp(nll / static_cast<double>(scored));
-    nlohmann::json moe;
-    if (moe_stats && !moe_stats_json(session.get(), model.get(), keep.moe_router, moe)) return kExitError;
+    const nlohmann::json moe =
+        moe_stats ? moe_stats_json(session.get(), model, sp.compute.moe_router) : nlohmann::json();
     if (vm["json"].as<bool>()) {
         if (moe_stats) {
             nlohmann::json out = {{"perplexity", std::to_string(ppl)},

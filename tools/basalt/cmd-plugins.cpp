@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "engine-setup.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -15,8 +16,7 @@ std::string version_of(const basalt_component_info& c) {
 }
 
 int run_plugins(const po::variables_map& vm, const GlobalOptions& g) {
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
+    const cpp::Runtime rt(runtime_options(g));
     std::vector<basalt_component_info> infos;
     const size_t n = basalt_runtime_component_count(rt.get());
     for (size_t i = 0; i < n; ++i) {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -38,9 +38,9 @@ int sampler_chain_text(const po::variables_map& vm, std::string& out) {
 }
 
 // Text of tokens (for n-best hypotheses, which are not streamed).
-std::string text_of(const basalt_model* model, const std::vector<int32_t>& tokens) {
+std::string text_of(const cpp::Model& model, const std::vector<int32_t>& tokens) {
     std::string out;
-    for (int32_t t : tokens) out += piece(model, t, false);
+    for (int32_t t : tokens) out += model.piece(t, false);
     return out;
 }
 
@@ -72,100 +72,74 @@ const char* stop_text(int32_t reason) {
 }
 
 int run_run(const po::variables_map& vm, const GlobalOptions& g) {
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
-    std::vector<int32_t> prompt;
-    if (!tokenize(model.get(), vm["prompt"].as<std::string>(), BASALT_TOKENIZE_ADD_SPECIAL, prompt)) return kExitError;
-    if (prompt.empty()) {
-        print_error("the prompt tokenizes to nothing; give some text with -p");
-        return kExitUsage;
-    }
     std::string chain_text;
     const int chain_rc = sampler_chain_text(vm, chain_text);
     if (chain_rc != kExitOk) return chain_rc;
     const std::string decoder = vm["decoder"].as<std::string>();
-    basalt_decoder_needs needs{};
-    if (!decoder_needs(rt.get(), decoder, needs)) return kExitUsage;
-    std::unique_ptr<Model> second;
-    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
-    SessionStrings keep;
-    basalt_engine_params ep = engine_params(vm, keep);
-    ep.n_seq_max = needs.n_seq;  // beams: one cache sequence each (the KV slots follow: n_ctx x n_seq_max)
-    ep.second_model = second ? second->get() : nullptr;
-    Engine engine(rt.get(), model.get(), ep);
-    if (!engine.ok()) return kExitError;
+    cpp::EngineOptions options = engine_options(vm, g);
+    std::vector<int32_t> prompt;
+    options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& model, cpp::EngineParams& p) {
+        prompt = model.tokenize(vm["prompt"].as<std::string>(), BASALT_TOKENIZE_ADD_SPECIAL);
+        if (prompt.empty()) throw UsageError("the prompt tokenizes to nothing; give some text with -p");
+        try {  // beams: one cache sequence each (the KV slots follow: n_ctx x n_seq_max)
+            p.n_seq_max = rt.decoder_needs(decoder).n_seq;
+        } catch (const cpp::Error& e) {
+            throw UsageError(e.what());  // an unknown decoder or a refused parameter of it
+        }
+    };
+    cpp::OpenEngine e = cpp::open_engine(std::move(options));
+    const cpp::Model& model = e.model;
 
     const bool as_json = vm["json"].as<bool>();
     std::string streamed;
-    std::vector<std::string> stops;
-    if (vm.count("stop") != 0) stops = vm["stop"].as<std::vector<std::string>>();
-    std::vector<const char*> stop_ptrs;
-    for (const auto& s : stops) stop_ptrs.push_back(s.c_str());
-    basalt_request_params rp{};
-    rp.struct_size = sizeof(rp);
-    rp.tokens = prompt.data();
-    rp.n_tokens = prompt.size();
-    rp.samplers = chain_text.c_str();
-    rp.decoder = decoder.c_str();
-    rp.max_tokens = static_cast<int32_t>(vm["n-predict"].as<long long>());
-    if (vm["ignore-eos"].as<bool>()) rp.flags |= BASALT_REQUEST_IGNORE_EOG;
-    rp.seed = vm.count("seed") != 0 ? vm["seed"].as<long long>() : -1;
-    rp.stop = stop_ptrs.data();
-    rp.n_stop = stop_ptrs.size();
-    std::vector<std::string> steers;
-    if (vm.count("steer") != 0) steers = vm["steer"].as<std::vector<std::string>>();
-    std::vector<const char*> steer_ptrs;
-    for (const auto& s : steers) steer_ptrs.push_back(s.c_str());
-    rp.steer = steer_ptrs.data();
-    rp.n_steer = steer_ptrs.size();
-    rp.callback = as_json ? collect_text : print_text;
-    rp.user_data = &streamed;
-    RequestHandle request;
-    if (const basalt_status st = basalt_engine_submit(engine.get(), &rp, &request.r); st != BASALT_OK) {
-        print_error(basalt_last_error());
-        return st == BASALT_ERR_FORMAT ? kExitUsage : kExitError;  // a malformed chain is a command-line error
+    cpp::RequestParams rq;
+    rq.tokens = prompt;
+    rq.has_tokens = true;
+    rq.samplers = chain_text;
+    rq.decoder = decoder;
+    rq.max_tokens = static_cast<int32_t>(vm["n-predict"].as<long long>());
+    if (vm["ignore-eos"].as<bool>()) rq.flags |= BASALT_REQUEST_IGNORE_EOG;
+    rq.seed = vm.count("seed") != 0 ? vm["seed"].as<long long>() : -1;
+    if (vm.count("stop") != 0) rq.stop = vm["stop"].as<std::vector<std::string>>();
+    if (vm.count("steer") != 0) rq.steer = vm["steer"].as<std::vector<std::string>>();
+    cpp::Request request;
+    try {
+        request = e.engine.submit(rq, as_json ? collect_text : print_text, &streamed);
+    } catch (const cpp::Error& err) {
+        if (err.status() == BASALT_ERR_FORMAT) throw UsageError(err.what());  // a malformed chain
+        throw;
     }
     if (vm["echo"].as<bool>() && !as_json) {
-        for (int32_t t : prompt) std::cout << piece(model.get(), t, false);
+        for (int32_t t : prompt) std::cout << model.piece(t, false);
         std::cout.flush();
     }
-    if (basalt_engine_run(engine.get()) != BASALT_OK && basalt_request_finish_reason(request.r) == BASALT_FINISH_NONE) {
-        print_error(basalt_last_error());
-        return kExitError;
+    try {
+        e.engine.run();
+    } catch (const cpp::Error&) {
+        if (request.finish_reason() == BASALT_FINISH_NONE) throw;  // else the request says why
     }
-    const int32_t reason = basalt_request_finish_reason(request.r);
+    const int32_t reason = request.finish_reason();
     if (reason == BASALT_FINISH_ERROR) {
         if (!as_json) std::cout << '\n';
-        print_error(basalt_request_error(request.r));
+        print_error(request.error());
         return kExitError;
     }
-    basalt_request_stats st{};
-    st.struct_size = sizeof(st);
-    basalt_request_stats_get(request.r, &st);
+    const basalt_request_stats st = request.stats();
     if (as_json) {
         nlohmann::json out;
         out["text"] = streamed;
         out["finish_reason"] = basalt_finish_reason_name(reason);
         nlohmann::json hyps = nlohmann::json::array();
-        for (size_t h = 0; h < basalt_request_n_hypotheses(request.r); ++h) {
-            size_t n = 0;
+        for (size_t h = 0; h < request.n_hypotheses(); ++h) {
             float score = 0.f;
-            basalt_request_hypothesis(request.r, h, nullptr, 0, &n, &score);
-            std::vector<int32_t> toks(n);
-            basalt_request_hypothesis(request.r, h, toks.data(), toks.size(), &n, &score);
+            const std::vector<int32_t> toks = request.hypothesis(h, &score);
             if (h == 0) out["tokens"] = toks;
-            hyps.push_back(
-                {{"tokens", toks}, {"text", h == 0 ? streamed : text_of(model.get(), toks)}, {"score", score}});
+            hyps.push_back({{"tokens", toks}, {"text", h == 0 ? streamed : text_of(model, toks)}, {"score", score}});
         }
         if (!out.contains("tokens")) out["tokens"] = nlohmann::json::array();
         out["hypotheses"] = hyps;
         nlohmann::json dstats = nlohmann::json::object();
-        const char* name = nullptr;
-        double value = 0;
-        for (size_t i = 0; basalt_request_decoder_stat(request.r, i, &name, &value) == BASALT_OK; ++i)
-            dstats[name] = value;
+        for (const auto& [name, value] : request.decoder_stats()) dstats[name] = value;
         out["decoder"] = {{"spec", decoder}, {"stats", dstats}};
         out["usage"] = {{"prompt_tokens", st.prompt_tokens}, {"completion_tokens", st.generated_tokens}};
         out["timings"] = {{"ttft_ms", st.ttft_ms}, {"total_ms", st.total_ms}, {"tokens_per_s", st.tokens_per_s}};

@@ -1,10 +1,10 @@
 // `basalt serve`: an OpenAI-compatible HTTP server on the engine (tools/basalt/serve/, docs/server.md).
 #include <filesystem>
 #include <iostream>
-#include <memory>
+#include <stdexcept>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
 #include "serve/served-model.hpp"
 #include "serve/server.hpp"
 
@@ -22,46 +22,26 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
             return kExitUsage;
         }
     }
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    const std::string model_arg = vm["model"].as<std::string>();
-    Model model(model_arg);
-    if (!model.ok()) return kExitError;
-    std::unique_ptr<Model> second;
-    if (const int rc = load_second_model(vm, second); rc != kExitOk) return rc;
-
-    SessionStrings keep;
-    basalt_engine_params ep{};
-    try {
-        ep = engine_params(vm, keep);
-    } catch (const std::invalid_argument& e) {
-        print_error(e.what());
-        return kExitUsage;
-    }
-    const auto parallel = static_cast<uint32_t>(vm["parallel"].as<long long>());
-    ep.flags |= BASALT_ENGINE_OWN_THREAD;
-    ep.n_parallel = parallel;
-    ep.n_seq_max = parallel * static_cast<uint32_t>(vm["max-request-seqs"].as<long long>());
-    ep.prefill_chunk = static_cast<uint32_t>(vm["chunk"].as<long long>());
-    ep.second_model = second ? second->get() : nullptr;
-    if (vm.count("max-batch-tokens") != 0)
-        ep.max_batch_tokens = static_cast<uint32_t>(vm["max-batch-tokens"].as<long long>());
-
+    cpp::EngineOptions options = engine_options(vm, g);
+    const std::string model_arg = options.model;
+    const auto parallel = options.params.n_parallel;
+    options.params.flags |= BASALT_ENGINE_OWN_THREAD;
+    options.params.n_seq_max = parallel * static_cast<uint32_t>(vm["max-request-seqs"].as<long long>());
     std::string id = vm.count("model-name") != 0 ? vm["model-name"].as<std::string>() : model_arg;
     if (vm.count("model-name") == 0 && std::filesystem::exists(model_arg))
         id = std::filesystem::path(model_arg).stem().string();
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
-    if (auto why = serve::describe_served_model(model.get(), id, tmpl, ep.n_ctx, served); !why.empty()) {
-        print_error("basalt serve: " + why);
-        return tmpl.empty() ? kExitError : kExitUsage;
-    }
-    ep.n_ctx = served.n_ctx;
-    // The cache holds a full context for every running request; beams (several sequences) share it.
-    ep.n_kv_slots = served.n_ctx * parallel;
-
-    Engine engine(rt.get(), model.get(), ep);
-    if (!engine.ok()) return kExitError;
+    options.prepare = [&](const cpp::Runtime&, const cpp::Model& model, cpp::EngineParams& p) {
+        if (auto why = serve::describe_served_model(model.get(), id, tmpl, p.n_ctx, served); !why.empty()) {
+            if (!tmpl.empty()) throw UsageError("basalt serve: " + why);  // an unknown --chat-template
+            throw std::runtime_error("basalt serve: " + why);
+        }
+        p.n_ctx = served.n_ctx;
+        // The cache holds a full context for every running request; beams (several sequences) share it.
+        p.n_kv_slots = served.n_ctx * parallel;
+    };
+    cpp::OpenEngine e = cpp::open_engine(std::move(options));
 
     serve::ServerConfig cfg;
     cfg.host = vm["host"].as<std::string>();
@@ -82,10 +62,10 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     cfg.limits.body_bytes = static_cast<size_t>(vm["max-body"].as<long long>());
     cfg.limits.header_bytes = static_cast<size_t>(vm["max-header"].as<long long>());
     try {
-        serve::Server server(cfg, engine.get(), model.get(), served);
+        serve::Server server(cfg, e.engine.get(), e.model.get(), served);
         return server.run() == 0 ? kExitOk : kExitError;
-    } catch (const std::exception& e) {
-        print_error("basalt serve: cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) + ": " + e.what());
+    } catch (const std::exception& err) {
+        print_error("basalt serve: cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) + ": " + err.what());
         return kExitError;
     }
 }

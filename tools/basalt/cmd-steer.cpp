@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -58,10 +58,9 @@ void progress(size_t done, size_t total) {
 }
 
 // Mean residual row of each observed layer over the prompt's tokens: [layer][n_embd] (empty rows for others).
-bool observe_prompt(basalt_session* s, const basalt_model* model, const std::string& text,
+bool observe_prompt(basalt_session* s, const cpp::Model& model, const std::string& text,
                     const std::vector<uint32_t>& layers, size_t n_embd, std::vector<std::vector<double>>& out) {
-    std::vector<int32_t> ids;
-    if (!tokenize(model, text, BASALT_TOKENIZE_ADD_SPECIAL, ids)) return false;
+    std::vector<int32_t> ids = model.tokenize(text, BASALT_TOKENIZE_ADD_SPECIAL);
     if (ids.empty()) {
         print_error("a prompt tokenizes to nothing");
         return false;
@@ -122,6 +121,7 @@ std::vector<double> principal(const std::vector<std::vector<double>>& rows, size
 }
 
 int run_steer(const po::variables_map& vm, const GlobalOptions& g) {
+    const cpp::SessionParams sp = session_params(vm);  // a bad option value exits before anything loads
     if (vm["action"].as<std::string>() != "build") {
         print_error("unknown steer action '" + vm["action"].as<std::string>() + "' (known: build)");
         return kExitUsage;
@@ -135,10 +135,8 @@ int run_steer(const po::variables_map& vm, const GlobalOptions& g) {
     if (!read_prompts(vm["positive"].as<std::string>(), pos_prompts) ||
         !read_prompts(vm["negative"].as<std::string>(), neg_prompts))
         return kExitError;
-    Runtime rt(g);
-    if (!rt.ok()) return kExitError;
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
+    const cpp::Runtime rt(runtime_options(g));
+    const cpp::Model model(vm["model"].as<std::string>());
     basalt_model_info info{};
     info.struct_size = sizeof(info);
     if (basalt_model_describe(model.get(), &info) != BASALT_OK) {
@@ -172,10 +170,7 @@ int run_steer(const po::variables_map& vm, const GlobalOptions& g) {
                     ", the negative " + std::to_string(neg_prompts.size()));
         return kExitUsage;
     }
-    SessionStrings keep;
-    const basalt_session_params sp = session_params(vm, keep);
-    Session session(rt.get(), model.get(), sp);
-    if (!session.ok()) return kExitError;
+    const cpp::Session session(rt, model, sp);
     std::vector<uint32_t> layers;
     std::vector<uint8_t> flags(n_layer, 0);
     for (uint32_t il = first; il <= last; ++il) {
@@ -193,7 +188,7 @@ int run_steer(const po::variables_map& vm, const GlobalOptions& g) {
     for (int set = 0; set < 2; ++set) {
         for (const std::string& p : set == 0 ? pos_prompts : neg_prompts) {
             std::vector<std::vector<double>> m(n_layer);
-            if (!observe_prompt(session.get(), model.get(), p, layers, n_embd, m)) return kExitError;
+            if (!observe_prompt(session.get(), model, p, layers, n_embd, m)) return kExitError;
             means[set].push_back(std::move(m));
             progress(++done, total);
         }

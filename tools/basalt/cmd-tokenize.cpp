@@ -2,32 +2,31 @@
 #include <iostream>
 
 #include "cli.hpp"
-#include "handles.hpp"
+#include "engine-setup.hpp"
 
 namespace basalt::cli {
 namespace {
 
 int run_tokenize(const po::variables_map& vm, const GlobalOptions& /*g*/) {
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
+    const cpp::Model model(vm["model"].as<std::string>());
     uint32_t flags = 0;
     if (!vm["no-special"].as<bool>()) flags |= BASALT_TOKENIZE_ADD_SPECIAL;
     if (vm["parse-special"].as<bool>()) flags |= BASALT_TOKENIZE_PARSE_SPECIAL;
     std::vector<int32_t> ids;
-    if (!tokenize(model.get(), vm["text"].as<std::string>(), flags, ids)) return kExitError;
+    ids = model.tokenize(vm["text"].as<std::string>(), flags);
     if (vm["json"].as<bool>()) {
         Json j(std::cout);
         j.begin_array();
         for (int32_t id : ids) {
             j.begin_object();
             j.key("id").value(static_cast<long long>(id));
-            j.key("piece").value(piece(model.get(), id, true));
+            j.key("piece").value(model.piece(id, true));
             j.end_object();
         }
         j.end_array();
         std::cout << '\n';
     } else if (vm["pieces"].as<bool>()) {
-        for (int32_t id : ids) std::cout << id << "\t'" << piece(model.get(), id, true) << "'\n";
+        for (int32_t id : ids) std::cout << id << "\t'" << model.piece(id, true) << "'\n";
     } else {
         for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? "," : "") << ids[i];
         std::cout << '\n';
@@ -36,8 +35,7 @@ int run_tokenize(const po::variables_map& vm, const GlobalOptions& /*g*/) {
 }
 
 int run_detokenize(const po::variables_map& vm, const GlobalOptions& /*g*/) {
-    Model model(vm["model"].as<std::string>());
-    if (!model.ok()) return kExitError;
+    const cpp::Model model(vm["model"].as<std::string>());
     std::vector<int32_t> ids;
     if (!parse_ids(vm["ids"].as<std::string>(), ids)) return kExitUsage;
     const uint32_t flags = vm["special"].as<bool>() ? static_cast<uint32_t>(BASALT_DETOKENIZE_UNPARSE_SPECIAL) : 0U;

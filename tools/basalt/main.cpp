@@ -128,7 +128,10 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
     try {
         return run(argc, argv);
-    } catch (const std::exception& e) {
+    } catch (const UsageError& e) {  // a bad option value, from whichever command: the one exit-code rule
+        print_error(e.what());
+        return kExitUsage;
+    } catch (const std::exception& e) {  // a basalt::cpp::Error (its message) or another failure
         print_error(e.what());
         return kExitError;
     }

@@ -189,7 +189,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         }
         for (size_t i = 0; i < total; ++i) {
             Job& j = *jobs_[i];
-            const basalt_request_params rp = j.spec.params(&Job::on_output, &j);
+            const basalt_request_params rp = j.spec.raw(&Job::on_output, &j);
             if (basalt_engine_submit(server_.engine(), &rp, &j.request) != BASALT_OK) {
                 const std::string why = basalt_last_error();
                 jobs_.clear();  // cancels and frees what was submitted

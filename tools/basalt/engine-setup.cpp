@@ -1,0 +1,120 @@
+#include "engine-setup.hpp"
+
+#include <string>
+#include <vector>
+
+namespace basalt::cli {
+
+void add_session_options(po::options_description& d) {
+    d.add_options()("backend", po::value<std::string>()->default_value("cpu"), "compute backend component")(
+        "kv-cache", po::value<std::string>()->default_value("paged"),
+        "KV cache manager NAME[:key=value,...]: paged, or sink:n_sink=4,window=252 (streaming, docs/kv-cache.md)")(
+        "threads,t", int_option("threads", 0, 4096)->default_value(0), "backend threads (0: all cores)")(
+        "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0), "context size (0: training context, at most 4096)")(
+        "batch,b", int_option("batch", 0, INT32_MAX)->default_value(512), "tokens per forward pass (0: 512)")(
+        "kv-type", po::value<std::string>()->default_value("f16"),
+        "stored type of K and V (f32, f16, q8_0, q4_0, kivi_t8/4/2 per token, kivi_c8/4/2 per channel; "
+        "docs/kv-cache.md)")("k-type", po::value<std::string>(), "stored type of K (overrides --kv-type)")(
+        "v-type", po::value<std::string>(), "stored type of V (overrides --kv-type)")(
+        "kv-residual", int_option("kv-residual", 0, 65536)->default_value(0),
+        "residual window of quantized K/V: the newest tokens (up to R, a multiple of 32) stay F32 until their unit "
+        "of R is full (kivi_c* need one, e.g. 32 or 128)")(
+        "device", int_option("device", 0, INT32_MAX),
+        "backend device index, the one way to choose a device (see basalt plugins; default: the first, or "
+        "BASALT_VK_DEVICE for vulkan)")("backend-param", po::value<std::vector<std::string>>()->composing(),
+                                        "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu")(
+        "moe-router", po::value<std::string>()->default_value("dropless"),
+        "MoE routing: dropless (top-k), or capacity:factor=C,overflow=drop|reroute (each expert takes at most "
+        "ceil(C x tokens x k / n_expert) assignments per forward pass; docs/moe.md)");
+}
+
+void add_decoder_options(po::options_description& d) {
+    d.add_options()("decoder", po::value<std::string>()->default_value("sample"),
+                    "decoding strategy NAME[:key=value,...]: sample, beam:width=4,length_penalty=1.0, "
+                    "speculative:k=4, contrastive:alpha=0.1 (docs/decoding.md)")(
+        "draft", po::value<std::string>(), "draft model for speculative decoding (a file or a shipped name: draft)")(
+        "amateur", po::value<std::string>(), "amateur model for contrastive decoding (a file or a shipped name)");
+}
+
+cpp::RuntimeOptions runtime_options(const GlobalOptions& g) {
+    cpp::RuntimeOptions o;
+    o.flags = g.no_default_plugins ? static_cast<uint32_t>(BASALT_RUNTIME_NO_DEFAULT_PLUGINS) : 0U;
+    o.plugins = g.plugins;
+    return o;
+}
+
+namespace {
+
+// A tensor type name as the options give it; UsageError naming the option when basalt does not know it.
+std::string type_option(const po::variables_map& vm, const char* name, const std::string& fallback) {
+    const std::string t = vm.count(name) != 0 ? vm[name].as<std::string>() : fallback;
+    int32_t id = 0;
+    if (basalt_dtype_from_name(t.c_str(), &id) != BASALT_OK)
+        throw UsageError(std::string("--") + name + ": " + basalt_last_error());
+    return t;
+}
+
+uint32_t u32(const po::variables_map& vm, const char* name) {
+    return static_cast<uint32_t>(vm[name].as<long long>());
+}
+
+}  // namespace
+
+cpp::ComputeParams compute_params(const po::variables_map& vm) {
+    cpp::ComputeParams c;
+    c.backend = vm["backend"].as<std::string>();
+    c.kv_cache = vm["kv-cache"].as<std::string>();
+    c.n_threads = u32(vm, "threads");
+    c.moe_router = vm["moe-router"].as<std::string>();
+    const std::string kv_type = type_option(vm, "kv-type", "f16");
+    c.kv_params.add("k_type", vm.count("k-type") != 0 ? type_option(vm, "k-type", kv_type) : kv_type);
+    c.kv_params.add("v_type", vm.count("v-type") != 0 ? type_option(vm, "v-type", kv_type) : kv_type);
+    if (const long long residual = vm["kv-residual"].as<long long>(); residual != 0)
+        c.kv_params.add("residual", std::to_string(residual));
+    if (vm.count("device") != 0) c.device = u32(vm, "device");
+    if (vm.count("backend-param") != 0) {
+        for (const std::string& kv : vm["backend-param"].as<std::vector<std::string>>()) {
+            const size_t eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0) throw UsageError("--backend-param '" + kv + "' is not KEY=VALUE");
+            if (kv.substr(0, eq) == "device")
+                throw UsageError("--backend-param '" + kv + "': choose the device with --device " + kv.substr(eq + 1));
+            c.backend_params.add(kv.substr(0, eq), kv.substr(eq + 1));
+        }
+    }
+    return c;
+}
+
+cpp::SessionParams session_params(const po::variables_map& vm) {
+    cpp::SessionParams p;
+    p.compute = compute_params(vm);
+    p.n_ctx = u32(vm, "ctx");
+    p.n_batch = u32(vm, "batch");
+    return p;
+}
+
+cpp::EngineParams engine_params(const po::variables_map& vm) {
+    cpp::EngineParams p;
+    p.compute = compute_params(vm);
+    p.n_ctx = u32(vm, "ctx");
+    p.max_batch_tokens = u32(vm, "batch");
+    if (vm.count("max-batch-tokens") != 0) p.max_batch_tokens = u32(vm, "max-batch-tokens");
+    if (vm.count("parallel") != 0) p.n_parallel = u32(vm, "parallel");
+    if (vm.count("chunk") != 0) p.prefill_chunk = u32(vm, "chunk");
+    if (vm.count("no-prefix-cache") != 0 && vm["no-prefix-cache"].as<bool>()) p.flags |= BASALT_ENGINE_NO_PREFIX_CACHE;
+    if (vm.count("moe-stats") != 0 && vm["moe-stats"].as<bool>()) p.flags |= BASALT_ENGINE_MOE_STATS;
+    return p;
+}
+
+cpp::EngineOptions engine_options(const po::variables_map& vm, const GlobalOptions& g) {
+    if (vm.count("draft") != 0 && vm.count("amateur") != 0)
+        throw UsageError("give --draft or --amateur, not both: the engine attaches one second model");
+    cpp::EngineOptions o;
+    o.params = engine_params(vm);
+    o.runtime = runtime_options(g);
+    o.model = vm["model"].as<std::string>();
+    if (vm.count("draft") != 0) o.second_model = vm["draft"].as<std::string>();
+    if (vm.count("amateur") != 0) o.second_model = vm["amateur"].as<std::string>();
+    return o;
+}
+
+}  // namespace basalt::cli

@@ -1,0 +1,34 @@
+// The one front-end setup of the basalt commands that compute (run, batch, chat, serve, bench, eval, perplexity,
+// steer, exposure): their shared options and how their values become basalt.hpp parameters. Every bad value found
+// here throws UsageError before anything is loaded, so it exits kExitUsage from every command.
+#pragma once
+
+#include <basalt/basalt.hpp>
+
+#include "cli.hpp"
+
+namespace basalt::cli {
+
+// Session options shared by every computing command: --backend, --device (the one device choice), --backend-param,
+// --kv-cache, --kv-type/--k-type/--v-type, --kv-residual, --threads, --ctx, --batch, --moe-router.
+void add_session_options(po::options_description& d);
+// Decoding-strategy options of run: --decoder SPEC, --draft MODEL, --amateur MODEL.
+void add_decoder_options(po::options_description& d);
+
+// The runtime the global options ask for (--plugin, --no-default-plugins). Pure function.
+cpp::RuntimeOptions runtime_options(const GlobalOptions& g);
+// Backend, device, backend and cache parameters, threads and MoE router from the session options. Throws UsageError
+// for a --backend-param that is not KEY=VALUE or that names the device (use --device), and for an unknown
+// --kv-type/--k-type/--v-type name.
+cpp::ComputeParams compute_params(const po::variables_map& vm);
+// Session parameters from the session options (--ctx, --batch and compute_params). Throws as compute_params.
+cpp::SessionParams session_params(const po::variables_map& vm);
+// Engine parameters from the session options (--ctx: each request's context, --batch the step's token budget) and,
+// where the command has them, --parallel, --chunk, --max-batch-tokens, --no-prefix-cache, --moe-stats. Throws as
+// compute_params.
+cpp::EngineParams engine_params(const po::variables_map& vm);
+// Everything open_engine needs: the runtime (global options), --model, the second model (--draft or --amateur; both
+// is a UsageError) and engine_params(vm). Throws as engine_params.
+cpp::EngineOptions engine_options(const po::variables_map& vm, const GlobalOptions& g);
+
+}  // namespace basalt::cli
