@@ -21,6 +21,9 @@ namespace {
 
 constexpr const char* kName = "vector";
 const std::string kWho = "steering 'vector'";
+// The general.architecture of a control-vector file: the format this plugin reads, not a model architecture (the
+// plugin cannot reach libbasalt's architecture table).
+const std::string kControlVectorFormat = "controlvector";
 
 [[noreturn]] void refuse(basalt_status st, const std::string& what) {
     throw basalt::sdk::error(st, kWho + ": " + what);
@@ -140,8 +143,9 @@ ControlVector read_control_vector(const std::string& path) {
             }
         }
     }
-    if (arch != "controlvector") {
-        refuse(BASALT_ERR_FORMAT, path + ": general.architecture is '" + arch + "', not 'controlvector'");
+    if (arch != kControlVectorFormat) {
+        refuse(BASALT_ERR_FORMAT,
+               path + ": general.architecture is '" + arch + "', not '" + kControlVectorFormat + "'");
     }
     struct Info {
         std::string name;

@@ -164,14 +164,8 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
 
     // Encoder-decoder models (t5): block_count is the encoder's; the decoder's is its own key (default the same).
     std::string decoder_layers;
-    if (std::string(info.arch) == "t5") {
-        const char* dec = nullptr;
-        decoder_layers =
-            std::string(" (encoder) + ") +
-            (basalt_model_meta(model, "t5.decoder_block_count", &dec) == BASALT_OK ? std::string(dec)
-                                                                                   : std::to_string(info.n_layer)) +
-            " (decoder)";
-    }
+    if (uint32_t n_dec = 0; basalt_model_decoder_layers(model, &n_dec) == BASALT_OK && n_dec != 0)
+        decoder_layers = " (encoder) + " + std::to_string(n_dec) + " (decoder)";
     std::cout << "file         " << path << " (" << human(info.file_bytes) << ", GGUF v" << info.gguf_version << ")\n"
               << "model        " << (info.name[0] != '\0' ? info.name : "(unnamed)") << ", architecture " << info.arch
               << (info.supported != 0 ? "" : " (no graph builder in this build)") << '\n'

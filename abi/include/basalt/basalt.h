@@ -263,6 +263,9 @@ typedef struct basalt_model_info {
 
 /* Describes the model into *out. Thread-safe. */
 BASALT_API basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info* out);
+/* since 1.4. The decoder's block count of an encoder-decoder model (t5; <arch>.decoder_block_count, default the
+ * encoder's n_layer) into *out; 0 for a decoder-only model. Thread-safe. */
+BASALT_API basalt_status basalt_model_decoder_layers(const basalt_model* model, uint32_t* out);
 /* Renders metadata `key` as text into *out (borrowed until the model is freed; arrays are summarised).
  * BASALT_ERR_NOT_FOUND when absent. Thread-safe. */
 BASALT_API basalt_status basalt_model_meta(const basalt_model* model, const char* key, const char** out);

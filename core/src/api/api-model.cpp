@@ -120,6 +120,14 @@ basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info
     });
 }
 
+basalt_status basalt_model_decoder_layers(const basalt_model* model, uint32_t* out) {
+    return guard([&] {
+        if (model == nullptr || out == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_decoder_layers: model and out are required");
+        *out = model->hparams.encoder_decoder ? model->hparams.n_layer_dec : 0;
+    });
+}
+
 basalt_status basalt_model_meta(const basalt_model* model, const char* key, const char** out) {
     return guard([&] {
         if (model == nullptr || key == nullptr || out == nullptr) {

@@ -52,10 +52,11 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
 void Engine::resolve_limits(const EngineConfig& config) {
     const ModelHparams& hp = model_.hparams;
     n_ctx_ = config.n_ctx != 0 ? config.n_ctx : (hp.n_ctx_train != 0 ? std::min<uint32_t>(hp.n_ctx_train, 4096) : 4096);
-    if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds gpt2's {} learned positions", n_ctx_, hp.n_ctx_train);
+    if (hp.learned_positions && hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds {}'s {} learned positions", n_ctx_, hp.arch,
+             hp.n_ctx_train);
     }
-    if (hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train && hp.arch != "gpt2") {
+    if (hp.n_ctx_train != 0 && n_ctx_ > hp.n_ctx_train && !hp.learned_positions) {
         log::warn("context {} is above the {} positions the model was trained with: output past them degrades", n_ctx_,
                   hp.n_ctx_train);
     }

@@ -140,14 +140,15 @@ SessionShape session_shape(const basalt_model& model, const SessionConfig& confi
     // One sequence past the trained context: positions the model never saw (several sequences sharing more
     // slots is fine; the engine warns about its per-request context itself).
     if (config.warn_context && config.n_seq_max <= 1 && hp.n_ctx_train != 0 && s.n_ctx > hp.n_ctx_train &&
-        hp.arch != "gpt2") {
+        !hp.learned_positions) {
         log::warn("context {} is above the {} positions the model was trained with: output past them degrades", s.n_ctx,
                   hp.n_ctx_train);
     }
     // Learned position embeddings end at n_ctx_train: one sequence may not go past them (several sequences may
     // share more slots than that; decode checks each position).
-    if (hp.arch == "gpt2" && hp.n_ctx_train != 0 && s.n_ctx > hp.n_ctx_train && config.n_seq_max <= 1) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds gpt2's {} learned positions", s.n_ctx, hp.n_ctx_train);
+    if (hp.learned_positions && hp.n_ctx_train != 0 && s.n_ctx > hp.n_ctx_train && config.n_seq_max <= 1) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds {}'s {} learned positions", s.n_ctx, hp.arch,
+             hp.n_ctx_train);
     }
     if (config.n_batch == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "batch size must be at least 1");
     if (config.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_seq_max must be at least 1");

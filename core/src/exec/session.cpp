@@ -244,8 +244,8 @@ void Session::check_batch(const basalt_batch& batch) const {
     const ModelHparams& hp = model_.hparams;
     const size_t n_seq = state_.seq_len.size();
     std::vector<uint32_t> expected = state_.seq_len;
-    // Learned position embeddings (gpt2) end at the trained context.
-    const uint32_t learned_positions = hp.arch == "gpt2" && hp.n_ctx_train != 0 ? hp.n_ctx_train : UINT32_MAX;
+    // Learned position embeddings (hp.learned_positions: gpt2) end at the trained context.
+    const uint32_t learned_positions = hp.learned_positions && hp.n_ctx_train != 0 ? hp.n_ctx_train : UINT32_MAX;
     for (size_t i = 0; i < batch.n_tokens; ++i) {
         const int32_t tok = batch.tokens[i], seq = batch.seq_ids[i], pos = batch.positions[i];
         if (tok < 0 || static_cast<uint32_t>(tok) >= hp.n_vocab) {
@@ -267,8 +267,8 @@ void Session::check_batch(const basalt_batch& batch) const {
         }
         e += 1;
         if (e > learned_positions) {
-            fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than gpt2's {} learned positions", seq, e,
-                 learned_positions);
+            fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than {}'s {} learned positions", seq, e,
+                 hp.arch, learned_positions);
         }
         if (e > res_.n_ctx && !streaming()) {
             fail(BASALT_ERR_CAPACITY, "sequence {} would hold {} tokens, more than the context of {} (n_ctx)", seq, e,

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "graph/arch-table.hpp"
 #include "graph/arch.hpp"
 #include "support/error.hpp"
 
@@ -209,27 +210,7 @@ void output_head(ForwardContext& c, int32_t x) {
 }
 
 void build_forward(ForwardContext& c) {
-    const std::string& a = c.hp.arch;
-    if (a == "llama") {
-        if (c.hp.n_expert > 0) {
-            build_moe(c);
-        } else {
-            build_llama(c);
-        }
-    } else if (a == "qwen2") {
-        build_qwen2(c);
-    } else if (a == "gemma3") {
-        build_gemma3(c);
-    } else if (a == "gpt2") {
-        build_gpt2(c);
-    } else if (a == "t5") {
-        build_t5(c);
-    } else {
-        fail(BASALT_ERR_UNSUPPORTED,
-             "architecture '{}' is not supported (supported: llama, qwen2, gemma3, gpt2, "
-             "llama with experts, t5)",
-             a);
-    }
+    arch_builder(c.hp).build(c);
 }
 
 }  // namespace basalt

@@ -129,7 +129,8 @@ int32_t t5_bucket(int32_t distance, uint32_t n_buckets, bool bidirectional, uint
 // The bucket of every distance -R..R (R = hp.rel_max_distance; farther distances share the end buckets).
 std::vector<int32_t> t5_bucket_table(const ModelHparams& hp, bool bidirectional);
 
-// Picks the builder for the model's architecture; throws Error(UNSUPPORTED) naming it when there is none.
+// Runs the builder the architecture table (arch-table.hpp) gives the model; throws Error(UNSUPPORTED) naming the
+// architecture when there is none.
 void build_forward(ForwardContext& c);
 
 // Builds the forward graph of a one-token batch against the file's tensors with nothing placed or allocated (no

@@ -117,7 +117,7 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     const uint64_t T = p.n_batch;
     const uint64_t qkv = static_cast<uint64_t>(hp.n_head) * hp.head_dim_k +
                          static_cast<uint64_t>(hp.n_head_kv) * (hp.head_dim_k + hp.head_dim_v);
-    const uint64_t ffn_mats = hp.arch == "gpt2" ? 2 : 3;
+    const uint64_t ffn_mats = hp.ffn_mats;
     const uint64_t experts = std::max<uint32_t>(1, hp.n_expert_used);
     uint64_t floats = 0;
     floats += 4 * T * hp.n_embd;                                     // residual, norm, attn out, ffn out

@@ -1,13 +1,10 @@
 #include "model/model-hparams.hpp"
 
-#include <algorithm>
-
+#include "graph/arch-table.hpp"
 #include "support/error.hpp"
 
 namespace basalt {
 namespace {
-
-constexpr const char* kKnownArchs[] = {"llama", "qwen2", "gemma3", "gpt2", "t5"};
 
 uint32_t require_u32(const gguf::File& f, const std::string& key) {
     const auto v = f.get_int(key);
@@ -34,9 +31,10 @@ ModelHparams read_hparams(const gguf::File& f) {
         fail(BASALT_ERR_FORMAT, "{}: required metadata 'general.architecture' is missing", f.source());
     h.arch = *arch;
     h.name = f.get_string("general.name").value_or("");
-    h.known_arch = std::find(std::begin(kKnownArchs), std::end(kKnownArchs), h.arch) != std::end(kKnownArchs);
+    h.known_arch = arch_runnable(h.arch);
+    const ArchSpec& spec = arch_spec(h.arch);
     const std::string A = h.arch + ".";
-    if (h.arch == "controlvector") {
+    if (spec.kind == ArchKind::CONTROL_VECTOR) {
         // A llama.cpp control vector: no model, one F32 "direction.N" per steered layer. It loads for its metadata
         // and tensors; n_embd is the directions' length (0 when there are none).
         h.n_layer = require_u32(f, A + "layer_count");
@@ -73,10 +71,9 @@ ModelHparams read_hparams(const gguf::File& f) {
         fail(BASALT_ERR_FORMAT, "{}: expert_used_count {} must be in 1..expert_count {}", f.source(), h.n_expert_used,
              h.n_expert);
     }
-    h.rope_freq_base = static_cast<float>(f.get_float(A + "rope.freq_base").value_or(h.arch == "gemma3" ? 1e6 : 1e4));
+    h.rope_freq_base = static_cast<float>(f.get_float(A + "rope.freq_base").value_or(spec.rope_freq_base));
     if (auto scale = f.get_float(A + "rope.scale_linear")) h.rope_freq_scale = static_cast<float>(1.0 / *scale);
-    const bool has_rope = h.arch != "gpt2" && h.arch != "t5";
-    h.n_rot = has_rope ? optional_u32(f, A + "rope.dimension_count", h.head_dim_k) : 0;
+    h.n_rot = spec.rope ? optional_u32(f, A + "rope.dimension_count", h.head_dim_k) : 0;
     if (auto eps = f.get_float(A + "attention.layer_norm_rms_epsilon")) {
         h.norm_eps = static_cast<float>(*eps);
     } else if (auto eps2 = f.get_float(A + "attention.layer_norm_epsilon")) {
@@ -97,15 +94,17 @@ ModelHparams read_hparams(const gguf::File& f) {
     h.sliding_window = optional_u32(f, A + "attention.sliding_window", 0);
     h.layer_sliding.assign(h.n_layer, false);
     if (h.sliding_window > 0) {
-        // Gemma 3 interleaves 5 sliding-window layers with 1 global layer; other families use it on every layer.
-        const uint32_t pattern = h.arch == "gemma3" ? 6 : 1;
+        // Every pattern-th layer is global (Gemma 3: 5 sliding-window layers, then 1 global); 1: all slide.
+        const uint32_t pattern = spec.sliding_pattern;
         for (uint32_t il = 0; il < h.n_layer; ++il) h.layer_sliding[il] = pattern == 1 || (il % pattern) < pattern - 1;
     }
 
-    if (h.arch == "t5") {
+    h.learned_positions = spec.learned_positions;
+    h.ffn_mats = spec.ffn_mats;
+    if (spec.kind == ArchKind::ENCODER_DECODER) {
         h.encoder_decoder = true;
         h.n_layer_dec = optional_u32(f, A + "decoder_block_count", h.n_layer);
-        h.n_rel_buckets = optional_u32(f, A + "attention.relative_buckets_count", 32);
+        h.n_rel_buckets = optional_u32(f, A + "attention.relative_buckets_count", spec.rel_buckets);
         h.decoder_start_token = static_cast<int32_t>(optional_u32(f, A + "decoder_start_token_id", 0));
         if (h.n_rel_buckets < 4 || h.n_rel_buckets > 4096) {
             fail(BASALT_ERR_FORMAT, "{}: {}attention.relative_buckets_count = {} is not in 4..4096", f.source(), A,

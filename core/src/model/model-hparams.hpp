@@ -1,5 +1,6 @@
 // Architecture hyper-parameters read from a GGUF file's metadata (`<arch>.block_count`, ...), validated
-// before anything is built from them.
+// before anything is built from them; which keys an architecture reads and their defaults come from the
+// architecture table (graph/arch-table.hpp).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,9 @@ struct ModelHparams {
     uint32_t rel_max_distance = 128;   // t5: distance at which the buckets saturate (fixed in T5)
     int32_t decoder_start_token = -1;  // t5: first decoder token (decoder_start_token_id, default pad 0)
     bool known_arch = false;           // one of the families Basalt builds graphs for
+    // From the architecture table (core/src/graph/arch-table.hpp), so that nothing else asks for the name:
+    bool learned_positions = false;  // position embeddings (gpt2): no position at or past n_ctx_train (when set)
+    uint32_t ffn_mats = 3;           // FFN weight matrices per expert: 3 gated (gate, up, down), 2 plain (up, down)
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }

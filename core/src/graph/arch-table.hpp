@@ -1,0 +1,60 @@
+// The architectures Basalt knows, declared once (arch-table.cpp): for each, the name its GGUF files carry in
+// general.architecture, the graph builder, the hyper-parameters it reads and their defaults, and what the memory plan
+// and the session take from it. Nothing outside core/src/graph/ compares an architecture's name (the CTest
+// "source: no architecture-name comparison outside core/src/graph" greps for it): read_hparams copies a row's facts
+// into ModelHparams (learned_positions, ffn_mats, encoder_decoder, ...) and the rest of the tree reads those.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace basalt {
+
+struct ForwardContext;
+struct ModelHparams;
+
+// What a file of the architecture holds and which keys beyond the common ones (<arch>.block_count, ...) it reads.
+enum class ArchKind {
+    DECODER,          // a decoder-only language model
+    ENCODER_DECODER,  // an encoder pass, then decoder steps with cross-attention (t5); also reads
+                      // <arch>.decoder_block_count, attention.relative_buckets_count, decoder_start_token_id
+    CONTROL_VECTOR,   // a llama.cpp control vector: steering directions, no model; reads <arch>.layer_count only
+};
+
+// Which expert counts a row's builder takes (one architecture may have a row per variant).
+enum class ArchExperts {
+    ANY,       // the builder ignores <arch>.expert_count
+    NONE,      // dense models only (expert_count 0)
+    REQUIRED,  // mixture-of-experts models only (expert_count > 0)
+};
+
+// One row: an architecture, or one variant of it (the rows of one name agree on everything but label, experts
+// and build; arch-table.cpp checks that at compile time).
+struct ArchSpec {
+    const char* name;   // general.architecture
+    const char* label;  // how the unsupported-architecture error lists this row
+    ArchKind kind = ArchKind::DECODER;
+    ArchExperts experts = ArchExperts::ANY;
+    void (*build)(ForwardContext&) = nullptr;  // the graph builder; nullptr: the file loads but never runs
+    bool rope = true;                          // rotary positions: reads <arch>.rope.dimension_count (n_rot)
+    double rope_freq_base = 1e4;               // default of <arch>.rope.freq_base
+    uint32_t sliding_pattern = 1;              // with a sliding window: every Nth layer global (1: every layer slides)
+    bool learned_positions = false;            // position embeddings end at context_length: no position past it
+    uint32_t ffn_mats = 3;                     // FFN weight matrices per expert (the memory plan's scratch estimate)
+    uint32_t rel_buckets = 0;                  // default of attention.relative_buckets_count (encoder-decoder)
+};
+
+// Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.
+std::span<const ArchSpec> arch_table();
+// The facts of architecture `name` (its first row), or the defaults of an unknown one (label and build empty:
+// such a file loads for its metadata and vocabulary but never runs). Static storage; thread-safe.
+const ArchSpec& arch_spec(std::string_view name);
+// Whether some row of architecture `name` has a graph builder. Thread-safe.
+bool arch_runnable(std::string_view name);
+// The row whose builder runs the model (its architecture and expert count); throws Error(UNSUPPORTED) naming the
+// architecture and listing the supported rows when there is none. Thread-safe.
+const ArchSpec& arch_builder(const ModelHparams& hp);
+
+}  // namespace basalt
