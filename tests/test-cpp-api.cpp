@@ -54,6 +54,8 @@ TEST_CASE("Model reads, tokenizes and renders", "[cpp]") {
     const cpp::Model model(kLlama);
     const basalt_model_info info = model.info();
     CHECK(std::string(info.arch) == "llama");
+    CHECK(model.decoder_layers() == 0);  // decoder-only
+    CHECK(cpp::Model(std::string(BASALT_TEST_GOLDEN_MODELS) + "/tiny-t5-f32.gguf").decoder_layers() == 2);
     const std::vector<int32_t> ids = model.tokenize("Once upon a time", BASALT_TOKENIZE_ADD_SPECIAL);
     REQUIRE(ids.size() > 1);
     std::string text;

@@ -242,6 +242,7 @@ def _declare(lib):
     fn("basalt_model_load", st, c_void_p, c_char_p, c_void_p, P(c_void_p))
     fn("basalt_model_free", None, c_void_p)
     fn("basalt_model_describe", st, c_void_p, P(ModelInfo))
+    fn("basalt_model_decoder_layers", st, c_void_p, P(ctypes.c_uint32))
     fn("basalt_model_special_tokens", st, c_void_p, P(SpecialTokens))
     fn("basalt_token_is_eog", c_int32, c_void_p, c_int32)
     fn("basalt_tokenize", st, c_void_p, c_char_p, c_size_t, c_uint32, P(c_int32), c_size_t, P(c_size_t))

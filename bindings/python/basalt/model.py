@@ -31,6 +31,9 @@ class Model(_Owned):
         self.n_embd = info.n_embd
         self.n_expert = info.n_expert
         self.n_expert_used = info.n_expert_used
+        n_dec = ctypes.c_uint32()
+        _check(self._lib.basalt_model_decoder_layers(self._h, byref(n_dec)))
+        self.n_layer_decoder = n_dec.value  # encoder-decoder models: the decoder's blocks (0: decoder-only)
 
     def tokenize(self, text, add_special=True, parse_special=False):
         """The token ids of `text` (str or UTF-8 bytes)."""

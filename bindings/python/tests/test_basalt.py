@@ -161,6 +161,11 @@ class TestBasalt(unittest.TestCase):
         info = [c for c in self.rt.components() if c["name"] == "py_top_k"][0]
         self.assertEqual((info["kind"], info["plugin"], info["file"]), ("sampler", "in-process", ""))
 
+    def test_decoder_layers(self):
+        self.assertEqual(self.model.n_layer_decoder, 0)  # decoder-only
+        with basalt.Model(os.path.join(MODELS, "tiny-t5-f32.gguf"), self.rt) as t5:
+            self.assertEqual(t5.n_layer_decoder, 2)
+
     def test_tokenize_roundtrip(self):
         text = "Once upon a time, the stranger opened the wooden box."
         ids = self.model.tokenize(text)

@@ -345,6 +345,12 @@ class Model : public detail::Handle<basalt_model, basalt_model_free> {
         check(basalt_model_describe(get(), &i));
         return i;
     }
+    // The decoder's block count of an encoder-decoder model (0: decoder-only); throws Error.
+    uint32_t decoder_layers() const {
+        uint32_t n = 0;
+        check(basalt_model_decoder_layers(get(), &n));
+        return n;
+    }
     // Metadata key rendered as text, or nullopt when the file has no such key.
     std::optional<std::string> meta(const std::string& key) const {
         const char* v = nullptr;
