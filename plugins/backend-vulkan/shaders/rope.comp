@@ -22,7 +22,8 @@ void main() {
         const uint h = (idx / per) % n_head;
         const uint t = idx / (per * n_head);
         const uint x = (pc.x_offset + h * pc.x_nb1 + (t % pc.x_ne2) * pc.x_nb2 + (t / pc.x_ne2) * pc.x_nb3) >> 2;
-        const uint y = (pc.dst_offset + h * pc.dst_nb1 + (t % pc.x_ne2) * pc.dst_nb2 + (t / pc.x_ne2) * pc.dst_nb3) >> 2;
+        const uint y =
+            (pc.dst_offset + h * pc.dst_nb1 + (t % pc.x_ne2) * pc.dst_nb2 + (t / pc.x_ne2) * pc.dst_nb3) >> 2;
         if (j >= half_rot) {
             const uint d = pc.n_rot + j - half_rot;
             b2f.d[y + d] = b0f.d[x + d];

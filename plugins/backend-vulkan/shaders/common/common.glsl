@@ -9,9 +9,9 @@ layout(local_size_x_id = 0) in;
 #include "push-constants.h"
 
 // Declares the shader's push constants as `pc`, a struct of push-constants.h (one per shader).
-#define PUSH_CONSTANTS(T)                 \
-    layout(push_constant) uniform Push {  \
-        T pc;                             \
+#define PUSH_CONSTANTS(T)                \
+    layout(push_constant) uniform Push { \
+        T pc;                            \
     };
 
 // Binding N as words (bNu.d) and as floats (bNf.d): one descriptor, two views.
