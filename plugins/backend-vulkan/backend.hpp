@@ -69,8 +69,9 @@ struct NodeCtx : sdk::NodeView<TensorView> {
     const NodeCtx* fused_mul = nullptr;
 };
 
+// An op's Vulkan implementation (op-table.cpp, generated from ops.def).
 struct OpImpl {
-    const char* name;
+    basalt_op op;
     int min_inputs;
     int max_inputs;
     void (*check)(const NodeCtx& c);
@@ -102,9 +103,10 @@ class Backend {
     // Used by the ops while recording.
     Placed place(const TensorView& v, uint64_t begin = 0, uint64_t bytes = UINT64_MAX) const;
     bool placeable(const TensorView& v, std::string* why) const;
-    // Records one dispatch: shader by registry name, workgroup size, bindings (unused: a dummy), push constants.
-    void dispatch(const NodeCtx& c, const char* shader, uint32_t wg, const std::vector<Binding>& binds,
-                  const uint32_t* pc, size_t n_pc, uint32_t gx, uint32_t gy, uint32_t gz);
+    // Records one dispatch: shader by registry name, workgroup size, bindings (unused: a dummy), push constants
+    // (`pc_bytes` bytes, the rest of the 128-byte block zero).
+    void dispatch(const NodeCtx& c, const char* shader, uint32_t wg, const std::vector<Binding>& binds, const void* pc,
+                  size_t pc_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
     // Splits `count` workgroups over x (<= 65535) and z; the shader folds them back and skips the excess.
     static void split_groups(uint64_t count, uint32_t& gx, uint32_t& gz);
     uint32_t subgroup_size() const noexcept { return subgroup_; }

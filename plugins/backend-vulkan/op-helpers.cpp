@@ -1,6 +1,8 @@
 // The helpers of op-helpers.hpp.
 #include "op-helpers.hpp"
 
+#include <basalt/sdk/op-contracts.hpp>
+
 #include <algorithm>
 
 namespace basalt::vk::ops {
@@ -13,25 +15,30 @@ void need_fit(const NodeCtx& c, const TensorView& v, const char* role) {
     }
 }
 
+void check_contract(const NodeCtx& c) {
+    sdk::contract::check(c);
+    need_fit_all(c);
+}
+
 void need_fit_all(const NodeCtx& c) {
     static const char* const kRoles[] = {"input 0", "input 1", "input 2", "input 3", "input 4", "input 5"};
     for (int i = 0; i < c.n_in; ++i) need_fit(c, c.in[i], kRoles[i]);
     need_fit(c, c.out, "output");
 }
 
-void push_tensor(std::vector<uint32_t>& pc, const Placed& p, const TensorView& v) {
-    pc.insert(pc.end(), {p.delta, u32(v.ne[1]), u32(v.ne[2]), u32(v.nb[1]), u32(v.nb[2]), u32(v.nb[3])});
+push::TensorRef tensor_ref(const Placed& p, const TensorView& v) {
+    return {p.delta, u32(v.ne[1]), u32(v.ne[2]), u32(v.nb[1]), u32(v.nb[2]), u32(v.nb[3])};
 }
 
 uint32_t elem_groups(uint64_t total) {
     return static_cast<uint32_t>(std::clamp<uint64_t>((total + kElemWg - 1) / kElemWg, 1, 65535));
 }
 
-void run(NodeCtx& c, const char* shader, uint32_t wg, const std::vector<Placed>& ps, const std::vector<uint32_t>& pc,
-         uint32_t gx, uint32_t gy, uint32_t gz) {
+void run_bytes(NodeCtx& c, const char* shader, uint32_t wg, const std::vector<Placed>& ps, const void* pc, size_t bytes,
+               uint32_t gx, uint32_t gy, uint32_t gz) {
     std::vector<Binding> b;
     for (const auto& p : ps) b.push_back(p.bind);
-    c.be->dispatch(c, shader, wg, b, pc.data(), pc.size(), gx, gy, gz);
+    c.be->dispatch(c, shader, wg, b, pc, bytes, gx, gy, gz);
 }
 
 std::string reduce_variant(const NodeCtx& c, const char* base) {

@@ -45,67 +45,61 @@ void check_attention(const NodeCtx& c) {
     need_fit_all(c);
 }
 
-void record_attention(NodeCtx& c) {
+namespace {
+
+// The fields both attention push-constant structs share (BASALT_ATTENTION_FIELDS).
+template <class Push>
+void attention_fields(const NodeCtx& c, const std::vector<Placed>& ps, Push& pc) {
+    namespace attn = sdk::op::attention;
     const TensorView& q = c.in[0];
     const TensorView& k = c.in[1];
     const TensorView& v = c.in[2];
     const int64_t hd_k = q.ne[0];
     const int64_t n_head = q.ne[1];
-    const int64_t tokens = q.ne[2];
     const int64_t n_kv = k.ne[0] / hd_k;
     const int64_t hd_v = v.ne[0] / n_kv;
-    const bool flat = c.out.ne[0] == hd_v * n_head;
-    const Placed qp = c.be->place(q);
-    const Placed kp = c.be->place(k);
-    const Placed vp = c.be->place(v);
-    const Placed lp = c.be->place(c.in[3]);
-    const Placed tp = c.be->place(c.in[4]);
-    const Placed op = c.be->place(c.out);
-    std::vector<uint32_t> pc = {u32(hd_k),
-                                u32(hd_v),
-                                u32(n_head),
-                                u32(n_head / n_kv),
-                                u32(c.in[3].ne[0] / 2),
-                                u32(k.type),
-                                u32(v.type),
-                                qp.delta,
-                                u32(q.nb[1]),
-                                u32(q.nb[2]),
-                                kp.delta,
-                                u32(k.nb[1]),
-                                vp.delta,
-                                u32(v.nb[1]),
-                                lp.delta,
-                                tp.delta,
-                                op.delta,
-                                flat ? u32(hd_v * 4) : u32(c.out.nb[1]),
-                                flat ? u32(c.out.nb[1]) : u32(c.out.nb[2]),
-                                u32(c.ip(0)),
-                                u32(c.ip(1)),
-                                fbits(c.fp(0)),
-                                fbits(c.fp(1)),
-                                u32(k.nrows()),
-                                u32(c.in[3].nrows()),
-                                u32(hd_k / k.block * k.block_bytes),
-                                u32(hd_v / v.block * v.block_bytes)};
-    // Since 1.4 two features take push constants from P(27) on (the block holds 32 words), never both in one node
-    // (a streaming cache needs rotary positions, which encoder-decoder models do not have):
-    // sink keys at cache positions (ip[2]): the rope parameters, as rope.comp takes them (the "_cp" variants);
-    // encoder-decoder attention: not causal (ip[5] bit 0), relative position bias by distance (input 5).
-    const bool cache_positions = c.ip(2) == 1;
+    const bool flat = c.out.ne[0] == hd_v * n_head;  // out [hd_v * n_head, tokens] rather than [hd_v, n_head, ...]
+    pc.hd_k = u32(hd_k);
+    pc.hd_v = u32(hd_v);
+    pc.n_head = u32(n_head);
+    pc.group = u32(n_head / n_kv);
+    pc.n_visible = u32(c.in[3].ne[0] / 2);
+    pc.k_type = u32(k.type);
+    pc.v_type = u32(v.type);
+    pc.q_offset = ps[0].delta;
+    pc.q_nb1 = u32(q.nb[1]);
+    pc.q_nb2 = u32(q.nb[2]);
+    pc.k_offset = ps[1].delta;
+    pc.k_nb1 = u32(k.nb[1]);
+    pc.v_offset = ps[2].delta;
+    pc.v_nb1 = u32(v.nb[1]);
+    pc.lists_offset = ps[3].delta;
+    pc.queries_offset = ps[4].delta;
+    pc.dst_offset = ps[5].delta;
+    pc.dst_head_stride = flat ? u32(hd_v * 4) : u32(c.out.nb[1]);
+    pc.dst_token_stride = flat ? u32(c.out.nb[1]) : u32(c.out.nb[2]);
+    pc.window = u32(c.ip(attn::window));
+    pc.sinks = u32(c.ip(attn::sinks));
+    pc.scale = c.fp(attn::scale);
+    pc.soft_cap = c.fp(attn::soft_cap);
+    pc.k_rows = u32(k.nrows());
+    pc.n_lists = u32(c.in[3].nrows());
+    pc.k_head_bytes = u32(hd_k / k.block * k.block_bytes);
+    pc.v_head_bytes = u32(hd_v / v.block * v.block_bytes);
+}
+
+}  // namespace
+
+void record_attention(NodeCtx& c) {
+    namespace attn = sdk::op::attention;
+    const int64_t hd_k = c.in[0].ne[0];
+    const int64_t hd_v = c.in[2].ne[0] / (c.in[1].ne[0] / hd_k);
+    // Binding order: q, K, V, slot lists, query table, out, position bias (6 inputs).
     const bool biased = c.n_in == 6;
-    const Placed bp = biased ? c.be->place(c.in[5]) : Placed{};
-    if (cache_positions) {
-        if (biased || (c.ip(5) & 1) != 0) {
-            c.fail(BASALT_ERR_UNSUPPORTED,
-                   "sink keys at cache positions (ip[2]) with a position bias or without causal masking");
-        }
-        const auto step = static_cast<float>(-2.0 * std::log2(static_cast<double>(c.fp(2))) / c.ip(4));
-        pc.insert(pc.end(), {u32(1 | (c.ip(3) == 1 ? 2 : 0)), u32(c.ip(4)), fbits(step), fbits(c.fp(3))});
-    } else {
-        pc.insert(pc.end(), {u32((c.ip(5) & 1) | (biased ? 2 : 0)), biased ? u32((c.in[5].ne[1] - 1) / 2) : 0u,
-                             biased ? bp.delta : 0u});
-    }
+    std::vector<Placed> ps;
+    for (int i = 0; i < 5; ++i) ps.push_back(c.be->place(c.in[i]));
+    ps.push_back(c.be->place(c.out));
+    ps.push_back(biased ? c.be->place(c.in[5]) : Placed{});
     // Lanes over keys (attention_keys.comp) where the head dims allow; else lanes over dims (attention.comp).
     const int64_t hd = std::max(hd_k, hd_v);
     const bool keys = hd_k % 4 == 0 && hd_v % 4 == 0 && hd <= 256 && c.be->attention_keys();
@@ -113,9 +107,33 @@ void record_attention(NodeCtx& c) {
                                                                           : hd <= 128 ? 128
                                                                                       : 256)
                                     : std::string("attention");
-    const std::string variant = cache_positions ? shader + "_cp" : shader;
-    run(c, reduce_variant(c, variant.c_str()).c_str(), c.be->row_wg(), {qp, kp, vp, lp, tp, op, bp}, pc, u32(n_head),
-        u32(tokens), 1);
+    const auto n_head = u32(c.in[0].ne[1]);
+    const auto tokens = u32(c.in[0].ne[2]);
+    // Since 1.4 either of two features (never both in one node: a streaming cache needs rotary positions, which
+    // encoder-decoder models do not have): sink keys at cache positions (the "_cp" variants, with ROPE's
+    // parameters as rope.comp takes them), or encoder-decoder attention: not causal, relative position bias by
+    // distance (input 5).
+    if (c.ip(attn::cache_positions) == 1) {
+        if (biased || (c.ip(attn::flags) & 1) != 0) {
+            c.fail(BASALT_ERR_UNSUPPORTED,
+                   "sink keys at cache positions (ip[2]) with a position bias or without causal masking");
+        }
+        push::AttentionSinksPush pc{};
+        attention_fields(c, ps, pc);
+        const int n_rot = c.ip(attn::n_rot);
+        pc.rope_mode = u32(c.ip(attn::rope_mode));
+        pc.n_rot = u32(n_rot);
+        pc.theta_step = static_cast<float>(-2.0 * std::log2(static_cast<double>(c.fp(attn::freq_base))) / n_rot);
+        pc.freq_scale = c.fp(attn::freq_scale);
+        run(c, reduce_variant(c, (shader + "_cp").c_str()).c_str(), c.be->row_wg(), ps, pc, n_head, tokens, 1);
+        return;
+    }
+    push::AttentionPush pc{};
+    attention_fields(c, ps, pc);
+    pc.flags = u32((c.ip(attn::flags) & 1) | (biased ? 2 : 0));
+    pc.bias_radius = biased ? u32((c.in[5].ne[1] - 1) / 2) : 0u;
+    pc.bias_offset = biased ? ps[6].delta : 0u;
+    run(c, reduce_variant(c, shader.c_str()).c_str(), c.be->row_wg(), ps, pc, n_head, tokens, 1);
 }
 
 void check_kv_write(const NodeCtx& c) {
@@ -137,10 +155,15 @@ void record_kv_write(NodeCtx& c) {
     const Placed xp = c.be->place(x);
     const Placed cp = c.be->place(cache);
     const Placed sp = c.be->place(c.in[2]);
-    std::vector<uint32_t> pc = {u32(x.ne[0]), u32(x.nrows()), u32(x.type), u32(cache.type)};
-    push_tensor(pc, xp, x);
-    push_tensor(pc, cp, cache);
-    pc.insert(pc.end(), {sp.delta, u32(cache.nrows())});
+    push::ConvertPush pc{};
+    pc.n = u32(x.ne[0]);
+    pc.rows = u32(x.nrows());
+    pc.src_type = u32(x.type);
+    pc.dst_type = u32(cache.type);
+    pc.src = tensor_ref(xp, x);
+    pc.dst = tensor_ref(cp, cache);
+    pc.slots_offset = sp.delta;
+    pc.cache_rows = u32(cache.nrows());
     uint32_t gx = 0;
     uint32_t gz = 0;
     Backend::split_groups(static_cast<uint64_t>(x.nrows()), gx, gz);  // one workgroup per row

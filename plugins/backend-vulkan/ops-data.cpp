@@ -42,26 +42,17 @@ void record_get_rows(NodeCtx& c) {
         const uint64_t begin = static_cast<uint64_t>(lo * src.nb[1]);
         const uint64_t bytes = static_cast<uint64_t>((hi - lo - 1) * src.nb[1] + src.row_bytes());
         const Placed s = per == rows ? c.be->place(src) : c.be->place(src, begin, bytes);
-        std::vector<uint32_t> pc = {u32(src.ne[0]),
-                                    u32(c.in[1].nelements()),
-                                    u32(src.type),
-                                    s.delta,
-                                    u32(src.nb[1]),
-                                    u32(src.ne[1]),
-                                    u32(src.ne[2]),
-                                    u32(src.nb[2]),
-                                    u32(src.nb[3]),
-                                    ids.delta,
-                                    out.delta,
-                                    u32(c.out.ne[1]),
-                                    u32(c.out.ne[2]),
-                                    u32(c.out.nb[1]),
-                                    u32(c.out.nb[2]),
-                                    u32(c.out.nb[3]),
-                                    u32(lo),
-                                    u32(hi),
-                                    hi == rows ? 1u : 0u,
-                                    u32(rows)};
+        push::GetRowsPush pc{};
+        pc.n = u32(src.ne[0]);
+        pc.n_ids = u32(c.in[1].nelements());
+        pc.src_type = u32(src.type);
+        pc.src = tensor_ref(s, src);
+        pc.ids_offset = ids.delta;
+        pc.dst = tensor_ref(out, c.out);
+        pc.first_row = u32(lo);
+        pc.end_row = u32(hi);
+        pc.last_window = hi == rows ? 1u : 0u;
+        pc.table_rows = u32(rows);
         run(c, "get_rows", c.be->row_wg(), {s, ids, out}, pc, gx, 1, gz);
     }
 }
@@ -88,16 +79,15 @@ void record_cast(NodeCtx& c) {
     const TensorView& x = c.in[0];
     const Placed xp = c.be->place(x);
     const Placed op = c.be->place(c.out);
-    std::vector<uint32_t> pc = {u32(x.ne[0]), u32(x.nrows()), u32(x.type), u32(c.out.type)};
-    push_tensor(pc, xp, x);
-    push_tensor(pc, op, c.out);
+    push::ConvertPush pc{};
+    pc.n = u32(x.ne[0]);
+    pc.rows = u32(x.nrows());
+    pc.src_type = u32(x.type);
+    pc.dst_type = u32(c.out.type);
+    pc.src = tensor_ref(xp, x);
+    pc.dst = tensor_ref(op, c.out);
     const uint64_t units = static_cast<uint64_t>(c.out.type == BASALT_DTYPE_Q8_0 ? x.ne[0] / 32 : x.ne[0]);
     run(c, "cast", kElemWg, {xp, op}, pc, elem_groups(units * static_cast<uint64_t>(x.nrows())), 1, 1);
-}
-
-void check_copy(const NodeCtx& c) {
-    sdk::contract::copy(c);
-    need_fit_all(c);
 }
 
 void record_copy(NodeCtx& c) {
@@ -120,9 +110,13 @@ void record_copy(NodeCtx& c) {
         xr = x.row_bytes();
         yr = y.row_bytes();
     }
-    std::vector<uint32_t> pc = {u32(static_cast<int64_t>(total)), es, u32(xr), u32(yr)};
-    push_tensor(pc, xp, x);
-    push_tensor(pc, yp, y);
+    push::CopyPush pc{};
+    pc.total = u32(static_cast<int64_t>(total));
+    pc.unit_bytes = es;
+    pc.src_row_units = u32(xr);
+    pc.dst_row_units = u32(yr);
+    pc.src = tensor_ref(xp, x);
+    pc.dst = tensor_ref(yp, y);
     run(c, "copy", kElemWg, {xp, yp}, pc, elem_groups(total), 1, 1);
 }
 

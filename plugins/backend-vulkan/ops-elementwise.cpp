@@ -1,5 +1,5 @@
-// Element-wise and row ops: binary (ADD, MUL, SWIGLU, GEGLU), unary (SCALE, SILU, GELU, GELU_ERF), row norms
-// (RMS_NORM, LAYER_NORM, SOFTMAX; an RMS_NORM may carry its following MUL), ROPE and STEER.
+// Element-wise and row ops: binary (ADD, MUL, SWIGLU, GEGLU), unary (SCALE, SILU, GELU, GELU_ERF, TANH, SIGMOID),
+// row norms (RMS_NORM, LAYER_NORM, SOFTMAX; an RMS_NORM may carry its following MUL), ROPE and STEER.
 #include <basalt/sdk/op-contracts.hpp>
 
 #include <algorithm>
@@ -12,104 +12,137 @@
 
 namespace basalt::vk::ops {
 
-void check_binary(const NodeCtx& c) {
-    sdk::contract::binary(c);
-    need_fit_all(c);
-}
+namespace {
 
-void record_binary(NodeCtx& c) {
-    uint32_t op = 0;
-    switch (c.node->op) {
-        case BASALT_OP_ADD:
-            op = 0;
-            break;
-        case BASALT_OP_MUL:
-            op = 1;
-            break;
-        case BASALT_OP_SWIGLU:
-            op = 2;
-            break;
-        default:
-            op = 3;
-    }
+// binary.comp's ops: ADD (0), MUL (1), SWIGLU (2), GEGLU (3).
+void binary(NodeCtx& c, uint32_t op) {
     const Placed a = c.be->place(c.in[0]);
     const Placed b = c.be->place(c.in[1]);
     const Placed o = c.be->place(c.out);
-    const bool bcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1;
-    std::vector<uint32_t> pc = {op, u32(c.out.ne[0]), u32(c.out.nrows()), bcast ? 1u : 0u};
-    push_tensor(pc, a, c.in[0]);
-    push_tensor(pc, b, c.in[1]);
-    push_tensor(pc, o, c.out);
+    push::BinaryPush pc{};
+    pc.op = op;
+    pc.n = u32(c.out.ne[0]);
+    pc.rows = u32(c.out.nrows());
+    pc.broadcast = c.in[1].nrows() == 1 && c.in[0].nrows() != 1 ? 1u : 0u;
+    pc.a = tensor_ref(a, c.in[0]);
+    pc.b = tensor_ref(b, c.in[1]);
+    pc.dst = tensor_ref(o, c.out);
     run(c, "binary", kElemWg, {a, b, o}, pc, elem_groups(static_cast<uint64_t>(c.out.nelements())), 1, 1);
 }
 
-void check_unary(const NodeCtx& c) {
-    sdk::contract::unary(c);
-    need_fit_all(c);
-}
-
-void record_unary(NodeCtx& c) {
+// unary.comp's ops: SCALE (0, by `factor`), SILU (1), GELU (2), GELU_ERF (3), TANH (4), SIGMOID (5).
+void unary(NodeCtx& c, uint32_t op, float factor) {
     const Placed a = c.be->place(c.in[0]);
     const Placed o = c.be->place(c.out);
-    const basalt_op op = c.node->op;
-    const bool norm = op == BASALT_OP_RMS_NORM || op == BASALT_OP_LAYER_NORM || op == BASALT_OP_SOFTMAX;
-    uint32_t code = 0;
-    switch (op) {
-        case BASALT_OP_SCALE:
-        case BASALT_OP_RMS_NORM:
-            code = 0;
-            break;
-        case BASALT_OP_SILU:
-        case BASALT_OP_LAYER_NORM:
-            code = 1;
-            break;
-        case BASALT_OP_GELU:
-        case BASALT_OP_SOFTMAX:
-            code = 2;
-            break;
-        default:
-            code = 3;
-    }
-    std::vector<uint32_t> pc = {code, u32(c.out.ne[0]), u32(c.out.nrows()), fbits(c.fp(0))};
-    push_tensor(pc, a, c.in[0]);
-    push_tensor(pc, o, c.out);
-    if (norm) {
-        uint32_t gx = 0;
-        uint32_t gz = 0;
-        Backend::split_groups(static_cast<uint64_t>(c.out.nrows()), gx, gz);
-        if (c.fused_mul != nullptr) {
-            // RMS_NORM -> MUL by a weight row: written straight to the MUL's output.
-            const Placed w = c.be->place(c.fused_mul->in[1]);
-            const Placed mo = c.be->place(c.fused_mul->out);
-            pc.resize(10);
-            push_tensor(pc, mo, c.fused_mul->out);
-            pc.insert(pc.end(), {1u, w.delta});
-            run(c, reduce_variant(c, "norm").c_str(), c.be->row_wg(), {a, mo, w}, pc, gx, 1, gz);
-            return;
-        }
-        run(c, reduce_variant(c, "norm").c_str(), c.be->row_wg(), {a, o}, pc, gx, 1, gz);
-    } else {
-        run(c, "unary", kElemWg, {a, o}, pc, elem_groups(static_cast<uint64_t>(c.out.nelements())), 1, 1);
-    }
+    push::UnaryPush pc{};
+    pc.op = op;
+    pc.n = u32(c.out.ne[0]);
+    pc.rows = u32(c.out.nrows());
+    pc.factor = factor;
+    pc.src = tensor_ref(a, c.in[0]);
+    pc.dst = tensor_ref(o, c.out);
+    run(c, "unary", kElemWg, {a, o}, pc, elem_groups(static_cast<uint64_t>(c.out.nelements())), 1, 1);
 }
 
-void check_rope(const NodeCtx& c) {
-    sdk::contract::rope(c);
-    need_fit_all(c);
+// norm.comp's ops: RMS_NORM (0), LAYER_NORM (1), SOFTMAX (2); one workgroup per row. An RMS_NORM followed by a MUL
+// by a weight row (c.fused_mul) writes the product straight to the MUL's output.
+void norm(NodeCtx& c, uint32_t op, float eps, float scale) {
+    const Placed a = c.be->place(c.in[0]);
+    push::NormPush pc{};
+    pc.op = op;
+    pc.n = u32(c.out.ne[0]);
+    pc.rows = u32(c.out.nrows());
+    pc.eps = eps;
+    pc.scale = scale;
+    pc.src = tensor_ref(a, c.in[0]);
+    uint32_t gx = 0;
+    uint32_t gz = 0;
+    Backend::split_groups(static_cast<uint64_t>(c.out.nrows()), gx, gz);
+    if (c.fused_mul != nullptr) {
+        const Placed w = c.be->place(c.fused_mul->in[1]);
+        const Placed mo = c.be->place(c.fused_mul->out);
+        pc.dst = tensor_ref(mo, c.fused_mul->out);
+        pc.fused_mul = 1;
+        pc.weight_offset = w.delta;
+        run(c, reduce_variant(c, "norm").c_str(), c.be->row_wg(), {a, mo, w}, pc, gx, 1, gz);
+        return;
+    }
+    const Placed o = c.be->place(c.out);
+    pc.dst = tensor_ref(o, c.out);
+    run(c, reduce_variant(c, "norm").c_str(), c.be->row_wg(), {a, o}, pc, gx, 1, gz);
+}
+
+}  // namespace
+
+void record_add(NodeCtx& c) {
+    binary(c, 0);
+}
+void record_mul(NodeCtx& c) {
+    binary(c, 1);
+}
+void record_swiglu(NodeCtx& c) {
+    binary(c, 2);
+}
+void record_geglu(NodeCtx& c) {
+    binary(c, 3);
+}
+
+void record_scale(NodeCtx& c) {
+    unary(c, 0, c.fp(sdk::op::scale::factor));
+}
+void record_silu(NodeCtx& c) {
+    unary(c, 1, 0.0f);
+}
+void record_gelu(NodeCtx& c) {
+    unary(c, 2, 0.0f);
+}
+void record_gelu_erf(NodeCtx& c) {
+    unary(c, 3, 0.0f);
+}
+void record_tanh(NodeCtx& c) {
+    unary(c, 4, 0.0f);
+}
+void record_sigmoid(NodeCtx& c) {
+    unary(c, 5, 0.0f);
+}
+
+void record_rms_norm(NodeCtx& c) {
+    norm(c, 0, c.fp(sdk::op::rms_norm::eps), 0.0f);
+}
+void record_layer_norm(NodeCtx& c) {
+    norm(c, 1, c.fp(sdk::op::layer_norm::eps), 0.0f);
+}
+void record_softmax(NodeCtx& c) {
+    norm(c, 2, 0.0f, c.fp(sdk::op::softmax::scale));
 }
 
 void record_rope(NodeCtx& c) {
+    namespace rope = sdk::op::rope;
     const TensorView& x = c.in[0];
     const Placed xp = c.be->place(x);
     const Placed pp = c.be->place(c.in[1]);
     const Placed op = c.be->place(c.out);
+    const int n_rot = c.ip(rope::n_rot);
     const int64_t tokens = x.ne[2] * x.ne[3];
-    const auto step = static_cast<float>(-2.0 * std::log2(static_cast<double>(c.fp(0))) / c.ip(1));
-    std::vector<uint32_t> pc = {u32(x.ne[0]),     u32(x.ne[1]),   u32(tokens), u32(c.ip(0)),     u32(c.ip(1)),
-                                fbits(step),      fbits(c.fp(1)), xp.delta,    u32(x.nb[1]),     u32(x.nb[2]),
-                                u32(x.nb[3]),     u32(x.ne[2]),   op.delta,    u32(c.out.nb[1]), u32(c.out.nb[2]),
-                                u32(c.out.nb[3]), pp.delta};
-    const uint64_t per = static_cast<uint64_t>(c.ip(1) / 2 + (x.ne[0] - c.ip(1)));
+    push::RopePush pc{};
+    pc.head_dim = u32(x.ne[0]);
+    pc.n_head = u32(x.ne[1]);
+    pc.tokens = u32(tokens);
+    pc.mode = u32(c.ip(rope::mode));
+    pc.n_rot = u32(n_rot);
+    pc.theta_step = static_cast<float>(-2.0 * std::log2(static_cast<double>(c.fp(rope::freq_base))) / n_rot);
+    pc.freq_scale = c.fp(rope::freq_scale);
+    pc.x_offset = xp.delta;
+    pc.x_nb1 = u32(x.nb[1]);
+    pc.x_nb2 = u32(x.nb[2]);
+    pc.x_nb3 = u32(x.nb[3]);
+    pc.x_ne2 = u32(x.ne[2]);
+    pc.dst_offset = op.delta;
+    pc.dst_nb1 = u32(c.out.nb[1]);
+    pc.dst_nb2 = u32(c.out.nb[2]);
+    pc.dst_nb3 = u32(c.out.nb[3]);
+    pc.positions_offset = pp.delta;
+    const uint64_t per = static_cast<uint64_t>(n_rot / 2 + (x.ne[0] - n_rot));
     run(c, "rope", kElemWg, {xp, pp, op}, pc, elem_groups(per * static_cast<uint64_t>(x.ne[1] * tokens)), 1, 1);
 }
 
@@ -126,11 +159,14 @@ void record_steer(NodeCtx& c) {
     const Placed tp = c.be->place(table);
     const Placed sp = c.be->place(c.in[2]);
     const Placed op = c.be->place(c.out);
-    std::vector<uint32_t> pc = {u32(x.ne[0]), u32(x.nrows()), u32(table.ne[1])};
-    push_tensor(pc, xp, x);
-    push_tensor(pc, tp, table);
-    pc.push_back(sp.delta);
-    push_tensor(pc, op, c.out);
+    push::SteerPush pc{};
+    pc.n = u32(x.ne[0]);
+    pc.rows = u32(x.nrows());
+    pc.n_slots = u32(table.ne[1]);
+    pc.x = tensor_ref(xp, x);
+    pc.table = tensor_ref(tp, table);
+    pc.slots_offset = sp.delta;
+    pc.dst = tensor_ref(op, c.out);
     run(c, "steer", kElemWg, {xp, tp, sp, op}, pc, elem_groups(static_cast<uint64_t>(x.nelements())), 1, 1);
 }
 

@@ -106,10 +106,17 @@ void record_matmul(NodeCtx& c) {
         const Placed wp = per == n ? c.be->place(w)
                                    : c.be->place(w, static_cast<uint64_t>(lo * w.nb[1]),
                                                  static_cast<uint64_t>((hi - lo - 1) * w.nb[1] + w.row_bytes()));
-        std::vector<uint32_t> pc = {u32(w.ne[0]), u32(hi - lo), u32(m), wp.delta, u32(w.nb[1])};
-        push_tensor(pc, xp, x);
-        push_tensor(pc, op, c.out);
-        pc.insert(pc.end(), {u32(lo), 0u, 0u, 0u, 0u, 0u, 0u, kTile, x_vec4(xp, x) ? 1u : 0u});
+        push::MatmulPush pc{};
+        pc.k = u32(w.ne[0]);
+        pc.n = u32(hi - lo);
+        pc.m = u32(static_cast<int64_t>(m));
+        pc.w_offset = wp.delta;
+        pc.w_nb1 = u32(w.nb[1]);
+        pc.x = tensor_ref(xp, x);
+        pc.dst = tensor_ref(op, c.out);
+        pc.first_row = u32(lo);
+        pc.tile = kTile;
+        pc.x_vec4 = x_vec4(xp, x) ? 1u : 0u;
         uint32_t gx = 0;
         uint32_t gz = 0;
         if (matvec && wp.delta % walign == 0) {
@@ -141,11 +148,22 @@ void record_moe_matmul(NodeCtx& c) {
     const Placed xp = c.be->place(x);
     const Placed op = c.be->place(c.out);
     const Placed ip = c.be->place(ids);
-    std::vector<uint32_t> pc = {u32(w.ne[0]), u32(w.ne[1]), u32(k * tokens), wp.delta, u32(w.nb[1])};
-    push_tensor(pc, xp, x);
-    push_tensor(pc, op, c.out);
-    pc.insert(pc.end(),
-              {0u, 1u, ip.delta, u32(k), u32(w.nb[2]), shared ? 1u : 0u, u32(w.ne[2]), 1u, x_vec4(xp, x) ? 1u : 0u});
+    push::MatmulPush pc{};
+    pc.k = u32(w.ne[0]);
+    pc.n = u32(w.ne[1]);
+    pc.m = u32(k * tokens);
+    pc.w_offset = wp.delta;
+    pc.w_nb1 = u32(w.nb[1]);
+    pc.x = tensor_ref(xp, x);
+    pc.dst = tensor_ref(op, c.out);
+    pc.moe = 1;
+    pc.ids_offset = ip.delta;
+    pc.experts_per_token = u32(k);
+    pc.expert_stride = u32(w.nb[2]);
+    pc.shared_x = shared ? 1u : 0u;
+    pc.n_expert = u32(w.ne[2]);
+    pc.tile = 1;
+    pc.x_vec4 = x_vec4(xp, x) ? 1u : 0u;
     uint32_t gx = 0;
     uint32_t gz = 0;
     Backend::split_groups(static_cast<uint64_t>(w.ne[1] + kMatmulRows - 1) / kMatmulRows, gx, gz);

@@ -12,57 +12,61 @@
 
 namespace basalt::vk::ops {
 
-void check_topk(const NodeCtx& c) {
-    sdk::contract::topk(c);
-    need_fit_all(c);
+namespace {
+
+// One invocation per row (or pair) of routing.comp's `shader` mode, 64 per workgroup.
+void routing(NodeCtx& c, const char* shader, const std::vector<Placed>& ps, const push::RoutingPush& pc,
+             uint64_t threads) {
+    run(c, shader, 64, ps, pc, static_cast<uint32_t>(std::clamp<uint64_t>((threads + 63) / 64, 1, 65535)), 1, 1);
 }
 
-void check_gather(const NodeCtx& c) {
-    sdk::contract::gather(c);
-    need_fit_all(c);
-}
+}  // namespace
 
-void check_moe_combine(const NodeCtx& c) {
-    sdk::contract::moe_combine(c);
-    need_fit_all(c);
-}
-
-void record_routing(NodeCtx& c) {
-    const basalt_op op = c.node->op;
+void record_topk(NodeCtx& c) {
     const TensorView& a = c.in[0];
     const Placed ap = c.be->place(a);
-    const Placed op_ = c.be->place(c.out);
-    std::vector<uint32_t> pc;
-    std::vector<Placed> ps;
-    uint64_t threads = 0;
-    const char* shader = nullptr;
-    if (op == BASALT_OP_TOPK) {
-        pc = {u32(a.ne[0]), u32(a.nrows()), u32(c.ip(0))};
-        push_tensor(pc, ap, a);
-        push_tensor(pc, op_, c.out);
-        ps = {ap, Placed{}, op_};
-        threads = static_cast<uint64_t>(a.nrows());
-        shader = "topk";
-    } else {
-        const TensorView& b = c.in[1];
-        const Placed bp = c.be->place(b);
-        if (op == BASALT_OP_GATHER) {
-            pc = {u32(a.ne[0]), u32(a.nrows()), u32(b.ne[0])};
-            threads = static_cast<uint64_t>(a.nrows());
-            shader = "gather";
-        } else {
-            // x rows are (j, t) pairs: view it as rows of N with ne1 = k, ne2 = T.
-            pc = {u32(a.ne[0]), u32(a.ne[2]), u32(a.ne[1])};
-            threads = static_cast<uint64_t>(a.ne[0] * a.ne[2]);
-            shader = "moe_combine";
-        }
-        push_tensor(pc, ap, a);
-        push_tensor(pc, op_, c.out);
-        push_tensor(pc, bp, b);
-        pc.push_back(u32(c.ip(0)));
-        ps = {ap, bp, op_};
-    }
-    run(c, shader, 64, ps, pc, static_cast<uint32_t>(std::clamp<uint64_t>((threads + 63) / 64, 1, 65535)), 1, 1);
+    const Placed op = c.be->place(c.out);
+    push::RoutingPush pc{};
+    pc.n = u32(a.ne[0]);
+    pc.rows = u32(a.nrows());
+    pc.k = u32(c.ip(sdk::op::topk::k));
+    pc.a = tensor_ref(ap, a);
+    pc.dst = tensor_ref(op, c.out);
+    routing(c, "topk", {ap, Placed{}, op}, pc, static_cast<uint64_t>(a.nrows()));
+}
+
+void record_gather(NodeCtx& c) {
+    const TensorView& a = c.in[0];
+    const TensorView& ids = c.in[1];
+    const Placed ap = c.be->place(a);
+    const Placed bp = c.be->place(ids);
+    const Placed op = c.be->place(c.out);
+    push::RoutingPush pc{};
+    pc.n = u32(a.ne[0]);
+    pc.rows = u32(a.nrows());
+    pc.k = u32(ids.ne[0]);
+    pc.a = tensor_ref(ap, a);
+    pc.dst = tensor_ref(op, c.out);
+    pc.b = tensor_ref(bp, ids);
+    pc.renormalise = u32(c.ip(sdk::op::gather::renormalise));
+    routing(c, "gather", {ap, bp, op}, pc, static_cast<uint64_t>(a.nrows()));
+}
+
+void record_moe_combine(NodeCtx& c) {
+    const TensorView& a = c.in[0];
+    const TensorView& weights = c.in[1];
+    const Placed ap = c.be->place(a);
+    const Placed bp = c.be->place(weights);
+    const Placed op = c.be->place(c.out);
+    // x rows are (j, t) pairs: view it as rows of N with ne1 = k, ne2 = T.
+    push::RoutingPush pc{};
+    pc.n = u32(a.ne[0]);
+    pc.rows = u32(a.ne[2]);
+    pc.k = u32(a.ne[1]);
+    pc.a = tensor_ref(ap, a);
+    pc.dst = tensor_ref(op, c.out);
+    pc.b = tensor_ref(bp, weights);
+    routing(c, "moe_combine", {ap, bp, op}, pc, static_cast<uint64_t>(a.ne[0] * a.ne[2]));
 }
 
 void check_moe_route(const NodeCtx& c) {
@@ -79,10 +83,16 @@ void record_moe_route(NodeCtx& c) {
     const TensorView& a = c.in[0];
     const Placed ap = c.be->place(a);
     const Placed op = c.be->place(c.out);
-    std::vector<uint32_t> pc = {u32(a.ne[0]), u32(a.nrows()), u32(c.ip(0))};
-    push_tensor(pc, ap, a);
-    push_tensor(pc, op, c.out);
-    pc.insert(pc.end(), {u32(c.ip(1)), u32(c.ip(2)), u32(c.ip(3))});
+    namespace route = sdk::op::moe_route;
+    push::RoutingPush pc{};
+    pc.n = u32(a.ne[0]);
+    pc.rows = u32(a.nrows());
+    pc.k = u32(c.ip(route::k));
+    pc.a = tensor_ref(ap, a);
+    pc.dst = tensor_ref(op, c.out);
+    pc.capacity = u32(c.ip(route::capacity));
+    pc.overflow = u32(c.ip(route::overflow));
+    pc.output_kind = u32(c.ip(route::output));
     // One workgroup: the assignments claim capacity in one order across all tokens.
     run(c, "moe_route", 64, {ap, Placed{}, op}, pc, 1, 1, 1);
 }

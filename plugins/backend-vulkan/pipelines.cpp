@@ -10,6 +10,7 @@
 
 #include "backend.hpp"
 #include "common.hpp"
+#include "shaders/common/push-constants.h"
 
 namespace basalt::vk {
 
@@ -35,7 +36,7 @@ void Backend::make_layouts() {
     li.bindingCount = kBindings;
     li.pBindings = b;
     vk_check(a_.vkCreateDescriptorSetLayout(dev_, &li, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
-    VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, 128};
+    VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push::kPushBytes)};
     VkPipelineLayoutCreateInfo pi{};
     pi.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
     pi.setLayoutCount = 1;

@@ -1,7 +1,6 @@
 // The plugin's ABI glue: the basalt_backend_iface entry points (arguments checked, exceptions turned into a
 // status by sdk::guard), the component and plugin descriptors, and basalt_plugin_init.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -87,14 +86,6 @@ basalt_status vk_create(const basalt_host* host, size_t device, const basalt_par
         sdk::params p(params, kLabel);
         p.expect_only({"device", "threads"});
         long long index = static_cast<long long>(device);
-        if (const char* env = std::getenv("BASALT_VK_DEVICE"); env != nullptr && *env != '\0') {
-            char* end = nullptr;
-            index = std::strtoll(env, &end, 10);
-            if (end == nullptr || *end != '\0' || index < 0) {
-                throw sdk::error(BASALT_ERR_INVALID_ARGUMENT,
-                                 std::string(kLabel) + ": BASALT_VK_DEVICE = '" + env + "' is not a device index");
-            }
-        }
         index = p.get_int("device", index);
         const auto& devs = global().devices;
         if (devs.empty()) throw sdk::error(BASALT_ERR_UNSUPPORTED, no_device_message());

@@ -9,6 +9,7 @@
 
 #include "backend.hpp"
 #include "common.hpp"
+#include "shaders/common/push-constants.h"
 
 namespace basalt::vk {
 namespace {
@@ -63,7 +64,7 @@ void Backend::split_groups(uint64_t count, uint32_t& gx, uint32_t& gz) {
 }
 
 void Backend::dispatch(const NodeCtx& c, const char* shader, uint32_t wg, const std::vector<Binding>& binds,
-                       const uint32_t* pc, size_t n_pc, uint32_t gx, uint32_t gy, uint32_t gz) {
+                       const void* pc, size_t pc_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
     if (rec_ == nullptr || rec_->used >= rec_->cap) {
         c.fail(BASALT_ERR_INTERNAL,
                "descriptor pool exhausted (" + std::to_string(rec_ != nullptr ? rec_->cap : 0) + " sets)");
@@ -94,8 +95,8 @@ void Backend::dispatch(const NodeCtx& c, const char* shader, uint32_t wg, const 
         w[i].pBufferInfo = &info[i];
     }
     a_.vkUpdateDescriptorSets(dev_, kBindings, w, 0, nullptr);
-    uint32_t push[32] = {};
-    std::memcpy(push, pc, std::min<size_t>(n_pc, 32) * sizeof(uint32_t));
+    uint8_t push[push::kPushBytes] = {};
+    std::memcpy(push, pc, std::min(pc_bytes, sizeof(push)));
     a_.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p);
     a_.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set, 0, nullptr);
     a_.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);

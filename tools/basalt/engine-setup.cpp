@@ -20,9 +20,9 @@ void add_session_options(po::options_description& d) {
         "residual window of quantized K/V: the newest tokens (up to R, a multiple of 32) stay F32 until their unit "
         "of R is full (kivi_c* need one, e.g. 32 or 128)")(
         "device", int_option("device", 0, INT32_MAX),
-        "backend device index, the one way to choose a device (see basalt plugins; default: the first, or "
-        "BASALT_VK_DEVICE for vulkan)")("backend-param", po::value<std::vector<std::string>>()->composing(),
-                                        "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu")(
+        "backend device index, the one way to choose a device (see basalt plugins; default: the first)")(
+        "backend-param", po::value<std::vector<std::string>>()->composing(),
+        "KEY=VALUE passed to the backend (repeatable), e.g. isa=avx2 for cpu")(
         "moe-router", po::value<std::string>()->default_value("dropless"),
         "MoE routing: dropless (top-k), or capacity:factor=C,overflow=drop|reroute (each expert takes at most "
         "ceil(C x tokens x k / n_expert) assignments per forward pass; docs/moe.md)");

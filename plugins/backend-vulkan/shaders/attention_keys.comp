@@ -6,10 +6,13 @@
 // K/V cache types F32, F16, Q8_0. Push constants: as attention.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#ifdef CACHE_POSITIONS
-#include "cache_positions.glsl"
-#endif
 
+#ifdef CACHE_POSITIONS
+PUSH_CONSTANTS(AttentionSinksPush)
+#include "cache_positions.glsl"
+#else
+PUSH_CONSTANTS(AttentionPush)
+#endif
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
@@ -62,17 +65,17 @@ DECLARE_LD4(1)
 DECLARE_LD4(2)
 
 void main() {
-    const uint hd_k = P(0);
-    const uint hd_v = P(1);
+    const uint hd_k = pc.hd_k;
+    const uint hd_v = pc.hd_v;
     const uint h = gl_WorkGroupID.x;
     const uint t = gl_WorkGroupID.y;
     const uint l = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
-    const uint kvh = h / P(3);
-    const uint list = b4u.d[(P(15) >> 2) + 2u * t];
-    const uint n_vis = list < P(24) ? P(4) : 0u;  // a query naming no list sees nothing
-    const int pos = int(b4u.d[(P(15) >> 2) + 2u * t + 1u]);
-    const uint q = (P(7) + h * P(8) + t * P(9)) >> 2;
+    const uint kvh = h / pc.group;
+    const uint list = b4u.d[(pc.queries_offset >> 2) + 2u * t];
+    const uint n_vis = list < pc.n_lists ? pc.n_visible : 0u;  // a query naming no list sees nothing
+    const int pos = int(b4u.d[(pc.queries_offset >> 2) + 2u * t + 1u]);
+    const uint q = (pc.q_offset + h * pc.q_nb1 + t * pc.q_nb2) >> 2;
     const uint nk = hd_k / 4u;
     const uint nv = hd_v / 4u;
     vec4 q4[D4];
@@ -81,10 +84,10 @@ void main() {
         q4[j] = vec4(b0f.d[q + 4u * j], b0f.d[q + 4u * j + 1u], b0f.d[q + 4u * j + 2u], b0f.d[q + 4u * j + 3u]);
     }
     for (uint j = 0u; j < nv; ++j) acc[j] = vec4(0.0);
-    const int window = int(P(19));
-    const int sinks = int(P(20));
-    const float scale = PF(21);
-    const float cap = PF(22);
+    const int window = int(pc.window);
+    const int sinks = int(pc.sinks);
+    const float scale = pc.scale;
+    const float cap = pc.soft_cap;
 #ifdef CACHE_POSITIONS
     const int shift = pos - (sinks + window - 1);
     vec4 qs4[D4];
@@ -104,34 +107,34 @@ void main() {
     const int bias_r = 0;
     const uint bias_base = 0u;
 #else
-    // P(27) flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = P(28), at
-    // byte P(29)). The "_cp" variants use P(27..30) for the sinks' rotation instead: always causal, no bias.
-    const bool causal = (P(27) & 1u) == 0u;
-    const bool biased = (P(27) & 2u) != 0u;
-    const int bias_r = int(P(28));
-    const uint bias_base = P(29) >> 2;
+    // flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = bias_radius). The
+    // "_cp" variants take the sinks' rotation instead (AttentionSinksPush): always causal, no bias.
+    const bool causal = (pc.flags & 1u) == 0u;
+    const bool biased = (pc.flags & 2u) != 0u;
+    const int bias_r = int(pc.bias_radius);
+    const uint bias_base = pc.bias_offset >> 2;
 #endif
     const float neg_inf = uintBitsToFloat(0xff800000u);
     float m = neg_inf;
     float sum = 0.0;
-    const uint lbase = (P(14) >> 2) + list * 2u * P(4);
+    const uint lbase = (pc.lists_offset >> 2) + list * 2u * pc.n_visible;
     for (uint i = l; i < n_vis; i += wg) {
         const int slot = int(b3u.d[lbase + 2u * i]);
         const int p = int(b3u.d[lbase + 2u * i + 1u]);
-        if (slot < 0 || slot >= int(P(23)) || (causal && p > pos)) continue;
+        if (slot < 0 || slot >= int(pc.k_rows) || (causal && p > pos)) continue;
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
-        const uint kr = P(10) + uint(slot) * P(11) + kvh * P(25);
+        const uint kr = pc.k_offset + uint(slot) * pc.k_nb1 + kvh * pc.k_head_bytes;
         float s = 0.0;
 #ifdef CACHE_POSITIONS
         if (shift > 0 && p < sinks) {
-            for (uint j = 0u; j < nk; ++j) s += dot(qs4[j], ld4_1(P(5), kr, 4u * j));
+            for (uint j = 0u; j < nk; ++j) s += dot(qs4[j], ld4_1(pc.k_type, kr, 4u * j));
         } else
 #endif
         {
-            for (uint j = 0u; j < nk; ++j) s += dot(q4[j], ld4_1(P(5), kr, 4u * j));
+            for (uint j = 0u; j < nk; ++j) s += dot(q4[j], ld4_1(pc.k_type, kr, 4u * j));
         }
         float score = s * scale;
-        if (biased) score += b6f.d[bias_base + uint(clamp(p - pos, -bias_r, bias_r) + bias_r) * P(2) + h];
+        if (biased) score += b6f.d[bias_base + uint(clamp(p - pos, -bias_r, bias_r) + bias_r) * pc.n_head + h];
         if (cap > 0.0) score = cap * tanh(clamp(score / cap, -15.0, 15.0));
         if (score > m) {
             const float r = exp(m - score);
@@ -141,15 +144,15 @@ void main() {
         }
         const float e = exp(score - m);
         sum += e;
-        const uint vr = P(12) + uint(slot) * P(13) + kvh * P(26);
-        for (uint j = 0u; j < nv; ++j) acc[j] += e * ld4_2(P(6), vr, 4u * j);
+        const uint vr = pc.v_offset + uint(slot) * pc.v_nb1 + kvh * pc.v_head_bytes;
+        for (uint j = 0u; j < nv; ++j) acc[j] += e * ld4_2(pc.v_type, vr, 4u * j);
     }
     // Merge: every invocation's state rescaled to the workgroup's max.
     const float mx = wg_max1(m);
     const float f = (m == neg_inf || mx == neg_inf) ? 0.0 : exp(m - mx);
     const float total = wg_sum1(sum * f);
     const float inv = total > 0.0 ? 1.0 / total : 0.0;
-    const uint o = (P(16) + h * P(17) + t * P(18)) >> 2;
+    const uint o = (pc.dst_offset + h * pc.dst_head_stride + t * pc.dst_token_stride) >> 2;
     for (uint j = 0u; j < nv; ++j) {
         const vec4 a = acc[j] * f;
 #ifdef ONE_SUBGROUP

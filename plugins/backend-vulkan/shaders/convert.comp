@@ -1,11 +1,13 @@
 #version 450
-// CAST: out = convert(in). One invocation per output unit: an element (F32/F16/BF16) or a Q8_0 block of 32.
+// CAST: out = convert(in). One invocation per output unit: an element (F32/F16/BF16) or a Q8_0 block of 32
+// (ConvertPush).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "dequant.glsl"
 #include "quant.glsl"
 
+PUSH_CONSTANTS(ConvertPush)
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
@@ -14,22 +16,22 @@ DECLARE_DEQUANT(0)
 DECLARE_STORES(1)
 
 void main() {
-    const uint n = P(0);
-    const uint rows = P(1);
-    const uint out_type = P(3);
+    const uint n = pc.n;
+    const uint rows = pc.rows;
+    const uint out_type = pc.dst_type;
     const uint units = out_type == T_Q8_0 ? n / 32u : n;
     const uint total = units * rows;
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint idx = gl_GlobalInvocationID.x; idx < total; idx += stride) {
         const uint r = idx / units;
         const uint u = idx % units;
-        const uint src = P(4) + row_offset(r, P(5), P(6), P(7), P(8), P(9));
-        const uint dst = P(10) + row_offset(r, P(11), P(12), P(13), P(14), P(15));
+        const uint src = tensor_row(pc.src, r);
+        const uint dst = tensor_row(pc.dst, r);
         if (out_type == T_Q8_0) {
             float v[32];
             float amax = 0.0;
             [[dont_unroll]] for (uint k = 0u; k < 32u; ++k) {
-                v[k] = ldel_0(P(2), src, u * 32u + k);
+                v[k] = ldel_0(pc.src_type, src, u * 32u + k);
                 amax = max(amax, abs(v[k]));
             }
             const float d = amax / 127.0;
@@ -42,7 +44,7 @@ void main() {
                 st16_1(b + 2u + k, q0 | (q1 << 8));
             }
         } else {
-            const float v = ldel_0(P(2), src, u);
+            const float v = ldel_0(pc.src_type, src, u);
             if (out_type == T_F32) {
                 b1u.d[(dst >> 2) + u] = floatBitsToUint(v);
             } else if (out_type == T_F16) {

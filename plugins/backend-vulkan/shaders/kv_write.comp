@@ -2,14 +2,14 @@
 // KV_WRITE: cache row slots[r] = convert(x row r). One workgroup per row r; its invocations first check together
 // whether a later row names the same slot (the later row wins, as written in order), then convert units: an F32
 // element, a pair of F16/BF16 values (one whole-word store when the row starts on a word), or a Q8_0 block.
-// Push constants: 0 n, 1 rows, 2 x type, 3 cache type, 4..9 x (offset, ne1, ne2, nb1, nb2, nb3), 10..15 cache,
-// 16 slots offset, 17 cache rows.
+// Push constants: ConvertPush (src: x, dst: the cache).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "dequant.glsl"
 #include "quant.glsl"
 
+PUSH_CONSTANTS(ConvertPush)
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
@@ -22,26 +22,26 @@ uint to_half(uint type, float v) {
 }
 
 void main() {
-    const uint n = P(0);
-    const uint rows = P(1);
-    const uint out_type = P(3);
+    const uint n = pc.n;
+    const uint rows = pc.rows;
+    const uint out_type = pc.dst_type;
     const uint r = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
     if (r >= rows) return;  // uniform per workgroup
     const uint l = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
-    const uint slot = b2u.d[(P(16) >> 2) + r];
-    if (slot >= P(17)) return;  // uniform
+    const uint slot = b2u.d[(pc.slots_offset >> 2) + r];
+    if (slot >= pc.cache_rows) return;  // uniform
     float later = 0.0;
-    for (uint j = r + 1u + l; j < rows; j += wg) later += b2u.d[(P(16) >> 2) + j] == slot ? 1.0 : 0.0;
+    for (uint j = r + 1u + l; j < rows; j += wg) later += b2u.d[(pc.slots_offset >> 2) + j] == slot ? 1.0 : 0.0;
     if (wg_sum1(later) > 0.0) return;  // a later row writes this slot
-    const uint src = P(4) + row_offset(r, P(5), P(6), P(7), P(8), P(9));
-    const uint dst = P(10) + row_offset(slot, P(11), P(12), P(13), P(14), P(15));
+    const uint src = tensor_row(pc.src, r);
+    const uint dst = tensor_row(pc.dst, slot);
     if (out_type == T_Q8_0) {
         for (uint u = l; u < n / 32u; u += wg) {
             float v[32];
             float amax = 0.0;
             [[dont_unroll]] for (uint k = 0u; k < 32u; ++k) {
-                v[k] = ldel_0(P(2), src, u * 32u + k);
+                v[k] = ldel_0(pc.src_type, src, u * 32u + k);
                 amax = max(amax, abs(v[k]));
             }
             const float d = amax / 127.0;
@@ -61,7 +61,7 @@ void main() {
             float amax = 0.0;
             float vmax = 0.0;
             [[dont_unroll]] for (uint k = 0u; k < 32u; ++k) {
-                v[k] = ldel_0(P(2), src, u * 32u + k);
+                v[k] = ldel_0(pc.src_type, src, u * 32u + k);
                 if (abs(v[k]) > amax) {
                     amax = abs(v[k]);
                     vmax = v[k];
@@ -80,14 +80,14 @@ void main() {
             }
         }
     } else if (out_type == T_F32) {
-        for (uint i = l; i < n; i += wg) b1u.d[(dst >> 2) + i] = floatBitsToUint(ldel_0(P(2), src, i));
+        for (uint i = l; i < n; i += wg) b1u.d[(dst >> 2) + i] = floatBitsToUint(ldel_0(pc.src_type, src, i));
     } else {
         const bool words = (dst & 3u) == 0u;
         for (uint u = l; 2u * u < n; u += wg) {
             const uint i = 2u * u;
-            const uint h0 = to_half(out_type, ldel_0(P(2), src, i));
+            const uint h0 = to_half(out_type, ldel_0(pc.src_type, src, i));
             if (i + 1u < n) {
-                const uint h1 = to_half(out_type, ldel_0(P(2), src, i + 1u));
+                const uint h1 = to_half(out_type, ldel_0(pc.src_type, src, i + 1u));
                 if (words) {
                     b1u.d[(dst >> 2) + u] = h0 | (h1 << 16);  // the row owns the whole word
                 } else {

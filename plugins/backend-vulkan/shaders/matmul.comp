@@ -2,11 +2,12 @@
 // MATMUL and MOE_MATMUL: out[n, m] = dot(W row n, x column m). One workgroup per MROWS output rows and tile of up
 // to 8 columns: each invocation dequantizes 32-value units of the rows into registers once, loads each column's
 // activations of the unit once (vec4 when aligned) and applies them to every row, then the workgroup reduces.
-// The weight type is a compile-time define.
+// The weight type is a compile-time define. Push constants: MatmulPush.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "dequant.glsl"
 
+PUSH_CONSTANTS(MatmulPush)
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
@@ -57,32 +58,32 @@ b1v;
 #endif
 
 void main() {
-    const uint K = P(0);
-    const uint N = P(1);
-    const uint M = P(2);
+    const uint K = pc.k;
+    const uint N = pc.n;
+    const uint M = pc.m;
     const uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * MROWS;
     if (row0 >= N) return;  // uniform per workgroup
-    const bool moe = P(18) != 0u;
-    const uint tile = P(24);
+    const bool moe = pc.moe != 0u;
+    const uint tile = pc.tile;
     const uint c0 = gl_WorkGroupID.y * tile;
     const uint tm = min(tile, M - c0);
 
-    // P(3): this dispatch's first row (row chunks of huge weights); MoE: the tile's expert (ids past n_expert
+    // w_offset: this dispatch's first row (row chunks of huge weights); MoE: the tile's expert (ids past n_expert
     // are clamped).
-    const uint expert = moe ? min(b3u.d[(P(19) >> 2) + c0], P(23) - 1u) * P(21) : 0u;
+    const uint expert = moe ? min(b3u.d[(pc.ids_offset >> 2) + c0], pc.n_expert - 1u) * pc.expert_stride : 0u;
     uint wrow[MROWS];
-    for (uint r = 0u; r < MROWS; ++r) wrow[r] = P(3) + min(row0 + r, N - 1u) * P(4) + expert;
+    for (uint r = 0u; r < MROWS; ++r) wrow[r] = pc.w_offset + min(row0 + r, N - 1u) * pc.w_nb1 + expert;
     uint xrow[TM_MAX];
     float acc[MROWS * TM_MAX];
     for (uint t = 0u; t < TM_MAX; ++t) {
         const uint c = c0 + min(t, tm - 1u);
-        const uint xr = moe && P(22) != 0u ? c / P(20) : c;
-        xrow[t] = (P(5) + row_offset(xr, P(6), P(7), P(8), P(9), P(10))) >> 2;
+        const uint xr = moe && pc.shared_x != 0u ? c / pc.experts_per_token : c;
+        xrow[t] = tensor_row(pc.x, xr) >> 2;
         for (uint r = 0u; r < MROWS; ++r) acc[r * TM_MAX + t] = 0.0;
     }
 
     const uint units = (K + 31u) / 32u;
-    const bool xvec = P(25) != 0u;  // x rows start on 16 bytes: vec4 loads (on lavapipe each load is a lane loop)
+    const bool xvec = pc.x_vec4 != 0u;  // x rows start on 16 bytes: vec4 loads (on lavapipe each load is a lane loop)
     vec4 w4[MROWS * 8u];
     vec4 xv[8];
     for (uint u = gl_LocalInvocationID.x; u < units; u += gl_WorkGroupSize.x) {
@@ -119,10 +120,10 @@ void main() {
         }
     }
     for (uint t = 0u; t < tm; ++t) {
-        const uint o = (P(11) + row_offset(c0 + t, P(12), P(13), P(14), P(15), P(16))) >> 2;
+        const uint o = tensor_row(pc.dst, c0 + t) >> 2;
         for (uint r = 0u; r < MROWS; ++r) {
             const float v = wg_sum1(acc[r * TM_MAX + t]);
-            if (gl_LocalInvocationID.x == 0u && row0 + r < N) b2f.d[o + P(17) + row0 + r] = v;
+            if (gl_LocalInvocationID.x == 0u && row0 + r < N) b2f.d[o + pc.first_row + row0 + r] = v;
         }
     }
 }

@@ -4,11 +4,11 @@
 // the unit's activations once as vec4 and apply them to every row, then reduce per row. Q8_0 blocks are read with
 // three aligned 16-byte loads and realigned in registers. On lavapipe the invocations are SIMD lanes and every
 // load is a loop over them, so each invocation keeps a straight-line body of few, wide loads.
-// Push constants: as matmul.comp (0 K, 1 N, 2 M, 3 weight byte offset, 4 weight row stride, 5..10 x, 11..16 out,
-// 17 first output row).
+// Push constants: MatmulPush, as matmul.comp.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
+PUSH_CONSTANTS(MatmulPush)
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
@@ -59,14 +59,14 @@ float unit_dot(uint row, uint u, vec4 x[2]) {
 #endif
 
 void main() {
-    const uint K = P(0);
-    const uint N = P(1);
+    const uint K = pc.k;
+    const uint N = pc.n;
     const uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * ROWS;
     if (row0 >= N) return;  // uniform per workgroup
     const uint col = gl_WorkGroupID.y;
-    const uint xb = (P(5) + row_offset(col, P(6), P(7), P(8), P(9), P(10))) >> 2;
-    const uint stride = P(4);
-    const uint wbase = P(3);
+    const uint xb = tensor_row(pc.x, col) >> 2;
+    const uint stride = pc.w_nb1;
+    const uint wbase = pc.w_offset;
     uint rows[ROWS];
     float acc[ROWS];
     for (uint r = 0u; r < ROWS; ++r) {
@@ -83,8 +83,8 @@ void main() {
     for (uint r = 0u; r < ROWS; ++r) {
         const float v = wg_sum1(acc[r]);
         if (gl_LocalInvocationID.x == 0u && row0 + r < N) {
-            const uint o = (P(11) + row_offset(col, P(12), P(13), P(14), P(15), P(16))) >> 2;
-            b2f.d[o + P(17) + row0 + r] = v;
+            const uint o = tensor_row(pc.dst, col) >> 2;
+            b2f.d[o + pc.first_row + row0 + r] = v;
         }
     }
 }

@@ -1,33 +1,36 @@
 #version 450
 // ROPE: invocation j of (head, token) rotates pair j (j < n_rot/2) or copies pass-through dim n_rot + j - n_rot/2.
-// theta = pos * fscale * base^(-2j/n_rot); the angle is reduced modulo 2 pi in two parts before sin/cos.
+// theta = pos * fscale * base^(-2j/n_rot); the angle is reduced modulo 2 pi in two parts before sin/cos
+// (RopePush).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
+PUSH_CONSTANTS(RopePush)
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
 
 void main() {
-    const uint hd = P(0);
-    const uint n_head = P(1);
-    const uint half_rot = P(4) / 2u;
-    const uint per = half_rot + (hd - P(4));
-    const uint total = per * n_head * P(2);
+    const uint hd = pc.head_dim;
+    const uint n_head = pc.n_head;
+    const uint half_rot = pc.n_rot / 2u;
+    const uint per = half_rot + (hd - pc.n_rot);
+    const uint total = per * n_head * pc.tokens;
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint idx = gl_GlobalInvocationID.x; idx < total; idx += stride) {
         const uint j = idx % per;
         const uint h = (idx / per) % n_head;
         const uint t = idx / (per * n_head);
-        const uint x = (P(7) + h * P(8) + (t % P(11)) * P(9) + (t / P(11)) * P(10)) >> 2;
-        const uint y = (P(12) + h * P(13) + (t % P(11)) * P(14) + (t / P(11)) * P(15)) >> 2;
+        const uint x = (pc.x_offset + h * pc.x_nb1 + (t % pc.x_ne2) * pc.x_nb2 + (t / pc.x_ne2) * pc.x_nb3) >> 2;
+        const uint y =
+            (pc.dst_offset + h * pc.dst_nb1 + (t % pc.x_ne2) * pc.dst_nb2 + (t / pc.x_ne2) * pc.dst_nb3) >> 2;
         if (j >= half_rot) {
-            const uint d = P(4) + j - half_rot;
+            const uint d = pc.n_rot + j - half_rot;
             b2f.d[y + d] = b0f.d[x + d];
             continue;
         }
-        const float pos = float(int(b1u.d[(P(16) >> 2) + t]));
-        const float f = PF(6) * exp2(float(j) * PF(5));
+        const float pos = float(int(b1u.d[(pc.positions_offset >> 2) + t]));
+        const float f = pc.freq_scale * exp2(float(j) * pc.theta_step);
         // theta = hi + lo exactly (fma), then theta - k * 2 pi with 2 pi split in two floats.
         const float hi = pos * f;
         const float lo = fma(pos, f, -hi);
@@ -35,8 +38,8 @@ void main() {
         const float red = (fma(-k, 6.28318548202514648, hi) - k * -1.7484556000744883e-7) + lo;
         const float c = cos(red);
         const float s = sin(red);
-        const uint a = P(3) == 1u ? j : 2u * j;
-        const uint b = P(3) == 1u ? j + half_rot : 2u * j + 1u;
+        const uint a = pc.mode == 1u ? j : 2u * j;
+        const uint b = pc.mode == 1u ? j + half_rot : 2u * j + 1u;
         const float x0 = b0f.d[x + a];
         const float x1 = b0f.d[x + b];
         b2f.d[y + a] = x0 * c - x1 * s;

@@ -9,6 +9,11 @@ float tanh_safe(float x) {
     return (e - 1.0) / (e + 1.0);
 }
 
+// 1 / (1 + e^-x): e^-x overflows to inf for very negative x, giving 0.
+float sigmoid(float x) {
+    return 1.0 / (1.0 + exp(-x));
+}
+
 float gelu_tanh(float x) {
     return 0.5 * x * (1.0 + tanh_safe(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }

@@ -1,17 +1,18 @@
 // Shared declarations of every Basalt compute shader: the eight storage-buffer bindings (each seen as uint words
-// and as floats), the 128-byte push-constant block, byte-addressed loads/stores on the word views, and the
+// and as floats), the push-constant structs (push-constants.h), byte-addressed loads/stores on the word views, and the
 // workgroup reductions (subgroup first; shared memory only when the workgroup holds several subgroups).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0) in;
 
-layout(push_constant) uniform Params {
-    uint p[32];
-}
-pc;
-#define P(i) pc.p[i]
-#define PF(i) uintBitsToFloat(pc.p[i])
+#include "push-constants.h"
+
+// Declares the shader's push constants as `pc`, a struct of push-constants.h (one per shader).
+#define PUSH_CONSTANTS(T)                \
+    layout(push_constant) uniform Push { \
+        T pc;                            \
+    };
 
 // Binding N as words (bNu.d) and as floats (bNf.d): one descriptor, two views.
 #define DECLARE_BINDING(N)                       \
@@ -74,6 +75,11 @@ uint row_offset(uint r, uint ne1, uint ne2, uint nb1, uint nb2, uint nb3) {
     const uint i1 = r % ne1;
     const uint i23 = r / ne1;
     return i1 * nb1 + (i23 % ne2) * nb2 + (i23 / ne2) * nb3;
+}
+
+// Byte offset of row r of a tensor of push-constants.h.
+uint tensor_row(TensorRef t, uint r) {
+    return t.offset + row_offset(r, t.ne1, t.ne2, t.nb1, t.nb2, t.nb3);
 }
 
 shared float red_sh[64];
