@@ -57,7 +57,7 @@ int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const 
     const auto& t = c.g.at(x);
     const std::vector<int64_t> shape(t.ne, t.ne + t.n_dims);
     int32_t n = c.g.tensor(BASALT_DTYPE_F32, shape, name + ".norm");
-    c.g.node(BASALT_OP_RMS_NORM, name + ".norm", n, {x}, {}, {c.hp.norm_eps});
+    c.g.node(BASALT_OP_RMS_NORM, name + ".norm", n, {x}, {{op::rms_norm::eps, c.hp.norm_eps}});
     int32_t out = c.g.tensor(BASALT_DTYPE_F32, shape, name);
     c.g.node(BASALT_OP_MUL, name, out, {n, c.weight(weight, {t.ne[0]})});
     return out;
@@ -100,9 +100,15 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     if (o.rope) {
         const auto n_rot = static_cast<int32_t>(hp.n_rot);
         q = c.g.op(BASALT_OP_ROPE, p + "q.rope", BASALT_DTYPE_F32, {hd_k, hp.n_head, T}, {q, c.positions},
-                   {o.rope_mode, n_rot}, {o.rope_base, hp.rope_freq_scale});
+                   {{op::rope::mode, o.rope_mode},
+                    {op::rope::n_rot, n_rot},
+                    {op::rope::freq_base, o.rope_base},
+                    {op::rope::freq_scale, hp.rope_freq_scale}});
         k = c.g.op(BASALT_OP_ROPE, p + "k.rope", BASALT_DTYPE_F32, {hd_k, hp.n_head_kv, T}, {k, c.positions},
-                   {o.rope_mode, n_rot}, {o.rope_base, hp.rope_freq_scale});
+                   {{op::rope::mode, o.rope_mode},
+                    {op::rope::n_rot, n_rot},
+                    {op::rope::freq_base, o.rope_base},
+                    {op::rope::freq_scale, hp.rope_freq_scale}});
     }
     const int32_t k_rows = reshape(c, k, {nk, T}, p + "k.rows");
     const auto il_u = static_cast<size_t>(il);
@@ -111,13 +117,18 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     const int32_t lists = windowed ? c.attn_lists_window : c.attn_lists;
     write_kv(c, il_u, k_rows, v, slots, p);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
-    const int32_t att =
-        c.stream_window != 0
-            ? c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
-                     {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query},
-                     {c.stream_window, c.stream_sinks, o.rope ? 1 : 0, o.rope_mode, static_cast<int32_t>(hp.n_rot)},
-                     {scale, 0.f, o.rope_base, hp.rope_freq_scale})
-            : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, 0.f, p);
+    const int32_t att = c.stream_window != 0
+                            ? c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
+                                     {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query},
+                                     {{op::attention::window, c.stream_window},
+                                      {op::attention::sinks, c.stream_sinks},
+                                      {op::attention::cache_positions, o.rope ? 1 : 0},
+                                      {op::attention::rope_mode, o.rope_mode},
+                                      {op::attention::n_rot, hp.n_rot},
+                                      {op::attention::scale, scale},
+                                      {op::attention::freq_base, o.rope_base},
+                                      {op::attention::freq_scale, hp.rope_freq_scale}})
+                            : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, 0.f, p);
     return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
 }
 
@@ -128,21 +139,27 @@ void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int3
         return;
     }
     c.g.node(BASALT_OP_KV_WRITE, p + "k.cache_write", c.k_cache[il],
-             {k_rows, c.k_cache[il], slots, c.k_residual[il], c.kv_residual_rows}, {c.kv_residual});
+             {k_rows, c.k_cache[il], slots, c.k_residual[il], c.kv_residual_rows},
+             {{op::kv_write::residual, c.kv_residual}});
     c.g.node(BASALT_OP_KV_WRITE, p + "v.cache_write", c.v_cache[il],
-             {v_rows, c.v_cache[il], slots, c.v_residual[il], c.kv_residual_rows}, {c.kv_residual});
+             {v_rows, c.v_cache[il], slots, c.v_residual[il], c.kv_residual_rows},
+             {{op::kv_write::residual, c.kv_residual}});
 }
 
 int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n_out, int32_t window, float scale,
                float cap, const std::string& p) {
     if (c.kv_residual == 0) {
         return c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
-                      {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query}, {window, 0}, {scale, cap});
+                      {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query},
+                      {{op::attention::window, window}, {op::attention::scale, scale}, {op::attention::soft_cap, cap}});
     }
     return c.g.op(
         BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
         {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query, c.k_residual[il], c.v_residual[il], c.attn_residual},
-        {window, 0, 0, 0, 0, 0, c.kv_residual}, {scale, cap});  // ip[6]: R
+        {{op::attention::window, window},
+         {op::attention::residual, c.kv_residual},
+         {op::attention::scale, scale},
+         {op::attention::soft_cap, cap}});
 }
 
 int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act) {
@@ -159,7 +176,8 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const int64_t T = c.n_tokens, E = hp.n_expert, k = hp.n_expert_used, F = hp.n_ff;
     const int32_t router = linear(c, h, p + "ffn_gate_inp.weight", E, p + "moe_router");
-    const int32_t probs = c.g.op(BASALT_OP_SOFTMAX, p + "moe_probs", BASALT_DTYPE_F32, {E, T}, {router}, {}, {1.f});
+    const int32_t probs =
+        c.g.op(BASALT_OP_SOFTMAX, p + "moe_probs", BASALT_DTYPE_F32, {E, T}, {router}, {{op::softmax::scale, 1.f}});
     const auto il_u = static_cast<size_t>(il);
     const auto k32 = static_cast<int32_t>(k);
     int32_t ids = -1, w = -1;
@@ -167,14 +185,27 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
         // Capacity per pass of T rows; a dropped assignment keeps a valid expert id and gets weight 0.
         const int32_t cap = c.moe_router.expert_capacity(T, k, E);
         const int32_t over = c.moe_router.reroute ? 1 : 0;
-        ids = c.g.op(BASALT_OP_MOE_ROUTE, p + "moe_route", BASALT_DTYPE_I32, {k, T}, {probs}, {k32, cap, over, 0});
-        w = c.g.op(BASALT_OP_MOE_ROUTE, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs}, {k32, cap, over, 1});
+        ids = c.g.op(BASALT_OP_MOE_ROUTE, p + "moe_route", BASALT_DTYPE_I32, {k, T}, {probs},
+                     {{op::moe_route::k, k32},
+                      {op::moe_route::capacity, cap},
+                      {op::moe_route::overflow, over},
+                      {op::moe_route::output, 0}});
+        w = c.g.op(BASALT_OP_MOE_ROUTE, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs},
+                   {{op::moe_route::k, k32},
+                    {op::moe_route::capacity, cap},
+                    {op::moe_route::overflow, over},
+                    {op::moe_route::output, 1}});
         if (il_u < c.moe_status_out.size() && c.moe_status_out[il_u] >= 0) {
-            c.g.node(BASALT_OP_MOE_ROUTE, p + "moe_status", c.moe_status_out[il_u], {probs}, {k32, cap, over, 2});
+            c.g.node(BASALT_OP_MOE_ROUTE, p + "moe_status", c.moe_status_out[il_u], {probs},
+                     {{op::moe_route::k, k32},
+                      {op::moe_route::capacity, cap},
+                      {op::moe_route::overflow, over},
+                      {op::moe_route::output, 2}});
         }
     } else {
-        ids = c.g.op(BASALT_OP_TOPK, p + "moe_topk", BASALT_DTYPE_I32, {k, T}, {probs}, {k32});
-        w = c.g.op(BASALT_OP_GATHER, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs, ids}, {1});
+        ids = c.g.op(BASALT_OP_TOPK, p + "moe_topk", BASALT_DTYPE_I32, {k, T}, {probs}, {{op::topk::k, k32}});
+        w = c.g.op(BASALT_OP_GATHER, p + "moe_weights", BASALT_DTYPE_F32, {k, T}, {probs, ids},
+                   {{op::gather::renormalise, 1}});
     }
     if (il_u < c.moe_ids_out.size() && c.moe_ids_out[il_u] >= 0)
         c.g.node(BASALT_OP_COPY, p + "moe_ids_record", c.moe_ids_out[il_u], {ids});

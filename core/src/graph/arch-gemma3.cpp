@@ -13,7 +13,8 @@ void build_gemma3(ForwardContext& c) {
                        {c.weight("token_embd.weight", {hp.n_embd, hp.n_vocab}), c.tokens});
     // The scale is rounded to f32 first, as the reference does.
     const float embd_scale = static_cast<float>(std::sqrt(static_cast<double>(hp.n_embd)));
-    x = c.g.op(BASALT_OP_SCALE, "token_embd.scaled", BASALT_DTYPE_F32, {hp.n_embd, T}, {x}, {}, {embd_scale});
+    x = c.g.op(BASALT_OP_SCALE, "token_embd.scaled", BASALT_DTYPE_F32, {hp.n_embd, T}, {x},
+               {{op::scale::factor, embd_scale}});
     constexpr float kLocalRopeBase = 10000.f;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";

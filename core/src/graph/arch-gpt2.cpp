@@ -10,8 +10,8 @@ namespace {
 
 int32_t layer_norm(ForwardContext& c, int32_t x, const std::string& prefix, int64_t rows) {
     const int64_t E = c.hp.n_embd;
-    const int32_t n =
-        c.g.op(BASALT_OP_LAYER_NORM, prefix + ".norm", BASALT_DTYPE_F32, {E, rows}, {x}, {}, {c.hp.norm_eps});
+    const int32_t n = c.g.op(BASALT_OP_LAYER_NORM, prefix + ".norm", BASALT_DTYPE_F32, {E, rows}, {x},
+                             {{op::layer_norm::eps, c.hp.norm_eps}});
     const int32_t w =
         c.g.op(BASALT_OP_MUL, prefix + ".scale", BASALT_DTYPE_F32, {E, rows}, {n, c.weight(prefix + ".weight", {E})});
     return c.g.op(BASALT_OP_ADD, prefix, BASALT_DTYPE_F32, {E, rows}, {w, c.weight(prefix + ".bias", {E})});

@@ -63,10 +63,11 @@ int32_t attend(ForwardContext& c, const std::string& name, int32_t q, int32_t k,
     const int32_t flags = causal ? 0 : 1;
     if (bias >= 0) {
         return c.g.op(BASALT_OP_ATTENTION, name, BASALT_DTYPE_F32, {hp.n_head * hp.head_dim_v, T},
-                      {q, k, v, lists, c.attn_query, bias}, {0, 0, 0, 0, 0, flags}, {1.f, 0.f});
+                      {q, k, v, lists, c.attn_query, bias},
+                      {{op::attention::flags, flags}, {op::attention::scale, 1.f}});
     }
     return c.g.op(BASALT_OP_ATTENTION, name, BASALT_DTYPE_F32, {hp.n_head * hp.head_dim_v, T},
-                  {q, k, v, lists, c.attn_query}, {0, 0, 0, 0, 0, flags}, {1.f, 0.f});
+                  {q, k, v, lists, c.attn_query}, {{op::attention::flags, flags}, {op::attention::scale, 1.f}});
 }
 
 void build_encoder(ForwardContext& c) {
@@ -136,8 +137,8 @@ void build_decoder(ForwardContext& c) {
     int32_t y = rms_norm(c, select_output_rows(c, x), "dec.output_norm.weight", "dec.output_norm");
     const bool tied = !c.has_weight("output.weight");
     if (tied) {  // T5 scales the decoder output by d_model^-1/2 before a head tied to the embeddings
-        y = c.g.op(BASALT_OP_SCALE, "output.rescale", BASALT_DTYPE_F32, {E, c.n_outputs}, {y}, {},
-                   {1.0f / std::sqrt(static_cast<float>(E))});
+        y = c.g.op(BASALT_OP_SCALE, "output.rescale", BASALT_DTYPE_F32, {E, c.n_outputs}, {y},
+                   {{op::scale::factor, 1.0f / std::sqrt(static_cast<float>(E))}});
     }
     c.g.node(BASALT_OP_MATMUL, "output", c.logits,
              {c.weight(tied ? "token_embd.weight" : "output.weight", {E, hp.n_vocab}), y});

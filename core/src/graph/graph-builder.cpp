@@ -39,11 +39,8 @@ int32_t GraphBuilder::tensor(basalt_dtype type, const std::vector<int64_t>& ne, 
 }
 
 void GraphBuilder::node(basalt_op op, const std::string& name, int32_t output, std::initializer_list<int32_t> inputs,
-                        std::initializer_list<int32_t> iparams, std::initializer_list<float> fparams) {
-    if (inputs.size() > BASALT_MAX_NODE_INPUTS || iparams.size() > BASALT_MAX_NODE_PARAMS ||
-        fparams.size() > BASALT_MAX_NODE_PARAMS) {
-        fail(BASALT_ERR_INTERNAL, "graph node '{}': too many inputs or params", name);
-    }
+                        std::initializer_list<NodeParam> params) {
+    if (inputs.size() > BASALT_MAX_NODE_INPUTS) fail(BASALT_ERR_INTERNAL, "graph node '{}': too many inputs", name);
     basalt_graph_node n{};
     n.struct_size = sizeof(n);
     n.op = op;
@@ -53,18 +50,24 @@ void GraphBuilder::node(basalt_op op, const std::string& name, int32_t output, s
     n.n_inputs = static_cast<int32_t>(inputs.size());
     int i = 0;
     for (int32_t in : inputs) n.inputs[i++] = in;
-    i = 0;
-    for (int32_t p : iparams) n.iparams[i++] = p;
-    i = 0;
-    for (float p : fparams) n.fparams[i++] = p;
+    for (const NodeParam& p : params) {
+        if (p.op != op || p.index < 0 || p.index >= BASALT_MAX_NODE_PARAMS) {
+            fail(BASALT_ERR_INTERNAL, "graph node '{}' ({}): a parameter of {}", name, sdk::op_name(op),
+                 sdk::op_name(p.op));
+        }
+        if (p.is_float) {
+            n.fparams[p.index] = p.f;
+        } else {
+            n.iparams[p.index] = p.i;
+        }
+    }
     nodes_.push_back(n);
 }
 
 int32_t GraphBuilder::op(basalt_op op, const std::string& name, basalt_dtype type, std::initializer_list<int64_t> ne,
-                         std::initializer_list<int32_t> inputs, std::initializer_list<int32_t> iparams,
-                         std::initializer_list<float> fparams) {
+                         std::initializer_list<int32_t> inputs, std::initializer_list<NodeParam> params) {
     const int32_t out = tensor(type, ne, name);
-    node(op, name, out, inputs, iparams, fparams);
+    node(op, name, out, inputs, params);
     return out;
 }
 
