@@ -1,7 +1,9 @@
 // `basalt batch`: offline batch inference through the engine. One JSON request per line in, one JSON line per
 // finished request out (stdout, in the order they finish), a summary on stderr. A malformed line is reported
 // with its line number and does not stop the others.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -13,6 +15,7 @@
 
 #include "cli.hpp"
 #include "engine-setup.hpp"
+#include "json-limits.hpp"
 #include "moe-stats.hpp"
 #include "request-spec.hpp"
 
@@ -20,6 +23,9 @@ namespace basalt::cli {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+// A prompt or source of more bytes than this per context token is refused before it is tokenized (as in serve).
+constexpr size_t kPromptBytesPerToken = 64;
 
 // One request line, parsed and checked.
 struct Job {
@@ -29,21 +35,23 @@ struct Job {
     cpp::Request request;
 };
 
-// Parses one line into job; returns "" or the reason it is malformed.
-std::string parse_job(const std::string& text, Job& job) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::parse_error& e) {
-        return std::string("not valid JSON: ") + e.what();
-    }
+// Reads v, an integer in [lo, hi], into out; returns false for another type or value (2^64-1 does not wrap).
+bool integer_in(const json& v, int64_t lo, int64_t hi, int64_t& out) {
+    if (!v.is_number_integer()) return false;
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return false;
+    out = v.get<int64_t>();
+    return out >= lo && out <= hi;
+}
+
+// Reads the fields of a parsed line into job; returns "" or the reason it is malformed.
+std::string parse_fields(const json& j, Job& job) {
     if (!j.is_object()) return "a request must be a JSON object";
     static const char* const kKeys[] = {"id",      "prompt",        "tokens",  "max_tokens", "samplers",
                                         "decoder", "stop",          "seed",    "cache_salt", "steer",
                                         "source",  "source_tokens", "logprobs"};
     for (const auto& [key, value] : j.items()) {
         if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
-            return "unknown field '" + key +
+            return "unknown field '" + excerpt(key) +
                    "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt, steer, "
                    "source, source_tokens, logprobs)";
         }
@@ -53,10 +61,10 @@ std::string parse_job(const std::string& text, Job& job) {
     if (j.contains("source_tokens")) {
         if (!j["source_tokens"].is_array()) return "'source_tokens' must be an array of token ids";
         for (const auto& t : j["source_tokens"]) {
-            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
-                return "'source_tokens' must hold non-negative integer ids, not " + t.dump();
-            }
-            job.spec.source_tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+            int64_t id = 0;
+            if (!integer_in(t, 0, INT32_MAX, id))
+                return "'source_tokens' must hold non-negative integer ids, not " + value_excerpt(t);
+            job.spec.source_tokens.push_back(static_cast<int32_t>(id));
         }
         job.spec.has_source_tokens = true;
     } else if (j.contains("source")) {
@@ -67,10 +75,10 @@ std::string parse_job(const std::string& text, Job& job) {
     if (j.contains("tokens")) {
         if (!j["tokens"].is_array()) return "'tokens' must be an array of token ids";
         for (const auto& t : j["tokens"]) {
-            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
-                return "'tokens' must hold non-negative integer ids, not " + t.dump();
-            }
-            job.spec.tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+            int64_t id = 0;
+            if (!integer_in(t, 0, INT32_MAX, id))
+                return "'tokens' must hold non-negative integer ids, not " + value_excerpt(t);
+            job.spec.tokens.push_back(static_cast<int32_t>(id));
         }
         job.spec.has_tokens = true;
     } else if (j.contains("prompt")) {
@@ -80,11 +88,12 @@ std::string parse_job(const std::string& text, Job& job) {
         return "a request needs 'prompt' (text) or 'tokens' (ids) (encoder-decoder models: or 'source')";
     }
     if (j.contains("max_tokens")) {
-        const auto& m = j["max_tokens"];
-        if (!m.is_number_integer() || m.get<int64_t>() < -1 || m.get<int64_t>() > INT32_MAX) {
-            return "'max_tokens' must be an integer from -1 (until the context is full) to 2^31-1, not " + m.dump();
+        int64_t m = 0;
+        if (!integer_in(j["max_tokens"], -1, INT32_MAX, m)) {
+            return "'max_tokens' must be an integer from -1 (until the context is full) to 2^31-1, not " +
+                   value_excerpt(j["max_tokens"]);
         }
-        job.spec.max_tokens = static_cast<int32_t>(m.get<int64_t>());
+        job.spec.max_tokens = static_cast<int32_t>(m);
     }
     if (j.contains("samplers")) {
         if (!j["samplers"].is_string()) return "'samplers' must be a chain string such as \"top_k:40;temp:0.7;dist\"";
@@ -111,19 +120,37 @@ std::string parse_job(const std::string& text, Job& job) {
             return why;
     }
     if (j.contains("logprobs")) {  // N: each token's log-probability and N alternatives (0..20)
-        const json& v = j["logprobs"];
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 20)
-            return "'logprobs' must be an integer in 0..20 (alternatives per token), not " + v.dump();
+        int64_t n = 0;
+        if (!integer_in(j["logprobs"], 0, 20, n))
+            return "'logprobs' must be an integer in 0..20 (alternatives per token), not " +
+                   value_excerpt(j["logprobs"]);
         job.spec.flags |= BASALT_REQUEST_LOGPROBS;
-        job.spec.n_top_logprobs = v.get<int32_t>();
+        job.spec.n_top_logprobs = static_cast<int32_t>(n);
     }
     if (j.contains("seed")) {
-        if (!j["seed"].is_number_integer() || j["seed"].get<int64_t>() < -1) {
-            return "'seed' must be an integer >= -1, not " + j["seed"].dump();
-        }
-        job.spec.seed = j["seed"].get<int64_t>();
+        int64_t seed = 0;
+        if (!integer_in(j["seed"], -1, INT64_MAX, seed))
+            return "'seed' must be an integer from -1 to 2^63-1, not " + value_excerpt(j["seed"]);
+        job.spec.seed = seed;
     }
     return {};
+}
+
+// Parses one line into job; returns "" or the reason it is malformed. Never throws: depth and key count are checked
+// before parsing, numbers that overflow a double (1e400) are this line's error, messages quote short excerpts.
+std::string parse_job(const std::string& text, Job& job) {
+    if (auto why = check_json_limits(text); !why.empty()) return why;
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::exception& e) {  // parse errors, and numbers out of a double's range
+        return "not valid JSON: " + excerpt(e.what(), 200);
+    }
+    try {
+        return parse_fields(j, job);
+    } catch (const json::exception& e) {
+        return "bad request: " + excerpt(e.what(), 200);
+    }
 }
 
 void print_line(const json& j) {
@@ -138,6 +165,11 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     std::ifstream file;
     std::istream* in = &std::cin;
     if (path != "-") {
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec)) {
+            print_error("'" + path + "' is a directory; --requests takes a file of JSON lines (or - for stdin)");
+            return kExitError;
+        }
         file.open(path);
         if (!file) {
             print_error("cannot open '" + path + "'");
@@ -149,8 +181,12 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     // Every line first: the engine's cache sequences are sized for the widest decoder asked for (beams).
     std::vector<std::unique_ptr<Job>> parsed;
     std::vector<std::string> why_not;
-    options.prepare = [&](const cpp::Runtime& rt, const cpp::Model&, cpp::EngineParams& p) {
+    options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& m, cpp::EngineParams& p) {
         std::map<std::string, basalt_decoder_needs> needs;  // per decoder spec
+        // A text of more bytes than kPromptBytesPerToken per context token is refused before it is tokenized.
+        const uint32_t train = m.info().n_ctx_train;
+        const size_t n_ctx = p.n_ctx != 0 ? p.n_ctx : std::min<uint32_t>(train == 0 ? 4096 : train, 4096);
+        const size_t prompt_bytes = kPromptBytesPerToken * n_ctx;
         uint32_t widest = 1;
         size_t line_no = 0;
         std::string line;
@@ -160,6 +196,12 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             auto job = std::make_unique<Job>();
             job->line = line_no;
             std::string why = parse_job(line, *job);
+            for (const std::string* text : {&job->spec.prompt, &job->spec.source}) {
+                if (why.empty() && text->size() > prompt_bytes)
+                    why = "a text of " + std::to_string(text->size()) + " bytes; texts over " +
+                          std::to_string(kPromptBytesPerToken) + " bytes per context token (" +
+                          std::to_string(prompt_bytes) + " bytes) are refused before tokenizing";
+            }
             const std::string spec = job->spec.decoder.empty() ? "sample" : job->spec.decoder;
             if (why.empty() && needs.count(spec) == 0) {
                 try {

@@ -1,6 +1,8 @@
 // `basalt serve`: an OpenAI-compatible HTTP server on the engine (tools/basalt/serve/, docs/server.md).
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "cli.hpp"
@@ -15,10 +17,36 @@ std::chrono::milliseconds seconds_option(const po::variables_map& vm, const char
     return std::chrono::milliseconds(static_cast<long long>(vm[name].as<double>() * 1000.0));
 }
 
+// The longest timeout taken, in seconds (about 3 years): a larger one (or inf) would overflow the clocks' nanoseconds
+// and expire at once.
+constexpr double kMaxTimeoutSeconds = 1e8;
+
 int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     for (const char* k : {"request-timeout", "read-timeout", "idle-timeout", "write-timeout", "shutdown-grace"}) {
-        if (!(vm[k].as<double>() > 0)) {
+        const double v = vm[k].as<double>();
+        if (!(v > 0)) {
             print_error(std::string("basalt serve: --") + k + " must be above 0 seconds");
+            return kExitUsage;
+        }
+        if (!(v <= kMaxTimeoutSeconds)) {
+            std::ostringstream os;
+            os << "basalt serve: --" << k << " must be at most " << kMaxTimeoutSeconds << " seconds, not " << v;
+            print_error(os.str());
+            return kExitUsage;
+        }
+    }
+    // An empty key would turn authentication off without a word: refused (omit the key to serve without one).
+    std::string api_key;
+    if (vm.count("api-key") != 0) {
+        api_key = vm["api-key"].as<std::string>();
+        if (api_key.empty()) {
+            print_error("basalt serve: --api-key must not be empty (omit it to serve without authentication)");
+            return kExitUsage;
+        }
+    } else if (const char* k = std::getenv("BASALT_API_KEY"); k != nullptr) {
+        api_key = k;
+        if (api_key.empty()) {
+            print_error("basalt serve: BASALT_API_KEY is set but empty (unset it to serve without authentication)");
             return kExitUsage;
         }
     }
@@ -26,7 +54,8 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     const std::string model_arg = options.model;
     const auto parallel = options.params.n_parallel;
     options.params.flags |= BASALT_ENGINE_OWN_THREAD;
-    options.params.n_seq_max = parallel * static_cast<uint32_t>(vm["max-request-seqs"].as<long long>());
+    const auto max_request_seqs = static_cast<uint32_t>(vm["max-request-seqs"].as<long long>());
+    options.params.n_seq_max = parallel * max_request_seqs;
     std::string id = vm.count("model-name") != 0 ? vm["model-name"].as<std::string>() : model_arg;
     if (vm.count("model-name") == 0 && std::filesystem::exists(model_arg))
         id = std::filesystem::path(model_arg).stem().string();
@@ -42,15 +71,14 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
         p.n_kv_slots = served.n_ctx * parallel;
     };
     cpp::OpenEngine e = cpp::open_engine(std::move(options));
+    served.max_request_seqs = max_request_seqs;
+    served.decoder_seqs = [&runtime = e.runtime](const std::string& spec) { return runtime.decoder_needs(spec).n_seq; };
 
     serve::ServerConfig cfg;
     cfg.host = vm["host"].as<std::string>();
     cfg.port = static_cast<unsigned short>(vm["port"].as<long long>());
     if (vm.count("port-file") != 0) cfg.port_file = vm["port-file"].as<std::string>();
-    if (vm.count("api-key") != 0)
-        cfg.api_key = vm["api-key"].as<std::string>();
-    else if (const char* k = std::getenv("BASALT_API_KEY"); k != nullptr)
-        cfg.api_key = k;
+    cfg.api_key = api_key;
     cfg.http_threads = static_cast<int>(vm["http-threads"].as<long long>());
     cfg.max_queue = static_cast<size_t>(vm["max-queue"].as<long long>());
     cfg.n_parallel = parallel;

@@ -1,5 +1,7 @@
 #include "openai-request.hpp"
 
+#include "../json-limits.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -18,11 +20,11 @@ bool present(const json& body, const char* key) {
 
 double number_in(const json& body, const char* key, double lo, double hi) {
     const json& v = body[key];
-    if (!v.is_number()) bad(key, std::string("'") + key + "' must be a number, not " + v.dump());
+    if (!v.is_number()) bad(key, std::string("'") + key + "' must be a number, not " + cli::value_excerpt(v));
     const double d = v.get<double>();
     if (!std::isfinite(d) || d < lo || d > hi) {
         std::ostringstream os;
-        os << "'" << key << "' must lie in [" << lo << ", " << hi << "], not " << v.dump();
+        os << "'" << key << "' must lie in [" << lo << ", " << hi << "], not " << cli::value_excerpt(v);
         bad(key, os.str());
     }
     return d;
@@ -30,27 +32,25 @@ double number_in(const json& body, const char* key, double lo, double hi) {
 
 int64_t integer_in(const json& body, const char* key, int64_t lo, int64_t hi) {
     const json& v = body[key];
-    if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer, not " + v.dump());
+    if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer, not " + cli::value_excerpt(v));
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-        bad(key, std::string("'") + key + "' is out of range: " + v.dump());
+        bad(key, std::string("'") + key + "' is out of range: " + cli::value_excerpt(v));
     const int64_t i = v.get<int64_t>();
     if (i < lo || i > hi)
         bad(key, std::string("'") + key + "' must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                     "], not " + v.dump());
+                     "], not " + cli::value_excerpt(v));
     return i;
 }
 
 bool boolean(const json& body, const char* key) {
     const json& v = body[key];
-    if (!v.is_boolean()) bad(key, std::string("'") + key + "' must be true or false, not " + v.dump());
+    if (!v.is_boolean()) bad(key, std::string("'") + key + "' must be true or false, not " + cli::value_excerpt(v));
     return v.get<bool>();
 }
 
 std::string string_field(const json& body, const char* key) {
     const json& v = body[key];
-    if (!v.is_string())
-        bad(key, std::string("'") + key + "' must be a string, not " +
-                     v.dump(-1, ' ', false, json::error_handler_t::replace));
+    if (!v.is_string()) bad(key, std::string("'") + key + "' must be a string, not " + cli::value_excerpt(v));
     return v.get<std::string>();
 }
 
@@ -75,13 +75,15 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
             const std::set<std::string>& own_keys, int64_t default_max_tokens) {
     for (const auto& [key, value] : body.items()) {
         if (common_keys().count(key) == 0 && own_keys.count(key) == 0)
-            bad(key, "unknown field '" + key + "' (docs/server.md lists the parameters this server takes)");
+            bad(key,
+                "unknown field '" + cli::excerpt(key) + "' (docs/server.md lists the parameters this server takes)");
     }
     if (present(body, "model")) {
         const std::string m = string_field(body, "model");
         if (m != model.id)
-            throw ApiError(404, "the model '" + m + "' does not exist; this server serves '" + model.id + "'", "model",
-                           "invalid_request_error", "model_not_found");
+            throw ApiError(404,
+                           "the model '" + cli::excerpt(m) + "' does not exist; this server serves '" + model.id + "'",
+                           "model", "invalid_request_error", "model_not_found");
     }
     if (present(body, "n")) g.n = static_cast<int>(integer_in(body, "n", 1, 16));
     if (present(body, "stream")) g.stream = boolean(body, "stream");
@@ -89,7 +91,8 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
         const json& so = body["stream_options"];
         if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
         for (const auto& [key, value] : so.items()) {
-            if (key != "include_usage") bad("stream_options", "unknown field 'stream_options." + key + "'");
+            if (key != "include_usage")
+                bad("stream_options", "unknown field 'stream_options." + cli::excerpt(key) + "'");
             if (!value.is_boolean()) bad("stream_options", "'stream_options.include_usage' must be true or false");
             g.include_usage = value.get<bool>();
         }
@@ -134,6 +137,20 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
     }
     if (present(body, "seed")) spec.seed = integer_in(body, "seed", 0, INT64_MAX);
     if (present(body, "decoder")) spec.decoder = string_field(body, "decoder");
+    if (model.decoder_seqs) {  // the decoder's cache sequences (beams) within --max-request-seqs
+        const std::string decoder = spec.decoder.empty() ? "sample" : spec.decoder;
+        uint32_t n_seq = 0;
+        try {
+            n_seq = model.decoder_seqs(decoder);
+        } catch (const std::exception& e) {
+            bad("decoder", e.what());
+        }
+        if (n_seq > model.max_request_seqs)
+            bad("decoder", "decoder '" + cli::excerpt(decoder) + "' needs " + std::to_string(n_seq) +
+                               " cache sequences per request; this server allows " +
+                               std::to_string(model.max_request_seqs) + " (--max-request-seqs " +
+                               std::to_string(model.max_request_seqs) + ")");
+    }
     if (g.logprobs >= 0 && !spec.decoder.empty() && spec.decoder != "sample" && spec.decoder.rfind("sample:", 0) != 0)
         throw ApiError(400,
                        "log-probabilities are reported for decoder 'sample' only (each token drawn from one logits "
@@ -171,10 +188,11 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
             const long long id = std::strtoll(key.c_str(), &end, 10);
             if (key.empty() || *end != '\0' || id < 0 || id >= static_cast<long long>(model.n_vocab))
                 bad("logit_bias", "'logit_bias' keys must be token ids from 0 to " + std::to_string(model.n_vocab - 1) +
-                                      ", not '" + key + "'");
+                                      ", not '" + cli::excerpt(key) + "'");
             if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 ||
                 value.get<double>() > 100)
-                bad("logit_bias", "'logit_bias' values must be numbers from -100 to 100, not " + value.dump());
+                bad("logit_bias",
+                    "'logit_bias' values must be numbers from -100 to 100, not " + cli::value_excerpt(value));
             entry += (first ? "" : ",") + std::to_string(id) + ":" + fmt(value.get<double>());
             first = false;
         }
@@ -203,12 +221,23 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
     for (size_t i = 0; i < chain.size(); ++i) spec.samplers += (i ? ";" : "") + chain[i];
 }
 
+// Refuses a text prompt too long to fit the context by its bytes alone, before anything tokenizes it.
+void check_prompt_bytes(const GenerationRequest& g, const ServedModel& model, const char* param) {
+    const size_t bound = kPromptBytesPerToken * static_cast<size_t>(model.n_ctx);
+    for (const auto& p : g.prompts) {
+        if (p.prompt.size() > bound)
+            bad(param, std::string("'") + param + "' is " + std::to_string(p.prompt.size()) + " bytes; prompts over " +
+                           std::to_string(kPromptBytesPerToken) + " bytes per context token (" + std::to_string(bound) +
+                           " bytes) are refused before tokenizing");
+    }
+}
+
 std::vector<int32_t> token_list(const json& v, const ServedModel& model, const char* param) {
     std::vector<int32_t> out;
     for (const auto& t : v) {
         if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= static_cast<int64_t>(model.n_vocab))
             bad(param, std::string("'") + param + "' token ids must be integers from 0 to " +
-                           std::to_string(model.n_vocab - 1) + ", not " + t.dump());
+                           std::to_string(model.n_vocab - 1) + ", not " + cli::value_excerpt(t));
         out.push_back(static_cast<int32_t>(t.get<int64_t>()));
     }
     if (out.empty()) bad(param, std::string("'") + param + "' must not be empty");
@@ -225,11 +254,14 @@ json error_object(const ApiError& e) {
 }
 
 json parse_body(const std::string& body) {
+    // Depth and key count first: nesting deeper than the bound would overflow the stack when a value is dumped or
+    // destroyed, and each key of an ordered object costs a scan of the others.
+    if (auto why = cli::check_json_limits(body); !why.empty()) throw ApiError(400, "the body is refused: " + why);
     json j;
     try {
         j = json::parse(body);
     } catch (const json::exception& e) {  // parse errors, and numbers that overflow a double (out_of_range)
-        throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+        throw ApiError(400, "the body is not valid JSON: " + cli::excerpt(e.what(), 200));
     }
     if (!j.is_object()) throw ApiError(400, "the body must be a JSON object");
     return j;
@@ -284,6 +316,7 @@ GenerationRequest parse_completion(const json& body, const ServedModel& model) {
     if (g.prompts.size() * static_cast<size_t>(g.n) > 64)
         bad("prompt", "at most 64 choices (prompts x n) per request, not " +
                           std::to_string(g.prompts.size() * static_cast<size_t>(g.n)));
+    check_prompt_bytes(g, model, "prompt");
     return g;
 }
 
@@ -316,14 +349,15 @@ GenerationRequest parse_chat(const json& body, const ServedModel& model) {
         if (!m.is_object()) bad("messages", where + " must be an object with 'role' and 'content'");
         for (const auto& [key, value] : m.items()) {
             if (key != "role" && key != "content" && key != "name")
-                bad("messages", where + ": unknown field '" + key + "'");
+                bad("messages", where + ": unknown field '" + cli::excerpt(key) + "'");
         }
         if (!m.contains("role") || !m["role"].is_string()) bad("messages", where + ".role must be a string");
         ChatMessage msg;
         msg.role = m["role"].get<std::string>();
         if (msg.role == "developer") msg.role = "system";
         if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-            bad("messages", where + ".role must be system, developer, user or assistant, not '" + msg.role + "'");
+            bad("messages",
+                where + ".role must be system, developer, user or assistant, not '" + cli::excerpt(msg.role) + "'");
         if (!m.contains("content")) bad("messages", where + ".content is required");
         const json& c = m["content"];
         if (c.is_string()) {
@@ -353,6 +387,7 @@ GenerationRequest parse_chat(const json& body, const ServedModel& model) {
     for (const auto& st : model.chat.stop_strings()) s.stop.push_back(st);
     s.stop_tokens.insert(s.stop_tokens.end(), model.chat_stop_tokens.begin(), model.chat_stop_tokens.end());
     g.prompts.push_back(std::move(s));
+    check_prompt_bytes(g, model, "messages");
     return g;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct ServedModel {
     uint32_t n_ctx = 0;                     // each request's context
     ChatTemplate chat;                      // the chat template in use
     std::vector<int32_t> chat_stop_tokens;  // the template's end-of-turn token, when it is one token
+    // Cache sequences a decoder spec needs per request (throws std::exception naming a bad spec); empty: unchecked.
+    // Called from HTTP threads: must be thread-safe.
+    std::function<uint32_t(const std::string&)> decoder_seqs;
+    uint32_t max_request_seqs = 1;  // --max-request-seqs: decoders needing more sequences are refused
 };
 
 // One parsed request: n choices for each prompt, all with the same engine parameters.
@@ -53,12 +58,17 @@ struct GenerationRequest {
     std::string user;
 };
 
+// A text prompt (or rendered chat) of more bytes than this per context token is refused before it is tokenized:
+// it could fit only if its tokens averaged more bytes than that, and tokenizing it costs time on an HTTP thread.
+inline constexpr size_t kPromptBytesPerToken = 64;
+
 // Parses a /v1/completions body. Throws ApiError (400, or 404 for another model) naming the field. Pure function.
 GenerationRequest parse_completion(const json& body, const ServedModel& model);
 // Parses a /v1/chat/completions body, rendering the messages with model.chat. Throws ApiError. Pure function.
 GenerationRequest parse_chat(const json& body, const ServedModel& model);
 
-// Parses an HTTP body as a JSON object; throws ApiError 400 for bad JSON (invalid UTF-8 included) or another type.
+// Parses an HTTP body as a JSON object; throws ApiError 400 for bad JSON (invalid UTF-8 included), nesting deeper
+// than 64 levels, an object of more than 1024 keys (checked before parsing) or another type.
 json parse_body(const std::string& body);
 
 }  // namespace basalt::serve
