@@ -40,6 +40,8 @@ struct ServedModel {
     uint32_t n_ctx = 0;                     // each request's context
     ChatTemplate chat;                      // the chat template in use
     std::vector<int32_t> chat_stop_tokens;  // the template's end-of-turn token, when it is one token
+    // Chat message content is tokenized with special tokens parsed (serve --trust-client-special-tokens).
+    bool trust_client_special_tokens = false;
 };
 
 // One parsed request: n choices for each prompt, all with the same engine parameters.
@@ -51,6 +53,9 @@ struct GenerationRequest {
     int logprobs = -1;  // -1: no log-probabilities; else each token's and this many alternatives (0..20)
     std::vector<cli::RequestSpec> prompts;  // one per prompt (completions may send several); engine params set
     std::string user;
+    // Chat: the rendered messages, tokenized with content as text (tokenize_chat) in place of prompts' text; empty
+    // for completions and for a server that trusts its clients' special tokens.
+    std::vector<ChatPiece> chat_pieces;
 };
 
 // Parses a /v1/completions body. Throws ApiError (400, or 404 for another model) naming the field. Pure function.
