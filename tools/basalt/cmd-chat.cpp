@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "engine-setup.hpp"
 #include "request-spec.hpp"
+#include "serve/chat-tokens.hpp"
 #include "serve/served-model.hpp"
 
 namespace basalt::cli {
@@ -60,8 +61,7 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
         }
         history.push_back({"user", line});
         RequestSpec spec;
-        spec.prompt = served.chat.render(history, true);
-        spec.flags = BASALT_REQUEST_PARSE_SPECIAL;
+        spec.has_tokens = true;
         spec.samplers = vm["samplers"].as<std::string>();
         spec.seed = vm["seed"].as<long long>() < 0 ? -1 : vm["seed"].as<long long>() + turn;
         spec.max_tokens = static_cast<int32_t>(vm["max-tokens"].as<long long>());
@@ -70,8 +70,10 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
         std::string reply;
         cpp::Request req;
         try {
+            // Special tokens only from the template: a typed "<|im_end|>" is text (serve/chat-tokens.hpp).
+            spec.tokens = serve::tokenize_chat(e.model.get(), served.chat.render_pieces(history, true));
             req = e.engine.submit(spec, &print_piece, &reply);
-        } catch (const cpp::Error& err) {
+        } catch (const std::runtime_error& err) {
             std::cout << "(" << err.what() << "; /reset starts over)" << std::endl;
             history.pop_back();
             continue;

@@ -61,6 +61,7 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
         id = std::filesystem::path(model_arg).stem().string();
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
+    served.trust_client_special_tokens = vm["trust-client-special-tokens"].as<bool>();
     options.prepare = [&](const cpp::Runtime&, const cpp::Model& model, cpp::EngineParams& p) {
         if (auto why = serve::describe_served_model(model.get(), id, tmpl, p.n_ctx, served); !why.empty()) {
             if (!tmpl.empty()) throw UsageError("basalt serve: " + why);  // an unknown --chat-template
@@ -141,7 +142,10 @@ const Registrar kServe{Command{
             "max-header", int_option("max-header", 256, 1 << 20)->default_value(16 << 10),
             "largest request head (request line + headers) in bytes (431 beyond)")(
             "shutdown-grace", po::value<double>()->default_value(10),
-            "on SIGTERM/SIGINT: seconds running requests may finish before they are cancelled");
+            "on SIGTERM/SIGINT: seconds running requests may finish before they are cancelled")(
+            "trust-client-special-tokens", po::bool_switch(),
+            "parse control-token text in chat message content (\"<|im_end|>\" ends the turn); default: only the "
+            "template's markup gives control tokens (trusted clients only)");
         add_session_options(d);
     },
     run_serve}};

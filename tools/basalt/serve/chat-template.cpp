@@ -107,16 +107,27 @@ std::vector<std::string> ChatTemplate::stop_strings() const {
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
     std::string out;
+    for (const ChatPiece& p : render_pieces(messages, add_generation_prompt)) out += p.text;
+    return out;
+}
+
+std::vector<ChatPiece> ChatTemplate::render_pieces(const std::vector<ChatMessage>& messages,
+                                                   bool add_generation_prompt) const {
+    std::vector<ChatPiece> out;
+    const auto control = [&](std::string text) { out.push_back({std::move(text), true}); };
+    const auto text = [&](std::string t) {
+        if (!t.empty()) out.push_back({std::move(t), false});
+    };
     switch (family) {
         case TemplateFamily::Plain: {
             // The shipped models have no template: a transcript of "Role: text" lines, the reply after "Assistant:".
             check_roles(messages, "plain");
             for (const auto& m : messages) {
-                out += m.role == "system" ? "System: " : m.role == "user" ? "User: " : "Assistant: ";
-                out += m.content;
-                out += '\n';
+                text(m.role == "system" ? "System: " : m.role == "user" ? "User: " : "Assistant: ");
+                text(m.content);
+                text("\n");
             }
-            if (add_generation_prompt) out += "Assistant:";
+            if (add_generation_prompt) text("Assistant:");
             break;
         }
         case TemplateFamily::ChatML: {
@@ -124,16 +135,34 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
                 const auto& m = messages[i];
                 if (m.role != "system" && m.role != "user" && m.role != "assistant")
                     throw std::invalid_argument(role_error(i, m.role, "chatml", "system, user, assistant"));
-                out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+                control("<|im_start|>");
+                text(m.role + "\n");
+                text(m.content);
+                control("<|im_end|>");
+                text("\n");
             }
-            if (add_generation_prompt) out += "<|im_start|>assistant\n";
+            if (add_generation_prompt) {
+                control("<|im_start|>");
+                text("assistant\n");
+            }
             break;
         }
         case TemplateFamily::Llama3: {
             check_roles(messages, "llama3");
-            for (const auto& m : messages)
-                out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
-            if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+            for (const auto& m : messages) {
+                control("<|start_header_id|>");
+                text(m.role);
+                control("<|end_header_id|>");
+                text("\n\n");
+                text(m.content);
+                control("<|eot_id|>");
+            }
+            if (add_generation_prompt) {
+                control("<|start_header_id|>");
+                text("assistant");
+                control("<|end_header_id|>");
+                text("\n\n");
+            }
             break;
         }
         case TemplateFamily::Gemma: {
@@ -146,15 +175,20 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
                     system = m.content + "\n\n";
                     continue;
                 }
-                std::string content = m.content;
+                control("<start_of_turn>");
+                text(m.role == "assistant" ? "model\n" : "user\n");
                 if (m.role == "user" && !system.empty()) {
-                    content = system + content;
+                    text(system);
                     system.clear();
                 }
-                out += "<start_of_turn>" + std::string(m.role == "assistant" ? "model" : "user") + "\n" + content +
-                       "<end_of_turn>\n";
+                text(m.content);
+                control("<end_of_turn>");
+                text("\n");
             }
-            if (add_generation_prompt) out += "<start_of_turn>model\n";
+            if (add_generation_prompt) {
+                control("<start_of_turn>");
+                text("model\n");
+            }
             break;
         }
         case TemplateFamily::Mistral: {
@@ -172,10 +206,16 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
                     throw std::invalid_argument("messages[" + std::to_string(i) +
                                                 "]: the mistral template needs user and assistant turns to alternate");
                 if (m.role == "user") {
-                    out += "[INST] " + system + m.content + " [/INST]";
+                    control("[INST]");
+                    text(" ");
+                    text(system);
+                    text(m.content);
+                    text(" ");
+                    control("[/INST]");
                     system.clear();
                 } else {
-                    out += m.content + "</s>";
+                    text(m.content);
+                    control("</s>");
                 }
                 last = m.role;
             }
@@ -184,8 +224,17 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
         }
         case TemplateFamily::Phi3: {
             check_roles(messages, "phi3");
-            for (const auto& m : messages) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
-            if (add_generation_prompt) out += "<|assistant|>\n";
+            for (const auto& m : messages) {
+                control("<|" + m.role + "|>");
+                text("\n");
+                text(m.content);
+                control("<|end|>");
+                text("\n");
+            }
+            if (add_generation_prompt) {
+                control("<|assistant|>");
+                text("\n");
+            }
             break;
         }
     }

@@ -14,6 +14,15 @@ struct ChatMessage {
     std::string content;
 };
 
+// One piece of a rendered chat: the template's control markup (control: text such as "<|im_start|>" that is one
+// control token of the family's vocabulary) or text (the template's other markup, e.g. a role name, and message
+// content), which is tokenized as plain text so that a message cannot forge the template's markup
+// (chat-tokens.hpp).
+struct ChatPiece {
+    std::string text;
+    bool control = false;
+};
+
 // A template family Basalt renders.
 enum class TemplateFamily { Plain, ChatML, Llama3, Gemma, Mistral, Phi3 };
 
@@ -23,11 +32,17 @@ struct ChatTemplate {
     // The family's name as --chat-template takes it ("plain", "chatml", "llama3", "gemma", "mistral", "phi3").
     const char* name() const;
     // Renders messages (the conversation so far) and, when add_generation_prompt, the opening of the assistant's
-    // reply. The text holds control-token text (e.g. "<|im_start|>"): tokenize it with special-token parsing; the
-    // vocabulary's BOS is not part of it (the tokenizer adds it as the vocabulary asks). Throws
+    // reply. The text holds control-token text (e.g. "<|im_start|>"): tokenized with special-token parsing it also
+    // turns such text inside message content into control tokens, so only a trusted client's chat is tokenized
+    // that way (serve --trust-client-special-tokens); otherwise tokenize render_pieces() with tokenize_chat
+    // (chat-tokens.hpp). The vocabulary's BOS is not part of it (the tokenizer adds it as the vocabulary asks). Throws
     // std::invalid_argument naming the message for a role the family cannot express (an unknown role, a system
     // message that is not first, two assistant turns in a row for Mistral). Pure function.
     std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
+    // The same rendering as pieces whose texts concatenate to render()'s: the family's control markup apart from
+    // the text around it (message content is never a control piece). Throws as render does. Pure function.
+    std::vector<ChatPiece> render_pieces(const std::vector<ChatMessage>& messages,
+                                         bool add_generation_prompt = true) const;
     // The text that ends an assistant turn ("<|im_end|>"...): a stop string / end token; "" for Mistral (</s>, the
     // vocabulary's EOS). For plain: none (stop strings cover it).
     const char* end_of_turn() const;

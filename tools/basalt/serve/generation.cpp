@@ -4,6 +4,7 @@
 #include <ctime>
 #include <mutex>
 
+#include "chat-tokens.hpp"
 #include "server.hpp"
 #include "sse.hpp"
 
@@ -185,6 +186,23 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                     });
                 };
                 jobs_.push_back(std::move(job));
+            }
+        }
+        if (!g_.chat_pieces.empty()) {
+            // Special tokens only from the template: message content is tokenized as text (chat-tokens.hpp).
+            std::vector<int32_t> ids;
+            try {
+                ids = tokenize_chat(server_.model(), g_.chat_pieces);
+            } catch (const std::exception& e) {
+                jobs_.clear();  // frees the reserved slots
+                self_.reset();
+                server_.send_error(http_, endpoint_, ApiError(400, e.what(), "messages"));
+                return;
+            }
+            for (auto& j : jobs_) {
+                j->spec.tokens = ids;
+                j->spec.has_tokens = true;
+                j->spec.flags &= ~static_cast<uint32_t>(BASALT_REQUEST_PARSE_SPECIAL);
             }
         }
         for (size_t i = 0; i < total; ++i) {

@@ -378,12 +378,17 @@ GenerationRequest parse_chat(const json& body, const ServedModel& model) {
         messages.push_back(std::move(msg));
     }
     cli::RequestSpec s = spec;
+    std::vector<ChatPiece> pieces;
     try {
-        s.prompt = model.chat.render(messages, true);
+        pieces = model.chat.render_pieces(messages, true);
     } catch (const std::invalid_argument& e) {
         bad("messages", e.what());
     }
+    // The rendered text with special tokens parsed is the trusted clients' prompt; otherwise the exchange tokenizes
+    // the pieces, content as text (chat-tokens.hpp).
+    for (const ChatPiece& p : pieces) s.prompt += p.text;
     s.flags |= BASALT_REQUEST_PARSE_SPECIAL;
+    if (!model.trust_client_special_tokens) g.chat_pieces = std::move(pieces);
     for (const auto& st : model.chat.stop_strings()) s.stop.push_back(st);
     s.stop_tokens.insert(s.stop_tokens.end(), model.chat_stop_tokens.begin(), model.chat_stop_tokens.end());
     g.prompts.push_back(std::move(s));

@@ -45,6 +45,8 @@ struct ServedModel {
     // Called from HTTP threads: must be thread-safe.
     std::function<uint32_t(const std::string&)> decoder_seqs;
     uint32_t max_request_seqs = 1;  // --max-request-seqs: decoders needing more sequences are refused
+    // Chat message content is tokenized with special tokens parsed (serve --trust-client-special-tokens).
+    bool trust_client_special_tokens = false;
 };
 
 // One parsed request: n choices for each prompt, all with the same engine parameters.
@@ -56,6 +58,9 @@ struct GenerationRequest {
     int logprobs = -1;  // -1: no log-probabilities; else each token's and this many alternatives (0..20)
     std::vector<cli::RequestSpec> prompts;  // one per prompt (completions may send several); engine params set
     std::string user;
+    // Chat: the rendered messages, tokenized with content as text (tokenize_chat) in place of prompts' text; empty
+    // for completions and for a server that trusts its clients' special tokens.
+    std::vector<ChatPiece> chat_pieces;
 };
 
 // A text prompt (or rendered chat) of more bytes than this per context token is refused before it is tokenized:
