@@ -401,10 +401,10 @@ BASALT_API basalt_status basalt_session_decode(basalt_session* session, const ba
  * source (positions 0..n-1) into an empty sequence; want_logits is ignored. Every decoder layer's cross-attention
  * K/V of the source are kept for the sequence's decoder steps (shared by forks, freed by seq_drop); a sequence must
  * be encoded before basalt_session_decode takes its decoder tokens (the first usually the model's decoder start
- * token: metadata <arch>.decoder_start_token_id, read with basalt_model_meta). Validated first: BASALT_ERR_UNSUPPORTED for a decoder-only model,
- * BASALT_ERR_CAPACITY for more source tokens than free cross-attention rows (n_ctx in all). Sources are packed
- * into encoder passes of at most n_batch tokens; a longer source has a pass of its own.
- * Not thread-safe with other calls on the session.
+ * token: metadata <arch>.decoder_start_token_id, read with basalt_model_meta). Validated first: BASALT_ERR_UNSUPPORTED
+ * for a decoder-only model, BASALT_ERR_CAPACITY for more source tokens than free cross-attention rows (n_ctx in all).
+ * Sources are packed into encoder passes of at most n_batch tokens; a longer source has a pass of its own. Not
+ * thread-safe with other calls on the session.
  */
 BASALT_API basalt_status basalt_session_encode(basalt_session* session, const basalt_batch* batch);
 /* Number of logits rows produced by the last decode. */
