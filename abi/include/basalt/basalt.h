@@ -548,14 +548,18 @@ typedef struct basalt_engine_params {
 BASALT_API basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* model,
                                               const basalt_engine_params* params, basalt_engine** out);
 /* Cancels every unfinished request, stops the engine's thread (if any), frees the engine. Request handles stay
- * valid (finished, reason CANCELLED) until basalt_request_free. NULL is ignored. Not concurrent with step/run. */
+ * valid (finished, reason CANCELLED) until basalt_request_free. NULL is ignored. Not concurrent with step/run.
+ * Called from a request callback of this same engine it is refused: it logs an error, sets basalt_last_error and
+ * returns with the engine untouched and still running (its step is the calling thread); destroy it afterwards. */
 BASALT_API void basalt_engine_destroy(basalt_engine* engine);
 
 /* Receives a request's new output after each engine step that produced some: tokens (n_tokens) and the UTF-8
  * text they complete (text_len bytes, not NUL-terminated, never a partial character or a held-back stop string
  * prefix), and finish_reason (BASALT_FINISH_*, NONE while running; the last call has it set). Buffers are
  * borrowed for the call. Called on the thread running the step, with no engine lock held: it may call
- * basalt_request_* and basalt_engine_submit, not basalt_engine_step/_run/_destroy. */
+ * basalt_request_* and basalt_engine_submit, not basalt_engine_step/_run/_destroy of the same engine (refused:
+ * step/run return BASALT_ERR_INVALID_ARGUMENT naming the call, destroy does nothing, see basalt_engine_destroy) nor
+ * basalt_request_wait with no limit on a request of it that has nothing unread (refused the same way). */
 typedef void (*basalt_request_callback)(basalt_request* request, const int32_t* tokens, size_t n_tokens,
                                         const char* text, size_t text_len, int32_t finish_reason, void* user_data);
 
@@ -569,7 +573,7 @@ enum {
 
 typedef struct basalt_request_params {
     uint32_t struct_size;
-    uint32_t flags;        /* BASALT_REQUEST_* */
+    uint32_t flags;        /* BASALT_REQUEST_*; other bits are refused (BASALT_ERR_INVALID_ARGUMENT) */
     const char* prompt;    /* UTF-8 text (prompt_len bytes), tokenized with BOS as the vocabulary asks */
     size_t prompt_len;     /* SIZE_MAX: prompt is NUL-terminated */
     const int32_t* tokens; /* the prompt as token ids instead of text (when non-NULL, prompt is ignored) */
@@ -579,7 +583,8 @@ typedef struct basalt_request_params {
     int32_t max_tokens;    /* tokens to generate at most; -1: until the context is full */
     int32_t reserved0;
     int64_t seed;               /* -1: the chain's own; else given to every sampler "dist" without its own seed */
-    const int32_t* stop_tokens; /* extra end-of-generation token ids (n_stop_tokens), borrowed for the call */
+    const int32_t* stop_tokens; /* extra end-of-generation token ids (n_stop_tokens, each in the vocabulary, else
+                                   refused naming the entry), borrowed for the call */
     size_t n_stop_tokens;
     const char* const* stop; /* stop strings (n_stop, NUL-terminated): the output ends before the first match */
     size_t n_stop;
@@ -632,10 +637,12 @@ BASALT_API basalt_status basalt_engine_submit(basalt_engine* engine, const basal
                                               basalt_request** out);
 /* Runs one scheduler step (admission, one batched forward per model, the decoders' consume); *out_active (may
  * be NULL) gets the number of queued + running requests left. Only without BASALT_ENGINE_OWN_THREAD, from
- * one thread at a time. A failing decoder or sampler fails its request only; a failing forward fails the
- * requests of that batch (their message says why) and returns the status. */
+ * one thread at a time, never from a request callback of this engine (BASALT_ERR_INVALID_ARGUMENT). A failing decoder
+ * or sampler fails its request only; a failing forward fails the requests of that batch (their message says why) and
+ * returns the status. */
 BASALT_API basalt_status basalt_engine_step(basalt_engine* engine, size_t* out_active);
-/* Steps until no request is queued or running (or, with OWN_THREAD, waits for that). Same threading as step. */
+/* Steps until no request is queued or running (or, with OWN_THREAD, waits for that). Same threading as step;
+ * from a request callback of this engine it is refused (BASALT_ERR_INVALID_ARGUMENT), in both modes. */
 BASALT_API basalt_status basalt_engine_run(basalt_engine* engine);
 
 /* Engine-wide counters, filled by basalt_engine_stats (caller sets struct_size). */
@@ -686,8 +693,10 @@ BASALT_API const char* basalt_request_error(const basalt_request* request);
  */
 BASALT_API basalt_status basalt_request_read(basalt_request* request, int32_t* out_tokens, size_t capacity,
                                              size_t* out_n, char* out_text, size_t text_capacity, size_t* out_text_len);
-/* Blocks until the request has unread output or is finished, or timeout_ms passes (-1: no limit); returns
- * BASALT_OK either way. Useful with BASALT_ENGINE_OWN_THREAD. Thread-safe. */
+/* Blocks until the request has unread output or is finished, or timeout_ms passes (-1: no limit; below -1 is
+ * BASALT_ERR_INVALID_ARGUMENT); returns BASALT_OK either way. Useful with BASALT_ENGINE_OWN_THREAD. With no limit
+ * from a request callback of the request's engine, and nothing unread, it is refused (it could never return).
+ * Thread-safe. */
 BASALT_API basalt_status basalt_request_wait(basalt_request* request, int32_t timeout_ms);
 
 /* Per-request figures, filled by basalt_request_stats_get (caller sets struct_size). Times in milliseconds. */

@@ -14,6 +14,7 @@
 #include "host/runtime.hpp"
 #include "model/model.hpp"
 #include "support/error.hpp"
+#include "support/log.hpp"
 #include "support/params.hpp"
 
 using basalt::fail;
@@ -45,6 +46,21 @@ Engine& get(basalt_engine* e) {
     if (e == nullptr || !e->e) fail(BASALT_ERR_INVALID_ARGUMENT, "engine is NULL");
     return *e->e;
 }
+
+// Refuses a call that would re-enter engine e from one of its own request callbacks on this thread (the step is
+// this thread: running it again nests a step, waiting for it never ends, destroying it frees what the step uses).
+void refuse_in_callback(const Engine& e, const char* call) {
+    if (Engine::in_callback(&e)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT,
+             "{} was called from a request callback of the same engine; a callback may submit, read, cancel and free "
+             "requests, but must not step, run or destroy the engine that is calling it",
+             call);
+    }
+}
+
+// The request flags this library knows (BASALT_REQUEST_*).
+constexpr uint32_t known_request_flags =
+    BASALT_REQUEST_NO_SPECIAL | BASALT_REQUEST_PARSE_SPECIAL | BASALT_REQUEST_IGNORE_EOG | BASALT_REQUEST_LOGPROBS;
 
 const Request& get(const basalt_request* r) {
     if (r == nullptr || !r->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
@@ -101,6 +117,19 @@ basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* 
 }
 
 void basalt_engine_destroy(basalt_engine* engine) {
+    // From a callback of this engine the step is still running on this thread (with an own thread, it is that
+    // thread, which cannot join itself): refuse, leave the engine as it is and say so; the caller destroys it later.
+    if (engine != nullptr && engine->e && Engine::in_callback(engine->e.get())) {
+        constexpr const char* message =
+            "basalt_engine_destroy was called from a request callback of the same engine: refused, the engine is left "
+            "running; destroy it after the callback has returned";
+        try {
+            basalt::set_last_error(message);
+        } catch (...) {  // the message's copy failed: the log line below still says it
+        }
+        basalt::log::logf(BASALT_LOG_ERROR, "{}", message);
+        return;
+    }
     delete engine;
 }
 
@@ -129,6 +158,12 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
         }
         if (!BASALT_HAS_FIELD(params, basalt_request_params, user_data)) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_params.struct_size {} is too small", params->struct_size);
+        }
+        if ((params->flags & ~known_request_flags) != 0) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "basalt_request_params.flags {:#x} has unknown bits {:#x} (known: BASALT_REQUEST_NO_SPECIAL, "
+                 "PARSE_SPECIAL, IGNORE_EOG, LOGPROBS = {:#x})",
+                 params->flags, params->flags & ~known_request_flags, known_request_flags);
         }
         basalt::engine::RequestSpec spec;
         const bool has_source = BASALT_HAS_FIELD(params, basalt_request_params, n_source_tokens) &&
@@ -222,6 +257,7 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
 basalt_status basalt_engine_step(basalt_engine* engine, size_t* out_active) {
     return guard([&] {
         Engine& e = get(engine);
+        refuse_in_callback(e, "basalt_engine_step");
         if (e.own_thread()) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_step: the engine runs its own thread");
         const size_t n = e.step();
         if (out_active != nullptr) *out_active = n;
@@ -229,7 +265,11 @@ basalt_status basalt_engine_step(basalt_engine* engine, size_t* out_active) {
 }
 
 basalt_status basalt_engine_run(basalt_engine* engine) {
-    return guard([&] { get(engine).run(); });
+    return guard([&] {
+        Engine& e = get(engine);
+        refuse_in_callback(e, "basalt_engine_run");
+        e.run();
+    });
 }
 
 basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine_stats* out) {
@@ -353,11 +393,23 @@ basalt_status basalt_request_read(basalt_request* request, int32_t* out_tokens, 
 basalt_status basalt_request_wait(basalt_request* request, int32_t timeout_ms) {
     return guard([&] {
         if (request == nullptr || !request->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
+        if (timeout_ms < -1) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "basalt_request_wait: timeout_ms {} is out of range (-1: no limit, else 0 "
+                 "or more milliseconds)",
+                 timeout_ms);
+        }
         Request& r = *request->r;
         std::unique_lock lock(r.mutex);
         auto ready = [&] {
             return r.finish != BASALT_FINISH_NONE || !r.unread_tokens.empty() || !r.unread_text.empty();
         };
+        // From a callback of the request's engine the step is this thread: nothing can arrive while it waits.
+        if (timeout_ms < 0 && !ready() && Engine::in_callback(request->engine)) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "basalt_request_wait with no limit was called from a request callback of the request's engine: it "
+                 "would wait forever (that engine's step is the calling thread); read instead, or give a timeout");
+        }
         if (timeout_ms < 0) {
             r.changed.wait(lock, ready);
         } else {

@@ -14,6 +14,26 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// The engines whose request callbacks the calling thread is inside, innermost first: a callback of one engine may
+// drive another, whose callbacks nest. Each frame lives on the stack of deliver().
+struct CallbackFrame {
+    const Engine* engine;
+    const CallbackFrame* outer;
+};
+thread_local const CallbackFrame* t_callbacks = nullptr;
+
+// Marks the calling thread as inside a callback of engine e for its lifetime.
+class InCallback {
+  public:
+    explicit InCallback(const Engine* e) : frame_{e, t_callbacks} { t_callbacks = &frame_; }
+    ~InCallback() { t_callbacks = frame_.outer; }
+    InCallback(const InCallback&) = delete;
+    InCallback& operator=(const InCallback&) = delete;
+
+  private:
+    CallbackFrame frame_;
+};
+
 }  // namespace
 
 SamplerChain& Engine::chain(Request& r, int32_t seq) const {
@@ -133,6 +153,13 @@ bool Engine::take_stop(Request& r, int32_t token, const std::string& piece) {
     return false;
 }
 
+bool Engine::in_callback(const Engine* e) {
+    for (const CallbackFrame* f = t_callbacks; f != nullptr; f = f->outer) {
+        if (f->engine == e) return true;
+    }
+    return false;
+}
+
 void Engine::deliver(const std::vector<std::shared_ptr<Request>>& touched) {
     for (const auto& r : touched) {
         std::vector<int32_t> toks;
@@ -152,6 +179,7 @@ void Engine::deliver(const std::vector<std::shared_ptr<Request>>& touched) {
             }
         }
         if (callback != nullptr && (!toks.empty() || !text.empty() || finish != BASALT_FINISH_NONE)) {
+            const InCallback marker(this);  // step, run and destroy of this engine are refused from inside
             callback(handle, toks.data(), toks.size(), text.data(), text.size(), finish, r->spec.user_data);
         }
         {

@@ -40,7 +40,7 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     return r;
 }
 
-// The source and prompt against the model's kind, the context and the vocabulary.
+// The source, prompt and stop tokens against the model's kind, the context and the vocabulary.
 void Engine::check_tokens(RequestSpec& spec) const {
     const ModelHparams& hp = model_.hparams;
     auto check_vocab = [&](const std::vector<int32_t>& tokens, const char* what) {
@@ -74,6 +74,12 @@ void Engine::check_tokens(RequestSpec& spec) const {
              n_ctx_);
     }
     check_vocab(spec.prompt, "prompt");
+    for (size_t i = 0; i < spec.stop_tokens.size(); ++i) {
+        if (spec.stop_tokens[i] < 0 || static_cast<size_t>(spec.stop_tokens[i]) >= n_vocab()) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "stop_tokens[{}] = {} is not in the vocabulary (0..{})", i,
+                 spec.stop_tokens[i], n_vocab() - 1);
+        }
+    }
 }
 
 // Token ids in the chain's parameters must exist in this model's vocabulary (a sampler cannot know it).

@@ -67,6 +67,10 @@ class Engine {
     std::vector<MoeLayerStats> moe_stats() const;
     // Wakes the loop thread (a cancel or a new request).
     void notify();
+    // Whether the calling thread is inside a request callback of engine e (compared by address only, so e may be
+    // an engine already destroyed). A callback must not re-enter its engine's step, run or destroy: the C API
+    // refuses those calls when this is true. Thread-safe.
+    static bool in_callback(const Engine* e);
 
     const basalt_model& model() const { return model_; }
     uint32_t n_ctx() const { return n_ctx_; }
