@@ -35,12 +35,17 @@ json error_object(const ApiError& e);
 
 // What parsing needs to know about the served model.
 struct ServedModel {
-    std::string id;                         // the name clients pass as "model"
-    uint32_t n_vocab = 0;                   // token ids and logit_bias keys must be below it
-    uint32_t n_ctx = 0;                     // each request's context
-    ChatTemplate chat;                      // the chat template in use
-    std::vector<int32_t> chat_stop_tokens;  // the template's end-of-turn token, when it is one token
+    std::string id;                            // the name clients pass as "model"
+    uint32_t n_vocab = 0;                      // token ids and logit_bias keys must be below it
+    uint32_t n_ctx = 0;                        // each request's context
+    ChatTemplate chat;                         // the chat template in use
+    std::vector<int32_t> chat_stop_tokens;     // the template's end-of-turn token, when it is one token
+    std::vector<std::string> control_vectors;  // names of the vectors loaded at start ("steer" names them), sorted
 };
+
+// A request's "steer" entry "NAME[:SCALE[:A-B]]" checked against the loaded vectors and rebuilt for the engine;
+// throws ApiError 400 (naming the loaded vectors, never a path) for an unknown name or a bad scale or range.
+std::string steer_spec(const std::string& text, const ServedModel& model);
 
 // One parsed request: n choices for each prompt, all with the same engine parameters.
 struct GenerationRequest {
