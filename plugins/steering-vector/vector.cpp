@@ -7,11 +7,15 @@
 #include <basalt/sdk/declare-plugin.hpp>
 #include <basalt/sdk/plugin.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,8 +29,59 @@ const std::string kWho = "steering 'vector'";
 // plugin cannot reach libbasalt's architecture table).
 const std::string kControlVectorFormat = "controlvector";
 
+// The largest control-vector file read (a vector of 1M floats for each of 64 layers is 256 MiB).
+constexpr uint64_t kMaxFileBytes = 256ull << 20;
+
 [[noreturn]] void refuse(basalt_status st, const std::string& what) {
     throw basalt::sdk::error(st, kWho + ": " + what);
+}
+
+// Refuses what is not a regular file (a FIFO, a device, a directory) and a file over the bound.
+void check_regular(const struct stat& st, const std::string& path) {
+    if (S_ISDIR(st.st_mode)) refuse(BASALT_ERR_INVALID_ARGUMENT, "control vector '" + path + "' is a directory");
+    if (!S_ISREG(st.st_mode)) {
+        refuse(BASALT_ERR_INVALID_ARGUMENT,
+               "control vector '" + path + "' is not a regular file (a FIFO, socket or device is never read)");
+    }
+    if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+        refuse(BASALT_ERR_INVALID_ARGUMENT, "control vector '" + path + "' has " + std::to_string(st.st_size) +
+                                                " bytes, more than the bound of " + std::to_string(kMaxFileBytes) +
+                                                " (256 MiB)");
+    }
+}
+
+// The file's bytes: checked with stat before it is opened (a FIFO is never opened), opened non-blocking and
+// checked again on the descriptor (the path may have changed), read to its end under the size bound.
+std::vector<uint8_t> read_file(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        refuse(BASALT_ERR_NOT_FOUND, "cannot open control vector '" + path + "': " + std::strerror(errno));
+    check_regular(st, path);
+    struct Fd {
+        int fd;
+        ~Fd() {
+            if (fd >= 0) ::close(fd);
+        }
+    } const file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+    const int fd = file.fd;
+    if (fd < 0) refuse(BASALT_ERR_NOT_FOUND, "cannot open control vector '" + path + "': " + std::strerror(errno));
+    if (::fstat(fd, &st) != 0)
+        refuse(BASALT_ERR_IO, "cannot stat control vector '" + path + "': " + std::strerror(errno));
+    check_regular(st, path);
+    std::vector<uint8_t> bytes;
+    uint8_t chunk[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) refuse(BASALT_ERR_IO, "cannot read control vector '" + path + "': " + std::strerror(errno));
+        if (n == 0) break;
+        if (bytes.size() + static_cast<size_t>(n) > kMaxFileBytes) {
+            refuse(BASALT_ERR_INVALID_ARGUMENT, "control vector '" + path + "' is larger than the bound of " +
+                                                    std::to_string(kMaxFileBytes) + " bytes (256 MiB)");
+        }
+        bytes.insert(bytes.end(), chunk, chunk + n);
+    }
+    return bytes;
 }
 
 // Sequential reads over the file's bytes; every read checks the bounds.
@@ -97,9 +152,7 @@ struct ControlVector {
 };
 
 ControlVector read_control_vector(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) refuse(BASALT_ERR_NOT_FOUND, "cannot open control vector '" + path + "'");
-    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<uint8_t> bytes = read_file(path);
     Reader r(bytes, path);
     if (bytes.size() < 4 || std::memcmp(bytes.data(), "GGUF", 4) != 0)
         refuse(BASALT_ERR_FORMAT, path + ": not a GGUF file");
@@ -185,8 +238,16 @@ ControlVector read_control_vector(const std::string& path) {
             refuse(BASALT_ERR_FORMAT, path + ": tensor '" + t.name + "' lies outside the file");
         std::vector<float> v(static_cast<size_t>(t.n));
         std::memcpy(v.data(), bytes.data() + data + t.offset, 4 * v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (!std::isfinite(v[i])) {
+                refuse(BASALT_ERR_FORMAT, path + ": tensor '" + t.name + "' holds a non-finite value (" +
+                                              (std::isnan(v[i]) ? "nan" : "inf") + ") at index " + std::to_string(i));
+            }
+        }
         cv.directions[static_cast<uint32_t>(layer)] = std::move(v);
     }
+    if (cv.directions.empty())
+        refuse(BASALT_ERR_FORMAT, path + ": holds no direction.N tensor (a control vector with no directions)");
     return cv;
 }
 

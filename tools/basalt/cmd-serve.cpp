@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "engine-setup.hpp"
+#include "serve/control-vectors.hpp"
 #include "serve/served-model.hpp"
 #include "serve/server.hpp"
 
@@ -74,6 +75,15 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     cpp::OpenEngine e = cpp::open_engine(std::move(options));
     served.max_request_seqs = max_request_seqs;
     served.decoder_seqs = [&runtime = e.runtime](const std::string& spec) { return runtime.decoder_needs(spec).n_seq; };
+    // The operator's control vectors, loaded now: a request's "steer" only names them.
+    const auto named = vm.count("control-vector") != 0 ? vm["control-vector"].as<std::vector<std::string>>()
+                                                       : std::vector<std::string>{};
+    const std::string steer_dir = vm.count("steer-dir") != 0 ? vm["steer-dir"].as<std::string>() : "";
+    if (auto why = serve::load_control_vectors(e.engine.get(), named, steer_dir, served.control_vectors);
+        !why.empty()) {
+        print_error("basalt serve: " + why);
+        return kExitError;
+    }
 
     serve::ServerConfig cfg;
     cfg.host = vm["host"].as<std::string>();
@@ -113,6 +123,10 @@ const Registrar kServe{Command{
             "port-file", po::value<std::string>(), "write the bound port to this file once listening")(
             "api-key", po::value<std::string>(),
             "require 'Authorization: Bearer KEY' on /v1/* (401 without it); default $BASALT_API_KEY, else none")(
+            "control-vector", po::value<std::vector<std::string>>(),
+            "NAME=FILE: load a control vector at start; requests steer with \"steer\": \"NAME[:SCALE[:A-B]]\" "
+            "(repeatable)")("steer-dir", po::value<std::string>(),
+                            "load every regular *.gguf control vector in DIR at start, each named by its file's stem")(
             "chat-template", po::value<std::string>(),
             "chat template family: plain, chatml, llama3, gemma, mistral, phi3 (default: recognised from the "
             "model's tokenizer.chat_template; plain when it has none)")(

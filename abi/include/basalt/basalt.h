@@ -883,6 +883,16 @@ BASALT_API size_t basalt_gguf_writer_tensor_count(const basalt_gguf_writer* writ
  * writer is unchanged and may be written again. One thread per writer at a time. */
 BASALT_API basalt_status basalt_gguf_writer_write(const basalt_gguf_writer* writer, const char* path);
 
+/*
+ * Since 1.5: loads the control vector spec "FILE[:SCALE[:A-B]]" now (the file is refused unless a regular file
+ * under the steering size bound) and keeps it in the engine under `name` (1..255 bytes, no ':'; copied). A
+ * request's steer spec "NAME[:SCALE[:A-B]]" naming it then uses the kept vectors, scaled and limited to the
+ * range, and opens no file (a name shadows a file of that name). Fails with the load's error naming the file,
+ * BASALT_ERR_DUPLICATE for a name already loaded, BASALT_ERR_UNSUPPORTED for an encoder-decoder model.
+ * Thread-safe.
+ */
+BASALT_API basalt_status basalt_engine_add_control_vector(basalt_engine* engine, const char* name, const char* spec);
+
 BASALT_END_DECLS
 
 #endif /* BASALT_BASALT_H */

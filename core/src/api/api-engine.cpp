@@ -313,6 +313,14 @@ basalt_status basalt_engine_moe_stats(const basalt_engine* engine, uint32_t laye
     });
 }
 
+basalt_status basalt_engine_add_control_vector(basalt_engine* engine, const char* name, const char* spec) {
+    return guard([&] {
+        if (name == nullptr || spec == nullptr)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_add_control_vector: name and spec are required");
+        get(engine).add_control_vector(name, spec);
+    });
+}
+
 basalt_status basalt_request_cancel(basalt_request* request) {
     return guard([&] {
         if (request == nullptr || !request->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");

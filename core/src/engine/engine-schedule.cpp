@@ -16,7 +16,23 @@ std::vector<std::shared_ptr<Request>> Engine::admit_queued(std::vector<std::shar
     }
     // Cross-attention rows are the session's only for encoder-decoder models (the only ones with sources).
     const uint64_t source_rows = model_.hparams.encoder_decoder ? sessions_[0]->free_source_rows() : 0;
-    auto started = scheduler_.admit(queue_, running_, source_rows, [this](Request& r) { admit(r); });
+    std::vector<std::shared_ptr<Request>> started;
+    // A refused admission (the scheduler has undone it) finishes that request with the error and leaves the queue
+    // moving: left at the front, it would be retried, and refused, at every step.
+    for (;;) {
+        try {
+            auto more = scheduler_.admit(queue_, running_, source_rows, [this](Request& r) { admit(r); });
+            started.insert(started.end(), more.begin(), more.end());
+            break;
+        } catch (const std::exception& e) {
+            auto r = queue_.front();
+            queue_.pop_front();
+            log::warn("engine: request {} refused at admission: {}", r->id, e.what());
+            finish(*r, BASALT_FINISH_ERROR, fmt::format("admission: {}", e.what()));
+            r->release_plugin_objects();
+            touched.push_back(std::move(r));
+        }
+    }
     stats_.queued = queue_.size();
     return started;
 }

@@ -23,7 +23,7 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     // Steering vectors are loaded (and refused) now; the identity joins the salt so no K/V computed under one
     // steering is ever attached to a request under another (or none).
     if (!r->spec.steer.empty()) {
-        SteerTable st = load_steering(runtime_, model_.hparams, r->spec.steer);
+        SteerTable st = load_steering(runtime_, model_.hparams, r->spec.steer, &steer_registry_);
         r->spec.cache_salt = steer_salt(r->spec.cache_salt, st.hash);
         r->steer_vectors = std::move(st.vectors);
         r->steer_layers = std::move(st.layers);
@@ -148,6 +148,14 @@ void Engine::enqueue(const std::shared_ptr<Request>& r) {
         idle_now_ = false;
     }
     wake_.notify_all();
+}
+
+}  // namespace basalt::engine
+
+namespace basalt::engine {
+
+void Engine::add_control_vector(const std::string& name, const std::string& spec) {
+    steer_registry_.add(name, load_steering(runtime_, model_.hparams, {spec}));
 }
 
 }  // namespace basalt::engine

@@ -15,6 +15,7 @@
 
 #include "engine/request.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/steering.hpp"
 #include "exec/sampler-chain-instance.hpp"
 #include "exec/session.hpp"
 #include "model/model.hpp"
@@ -71,6 +72,9 @@ class Engine {
     // an engine already destroyed). A callback must not re-enter its engine's step, run or destroy: the C API
     // refuses those calls when this is true. Thread-safe.
     static bool in_callback(const Engine* e);
+    // Loads the control-vector spec "FILE[:SCALE[:A-B]]" now and keeps it under `name`: a request's steer spec
+    // "NAME[:SCALE[:A-B]]" then uses it and opens no file. Throws the load's refusal or a name's. Thread-safe.
+    void add_control_vector(const std::string& name, const std::string& spec);
 
     const basalt_model& model() const { return model_; }
     uint32_t n_ctx() const { return n_ctx_; }
@@ -140,7 +144,8 @@ class Engine {
     std::unique_ptr<Session> sessions_[2];
     bool has_text_ = false;  // the model's vocabulary renders text (benchmark files have none)
 
-    mutable std::mutex mutex_;  // queue_, counters, stopping_
+    mutable std::mutex mutex_;      // queue_, counters, stopping_
+    SteerRegistry steer_registry_;  // named control vectors (add_control_vector); its own lock
     std::condition_variable wake_;
     std::condition_variable idle_;
     std::deque<std::shared_ptr<Request>> queue_;

@@ -14,11 +14,15 @@
 namespace basalt::engine {
 namespace {
 
-bool is_number(const std::string& s, float& out) {
+// A trailing piece that reads whole as a number is a scale; a non-finite one (nan, inf, 1e99) is refused as a
+// scale rather than read as part of the file name.
+bool is_number(const std::string& s, float& out, const std::string& spec) {
     if (s.empty()) return false;
     char* end = nullptr;
     const float v = std::strtof(s.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(v)) return false;
+    if (*end != '\0') return false;
+    if (!std::isfinite(v))
+        fail(BASALT_ERR_INVALID_ARGUMENT, "steering spec '{}': scale '{}' is not a finite number", spec, s);
     out = v;
     return true;
 }
@@ -48,22 +52,71 @@ SteerSpec parse_steer_spec(const std::string& spec) {
         const size_t prev = rest.rfind(':', last == 0 ? std::string::npos : last - 1);
         float v = 0;
         if (is_range(tail) && prev != std::string::npos && last > 0 &&
-            is_number(rest.substr(prev + 1, last - prev - 1), v)) {
+            is_number(rest.substr(prev + 1, last - prev - 1), v, spec)) {
             s.layers = tail;
             s.scale = v;
             rest = rest.substr(0, prev);
-        } else if (is_number(tail, v)) {
+        } else if (is_number(tail, v, spec)) {
             s.scale = v;
             rest = rest.substr(0, last);
         }
     }
-    if (rest.empty()) fail(BASALT_ERR_INVALID_ARGUMENT, "steering spec '{}' names no file (FILE[:SCALE[:A-B]])", spec);
+    if (rest.empty())
+        fail(BASALT_ERR_INVALID_ARGUMENT, "steering spec '{}' names no file or vector (FILE[:SCALE[:A-B]])", spec);
     s.file = rest;
     return s;
 }
 
+void SteerRegistry::add(const std::string& name, SteerTable table) {
+    if (name.empty() || name.size() > 255 || name.find(':') != std::string::npos)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "control vector name '{}' must be 1..255 bytes without ':'", name);
+    std::lock_guard lock(mutex_);
+    if (!tables_.emplace(name, std::move(table)).second)
+        fail(BASALT_ERR_DUPLICATE, "a control vector named '{}' is already loaded", name);
+}
+
+bool SteerRegistry::find(const std::string& name, SteerTable& out) const {
+    std::lock_guard lock(mutex_);
+    const auto it = tables_.find(name);
+    if (it == tables_.end()) return false;
+    out = it->second;
+    return true;
+}
+
+size_t SteerRegistry::size() const {
+    std::lock_guard lock(mutex_);
+    return tables_.size();
+}
+
+namespace {
+
+// "A-B" (both within the model's layers, A <= B) into first and last; throws naming the spec.
+void steer_range(const SteerSpec& s, const std::string& spec, uint32_t n_layer, uint32_t& first, uint32_t& last) {
+    first = 0;
+    last = n_layer - 1;
+    if (s.layers.empty()) return;
+    const size_t dash = s.layers.find('-');
+    const unsigned long a = std::strtoul(s.layers.substr(0, dash).c_str(), nullptr, 10);
+    const unsigned long b = std::strtoul(s.layers.substr(dash + 1).c_str(), nullptr, 10);
+    if (a > b)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "steering spec '{}': layers '{}' is not a range A-B (0 <= A <= B)", spec,
+             s.layers);
+    if (b >= n_layer || s.layers.size() > 20) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "steering spec '{}': layers '{}' is past the model's {} layers (0..{})", spec,
+             s.layers, n_layer, n_layer - 1);
+    }
+    first = static_cast<uint32_t>(a);
+    last = static_cast<uint32_t>(b);
+}
+
+}  // namespace
+
 SteerTable load_steering(basalt_runtime& runtime, const ModelHparams& hp, const std::vector<std::string>& specs,
-                         const std::string& component) {
+                         const SteerRegistry* registry, const std::string& component) {
+    if (hp.encoder_decoder) {
+        fail(BASALT_ERR_UNSUPPORTED, "steering is not supported for encoder-decoder models ('{}'): refused at submit",
+             hp.arch);
+    }
     const Component* c = runtime.plugins.find(BASALT_COMPONENT_STEERING, component);
     if (c == nullptr) {
         std::string names;
@@ -80,6 +133,20 @@ SteerTable load_steering(basalt_runtime& runtime, const ModelHparams& hp, const 
     std::vector<float> v(E);
     for (const std::string& text : specs) {
         const SteerSpec s = parse_steer_spec(text);
+        uint32_t first = 0, last = 0;
+        steer_range(s, text, hp.n_layer, first, last);
+        SteerTable named;
+        if (registry != nullptr && registry->find(s.file, named)) {
+            // A loaded vector: scaled and limited here, no file opened.
+            for (uint32_t il = first; il <= last; ++il) {
+                if (named.layers[il] == 0) continue;
+                const float* src = named.vectors.data() + il * E;
+                float* dst = t.vectors.data() + il * E;
+                for (size_t i = 0; i < E; ++i) dst[i] += s.scale * src[i];
+                t.layers[il] = 1;
+            }
+            continue;
+        }
         ParamPairs kv = {{"file", s.file}, {"scale", fmt::format("{}", s.scale)}};
         if (!s.layers.empty()) kv.emplace_back("layers", s.layers);
         const ParamsView p(kv);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,11 +30,28 @@ struct SteerTable {
     uint64_t hash = 0;            // of the layers and the vectors' bits (never 0)
 };
 
+// Control vectors loaded once (an operator's, e.g. `basalt serve --control-vector NAME=FILE`) and named: a spec
+// "NAME[:SCALE[:A-B]]" whose NAME is registered uses the vectors kept here and opens no file. Thread-safe.
+class SteerRegistry {
+  public:
+    // Keeps `table` (scale 1, the layers its file has) under `name` (1..255 bytes, no ':'). Throws
+    // INVALID_ARGUMENT for a bad name, DUPLICATE for a name already registered.
+    void add(const std::string& name, SteerTable table);
+    // The table under `name`, or false. Copies it out.
+    bool find(const std::string& name, SteerTable& out) const;
+    size_t size() const;
+
+  private:
+    mutable std::mutex mutex_;
+    std::map<std::string, SteerTable> tables_;
+};
+
 // Loads and sums the specs with steering component `component` (the "vector" plugin by default) for a model of
-// these hyperparameters. Throws the plugin's refusal (naming the file and both figures) or NOT_FOUND naming the
-// steering components loaded.
+// these hyperparameters; a spec naming an entry of `registry` (may be null) uses that entry. Refuses an
+// encoder-decoder model (UNSUPPORTED), a layer range past the model's layers, and the plugin's refusals (naming
+// the file and both figures); NOT_FOUND names the steering components loaded.
 SteerTable load_steering(basalt_runtime& runtime, const ModelHparams& hp, const std::vector<std::string>& specs,
-                         const std::string& component = "vector");
+                         const SteerRegistry* registry = nullptr, const std::string& component = "vector");
 
 // The request's prefix-cache salt with the steering identity mixed in (salt itself when hash is 0).
 uint64_t steer_salt(uint64_t salt, uint64_t hash);

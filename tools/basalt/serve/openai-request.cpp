@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -60,6 +61,8 @@ std::string fmt(double d) {
     os << d;
     return os.str();
 }
+
+constexpr size_t kMaxSteer = 16;  // "steer" entries of one request
 
 const std::set<std::string>& common_keys() {
     static const std::set<std::string> k = {
@@ -159,10 +162,15 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
                        "logprobs", "invalid_request_error", "unsupported_parameter");
     if (present(body, "cache_salt")) spec.cache_salt = string_field(body, "cache_salt");
     if (present(body, "steer")) {
+        std::vector<std::string> named;
         if (auto why = cli::read_string_or_list(body["steer"], "steer",
-                                                "a string \"FILE[:SCALE[:A-B]]\" or an array of them", spec.steer);
+                                                "a string \"NAME[:SCALE[:A-B]]\" or an array of them", named);
             !why.empty())
             bad("steer", why);
+        if (named.size() > kMaxSteer)
+            bad("steer", "'steer' may name at most " + std::to_string(kMaxSteer) + " vectors, not " +
+                             std::to_string(named.size()));
+        for (const auto& n : named) spec.steer.push_back(steer_spec(n, model));
     }
     if (present(body, "ignore_eos") && boolean(body, "ignore_eos")) spec.flags |= BASALT_REQUEST_IGNORE_EOG;
 
@@ -245,6 +253,47 @@ std::vector<int32_t> token_list(const json& v, const ServedModel& model, const c
 }
 
 }  // namespace
+
+std::string steer_spec(const std::string& text, const ServedModel& model) {
+    std::vector<std::string> parts;
+    for (size_t at = 0;;) {
+        const size_t colon = text.find(':', at);
+        parts.push_back(text.substr(at, colon == std::string::npos ? std::string::npos : colon - at));
+        if (colon == std::string::npos) break;
+        at = colon + 1;
+    }
+    const std::string& name = parts[0];
+    if (std::find(model.control_vectors.begin(), model.control_vectors.end(), name) == model.control_vectors.end()) {
+        std::string loaded;
+        for (const auto& n : model.control_vectors) loaded += (loaded.empty() ? "" : ", ") + n;
+        std::string shown = name.substr(0, 64);
+        for (char& c : shown)
+            if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+        bad("steer",
+            "'steer' names no loaded control vector '" + shown + "' (loaded: " +
+                (loaded.empty() ? "none; the operator loads them with --control-vector or --steer-dir" : loaded) + ")");
+    }
+    if (parts.size() > 3) bad("steer", "'steer' entries are \"NAME[:SCALE[:A-B]]\"");
+    std::string out = name;
+    if (parts.size() >= 2) {
+        char* end = nullptr;
+        const double scale = std::strtod(parts[1].c_str(), &end);
+        if (parts[1].empty() || *end != '\0' || !std::isfinite(scale) || std::fabs(scale) > 1e6)
+            bad("steer", "'steer' scale must be a finite number (|scale| <= 1e6) in \"NAME[:SCALE[:A-B]]\"");
+        out += ":" + fmt(scale);
+    }
+    if (parts.size() == 3) {
+        const std::string& r = parts[2];
+        const size_t dash = r.find('-');
+        const bool digits =
+            !r.empty() && r.size() <= 12 && dash != std::string::npos && dash > 0 && dash + 1 < r.size() &&
+            std::all_of(r.begin(), r.end(), [](char c) { return c == '-' || (c >= '0' && c <= '9'); }) &&
+            r.find('-', dash + 1) == std::string::npos;
+        if (!digits) bad("steer", "'steer' layers must be a range A-B of layer numbers in \"NAME[:SCALE[:A-B]]\"");
+        out += ":" + r;
+    }
+    return out;
+}
 
 json error_object(const ApiError& e) {
     json inner = {{"message", e.what()}, {"type", e.type}};

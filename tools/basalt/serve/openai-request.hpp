@@ -47,7 +47,12 @@ struct ServedModel {
     uint32_t max_request_seqs = 1;  // --max-request-seqs: decoders needing more sequences are refused
     // Chat message content is tokenized with special tokens parsed (serve --trust-client-special-tokens).
     bool trust_client_special_tokens = false;
+    std::vector<std::string> control_vectors;  // names of the vectors loaded at start ("steer" names them), sorted
 };
+
+// A request's "steer" entry "NAME[:SCALE[:A-B]]" checked against the loaded vectors and rebuilt for the engine;
+// throws ApiError 400 (naming the loaded vectors, never a path) for an unknown name or a bad scale or range.
+std::string steer_spec(const std::string& text, const ServedModel& model);
 
 // One parsed request: n choices for each prompt, all with the same engine parameters.
 struct GenerationRequest {
