@@ -78,6 +78,16 @@ class FilesTest(unittest.TestCase):
             # The good file still loads, and the engine still runs.
             self.assertEqual(len(engine.submit(tokens=PROMPT, max_tokens=3, steer=self.good + ":1:1-2").tokens()),
                              3)
+            # A vector loaded by name: requests name it and open no file; a zero scale gives the unsteered tokens.
+            engine.add_control_vector("good", self.good)
+            with self.assertRaisesRegex(basalt.BasaltError, "good"):
+                engine.add_control_vector("good", self.good)  # a name loaded twice
+            with self.assertRaisesRegex(basalt.BasaltError, r"fifo\.gguf' is not a regular file"):
+                engine.add_control_vector("fifo", self.path("fifo.gguf"))  # made by bad_cases() above
+            plain = engine.submit(tokens=PROMPT, max_tokens=6).tokens()
+            self.assertEqual(engine.submit(tokens=PROMPT, max_tokens=6, steer="good:0").tokens(), plain)
+            by_file = engine.submit(tokens=PROMPT, max_tokens=6, steer=self.good + ":4").tokens()
+            self.assertEqual(engine.submit(tokens=PROMPT, max_tokens=6, steer="good:4").tokens(), by_file)
 
     def test_cli_run_refuses_by_name_without_blocking(self):
         for spec, message in self.bad_cases() + self.bad_specs():

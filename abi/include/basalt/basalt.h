@@ -884,7 +884,7 @@ BASALT_API size_t basalt_gguf_writer_tensor_count(const basalt_gguf_writer* writ
 BASALT_API basalt_status basalt_gguf_writer_write(const basalt_gguf_writer* writer, const char* path);
 
 /*
- * Since 1.5: loads the control vector spec "FILE[:SCALE[:A-B]]" now (the file is refused unless a regular file
+ * since 1.4. Loads the control vector spec "FILE[:SCALE[:A-B]]" now (the file is refused unless a regular file
  * under the steering size bound) and keeps it in the engine under `name` (1..255 bytes, no ':'; copied). A
  * request's steer spec "NAME[:SCALE[:A-B]]" naming it then uses the kept vectors, scaled and limited to the
  * range, and opens no file (a name shadows a file of that name). Fails with the load's error naming the file,

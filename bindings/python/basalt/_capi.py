@@ -262,6 +262,7 @@ def _declare(lib):
     fn("basalt_engine_create", st, c_void_p, c_void_p, P(EngineParams), P(c_void_p))
     fn("basalt_engine_destroy", None, c_void_p)
     fn("basalt_engine_submit", st, c_void_p, P(RequestParams), P(c_void_p))
+    fn("basalt_engine_add_control_vector", st, c_void_p, c_char_p, c_char_p)
     fn("basalt_engine_step", st, c_void_p, P(c_size_t))
     fn("basalt_engine_run", st, c_void_p)
     fn("basalt_engine_stats_get", st, c_void_p, P(EngineStats))

@@ -260,6 +260,13 @@ class Engine(_Owned):
         self._dispatch.raise_failed()
         _check(st)
 
+    def add_control_vector(self, name, spec):
+        """Loads the control vector spec "FILE[:SCALE[:A-B]]" now and keeps it under `name`: a request's
+        steer="NAME[:SCALE[:A-B]]" then uses it and opens no file. Raises BasaltError naming a refused file or name.
+        Thread-safe."""
+        _check(self._lib.basalt_engine_add_control_vector(self._h, _text_bytes(name, "add_control_vector: name"),
+                                                          _text_bytes(spec, "add_control_vector: spec")))
+
     def stats(self):
         """Engine-wide counters: steps, queued, running, finished, prompt_tokens, generated_tokens,
         batch_tokens_max, kv_slots, kv_slots_free, cached_tokens (prompt tokens reused from the prefix cache)."""

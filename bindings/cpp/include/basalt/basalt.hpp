@@ -621,6 +621,11 @@ class Engine : public detail::Handle<basalt_engine, basalt_engine_destroy> {
     }
     // Steps until no request is queued or running; throws Error when a forward failed.
     void run() { check(basalt_engine_run(get())); }
+    // Loads the control vector spec "FILE[:SCALE[:A-B]]" now and keeps it under `name` (requests' steer specs then
+    // name it and open no file); throws Error naming a refused file or name. Thread-safe.
+    void add_control_vector(const std::string& name, const std::string& spec) {
+        check(basalt_engine_add_control_vector(get(), name.c_str(), spec.c_str()));
+    }
     // The engine's counters. Thread-safe.
     basalt_engine_stats stats() const {
         basalt_engine_stats s{};
