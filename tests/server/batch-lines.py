@@ -14,15 +14,7 @@ import sys
 import tempfile
 import time
 
-failures = []
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-        print("FAIL", name, detail)
-    else:
-        print("ok  ", name)
+from serve_harness import check, failures
 
 
 def main():

@@ -11,17 +11,8 @@ import json
 import sys
 import time
 
-from serve_harness import Server
+from serve_harness import Server, check, failures
 
-failures = []
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-        print("FAIL", name, detail)
-    else:
-        print("ok  ", name)
 
 
 def post(srv, body, path="/v1/completions"):

@@ -9,15 +9,7 @@ import os
 import subprocess
 import sys
 
-failures = []
-
-
-def check(name, cond, detail=""):
-    if not cond:
-        failures.append("%s: %s" % (name, detail))
-        print("FAIL", name, detail)
-    else:
-        print("ok  ", name)
+from serve_harness import check, failures
 
 
 def refused(name, args, needle, env=None):

@@ -7,6 +7,17 @@ import subprocess
 import tempfile
 import time
 
+# The checks of one test script: check() prints each and records what failed in failures (shared, never rebound).
+failures = []
+
+
+def check(name, cond, detail=""):
+    if not cond:
+        failures.append("%s: %s" % (name, detail))
+        print("FAIL", name, detail)
+    else:
+        print("ok  ", name)
+
 
 class Server:
     def __init__(self, basalt, args=(), env=None, name="serve"):
