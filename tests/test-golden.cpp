@@ -143,6 +143,7 @@ struct Case {
     const char* backend = nullptr;  // NULL: cpu
     uint32_t n_batch = 0;           // 0: 512 (capped at the context of 128)
     const std::vector<int32_t>* source = nullptr;  // encoder-decoder models: the encoder's input
+    size_t flip_rows = 2;                          // greedy rows allowed past 2 * tol (each within flip)
 };
 
 void run_case(const Case& c) {
@@ -195,7 +196,7 @@ void run_case(const Case& c) {
     }
     INFO("greedy: " << agree << "/" << n_gen << " steps agree; gen rows max abs " << gen_max << ", " << rows_over
                     << " rows with a rounding flip");
-    CHECK(rows_over <= 2);
+    CHECK(rows_over <= c.flip_rows);
 }
 
 // Max abs difference of every logit row (prompt batch, then the 32 golden greedy steps fed one by one) from the
@@ -340,6 +341,65 @@ TEST_CASE("golden: llama256 q6_k", "[golden]") {
 TEST_CASE("golden: llama256 q4_k", "[golden]") {
     run_case({"tiny-llama256-q4_k", "tiny-llama256-q4_k.ref", &kLlamaPrompt, 0.18});
 }
+// Issue 29's architectures (qwen3, qwen3moe, gemma2, smollm3), each in f32/f16/q8_0/q4_0, same rules as above.
+// qwen3 and smollm3 Q4_0: the prompt rows (batch and token by token) match `.ref` to 2e-6, but 7 of the 32 golden
+// greedy steps (all past position 36) differ by one activation-rounding flip, up to 0.29 / 0.078 (their README
+// "q4_0 act. effect" is 1.5 / 0.51); our steps equal one batch of the same tokens (checked below), so the flips are
+// llama.cpp's decode path against its own prefill: up to 8 such rows, within 0.4 / 0.1.
+// gemma2 (GELU, no exact-GELU golden): its `.ref` used llama.cpp's fp16 GELU table, which the golden README measures
+// at 0.014 from exact GELU in f32 (numpy): F32 tolerance 0.03; F16/Q8_0/Q4_0 bounded by its "act. effect" column.
+TEST_CASE("golden: qwen3 f32, f16, q8_0, q4_0", "[golden]") {
+    run_case({"tiny-qwen3-f32", "tiny-qwen3-f32.ref", &kBpePrompt, 1e-4});
+    run_case({"tiny-qwen3-f16", "tiny-qwen3-f16.ref", &kBpePrompt, 0.064});
+    run_case({"tiny-qwen3-q8_0", "tiny-qwen3-q8_0.ref", &kBpePrompt, 1e-4, 0.05});
+    run_case({"tiny-qwen3-q4_0", "tiny-qwen3-q4_0.ref", &kBpePrompt, 1e-4, 0.4, nullptr, 0, nullptr, 8});
+}
+TEST_CASE("golden: qwen3moe f32, f16, q8_0, q4_0", "[golden]") {
+    run_case({"tiny-qwen3moe-f32", "tiny-qwen3moe-f32.ref", &kBpePrompt, 1e-4});
+    run_case({"tiny-qwen3moe-f16", "tiny-qwen3moe-f16.ref", &kBpePrompt, 0.028});
+    run_case({"tiny-qwen3moe-q8_0", "tiny-qwen3moe-q8_0.ref", &kBpePrompt, 1e-4, 0.05});
+    run_case({"tiny-qwen3moe-q4_0", "tiny-qwen3moe-q4_0.ref", &kBpePrompt, 1e-4, 0.05});
+}
+TEST_CASE("golden: gemma2 f32, f16, q8_0, q4_0", "[golden]") {
+    run_case({"tiny-gemma2-f32", "tiny-gemma2-f32.ref", &kGemmaPrompt, 0.03});
+    run_case({"tiny-gemma2-f16", "tiny-gemma2-f16.ref", &kGemmaPrompt, 0.056});
+    run_case({"tiny-gemma2-q8_0", "tiny-gemma2-q8_0.ref", &kGemmaPrompt, 1.2});
+    run_case({"tiny-gemma2-q4_0", "tiny-gemma2-q4_0.ref", &kGemmaPrompt, 0.81});
+}
+// Batches of 4: the sliding-window layers (window 6) keep their K/V in rings, the prompt goes in 6 passes.
+TEST_CASE("golden: gemma2 f32 with sliding-window rings", "[golden]") {
+    run_case({"tiny-gemma2-f32", "tiny-gemma2-f32.ref", &kGemmaPrompt, 0.03, 0, nullptr, 4});
+}
+// The greedy steps of qwen3 and smollm3 Q4_0 (prompt, then the golden continuation one token per step) equal the
+// rows of the same 54 tokens decoded as one batch: the decode path is the prefill path.
+TEST_CASE("golden: qwen3 and smollm3 q4_0 greedy steps equal one batch of the same tokens", "[golden]") {
+    const fs::path dir = golden_dir();
+    for (const auto& [m, prompt] :
+         {std::pair{"tiny-qwen3-q4_0", &kBpePrompt}, std::pair{"tiny-smollm3-q4_0", &kLlamaPrompt}}) {
+        INFO(m);
+        const auto gold_gen = read_f32(dir / "logits" / (std::string(m) + ".ref.gen.f32"));
+        const auto gold_batch = read_f32(dir / "logits" / (std::string(m) + ".ref.batch.f32"));
+        Runner steps(dir / "models" / (std::string(m) + ".gguf"));
+        const size_t V = steps.n_vocab;
+        std::vector<float> rows = steps.decode(*prompt, 0);
+        std::vector<int32_t> all = *prompt;
+        int32_t tok = static_cast<int32_t>(argmax(gold_batch.data() + (prompt->size() - 1) * V, V));
+        for (size_t s = 0; s < gold_gen.size() / V; ++s) {
+            const auto row = steps.decode({tok}, static_cast<int32_t>(all.size()));
+            rows.insert(rows.end(), row.begin(), row.end());
+            all.push_back(tok);
+            tok = static_cast<int32_t>(argmax(gold_gen.data() + s * V, V));
+        }
+        Runner batch(dir / "models" / (std::string(m) + ".gguf"));
+        CHECK(compare(rows, batch.decode(all, 0)).max_abs <= 1e-5);
+    }
+}
+TEST_CASE("golden: smollm3 f32, f16, q8_0, q4_0", "[golden]") {
+    run_case({"tiny-smollm3-f32", "tiny-smollm3-f32.ref", &kLlamaPrompt, 1e-4});
+    run_case({"tiny-smollm3-f16", "tiny-smollm3-f16.ref", &kLlamaPrompt, 0.024});
+    run_case({"tiny-smollm3-q8_0", "tiny-smollm3-q8_0.ref", &kLlamaPrompt, 1e-4, 0.05});
+    run_case({"tiny-smollm3-q4_0", "tiny-smollm3-q4_0.ref", &kLlamaPrompt, 1e-4, 0.1, nullptr, 0, nullptr, 8});
+}
 
 // The Vulkan backend (lavapipe in CI) on every golden model whose types it supports. It keeps activations in F32,
 // so quantized and F16 models are compared with the `-deq.ref` goldens (the same weights dequantized, F32 math;
@@ -424,6 +484,32 @@ TEST_CASE("golden vulkan: t5 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
 TEST_CASE("golden vulkan: llama256 q4_k, q6_k", "[golden][.vulkan]") {
     run_vulkan("tiny-llama256-q4_k", "tiny-llama256-q4_k-deq.ref", &kLlamaPrompt, 2e-4);
     run_vulkan("tiny-llama256-q6_k", "tiny-llama256-q6_k-deq.ref", &kLlamaPrompt, 2e-4);
+}
+TEST_CASE("golden vulkan: qwen3 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+    run_vulkan("tiny-qwen3-f32", "tiny-qwen3-f32.ref", &kBpePrompt, 2e-4);
+    run_vulkan("tiny-qwen3-f16", "tiny-qwen3-f16-deq.ref", &kBpePrompt, 2e-4);
+    run_vulkan("tiny-qwen3-q8_0", "tiny-qwen3-q8_0-deq.ref", &kBpePrompt, 2e-4);
+    run_vulkan("tiny-qwen3-q4_0", "tiny-qwen3-q4_0-deq.ref", &kBpePrompt, 2e-4);
+}
+TEST_CASE("golden vulkan: qwen3moe f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+    run_vulkan("tiny-qwen3moe-f32", "tiny-qwen3moe-f32.ref", &kBpePrompt, 1e-4);
+    run_vulkan("tiny-qwen3moe-f16", "tiny-qwen3moe-f16-deq.ref", &kBpePrompt, 2e-4);
+    run_vulkan("tiny-qwen3moe-q8_0", "tiny-qwen3moe-q8_0-deq.ref", &kBpePrompt, 2e-4);
+    run_vulkan("tiny-qwen3moe-q4_0", "tiny-qwen3moe-q4_0-deq.ref", &kBpePrompt, 2e-4);
+}
+// gemma2's `-deq.ref` goldens used llama.cpp's fp16 GELU table (README: 0.014 from exact GELU in f32).
+TEST_CASE("golden vulkan: gemma2 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+    run_vulkan("tiny-gemma2-f32", "tiny-gemma2-f32.ref", &kGemmaPrompt, 0.03);
+    run_vulkan("tiny-gemma2-f16", "tiny-gemma2-f16-deq.ref", &kGemmaPrompt, 0.03);
+    run_vulkan("tiny-gemma2-q8_0", "tiny-gemma2-q8_0-deq.ref", &kGemmaPrompt, 0.03);
+    run_vulkan("tiny-gemma2-q4_0", "tiny-gemma2-q4_0-deq.ref", &kGemmaPrompt, 0.03);
+    run_vulkan("tiny-gemma2-f32", "tiny-gemma2-f32.ref", &kGemmaPrompt, 0.03, 4);  // sliding-window rings
+}
+TEST_CASE("golden vulkan: smollm3 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+    run_vulkan("tiny-smollm3-f32", "tiny-smollm3-f32.ref", &kLlamaPrompt, 1e-4);
+    run_vulkan("tiny-smollm3-f16", "tiny-smollm3-f16-deq.ref", &kLlamaPrompt, 2e-4);
+    run_vulkan("tiny-smollm3-q8_0", "tiny-smollm3-q8_0-deq.ref", &kLlamaPrompt, 2e-4);
+    run_vulkan("tiny-smollm3-q4_0", "tiny-smollm3-q4_0-deq.ref", &kLlamaPrompt, 2e-4);
 }
 
 TEST_CASE("golden: batch prefill equals token-by-token decode", "[golden]") {

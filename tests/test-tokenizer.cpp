@@ -355,6 +355,24 @@ TEST_CASE("tiny model vectors: tiny-t5 (Unigram)", "[tokenizer]") {
     check_tiny("t5", RoundTrip::WITHOUT_UNK);
 }
 
+// The golden prompt as llama.cpp tokenized it (with BOS where the vocabulary adds one) for issue 29's models: qwen3
+// and qwen3moe (BPE, pre-tokenizer qwen2), gemma2 (SPM, gemma specials), smollm3 (SPM).
+TEST_CASE("golden prompt: qwen3, qwen3moe, gemma2 and smollm3 give llama.cpp's ids", "[tokenizer]") {
+    const std::string text = "Once upon a time, the stranger opened the wooden box.";
+    const std::vector<int32_t> bpe = {456, 443, 308, 258, 256, 72,  295, 11,  260,
+                                      371, 269, 79,  507, 260, 446, 282, 426, 13};
+    const std::vector<int32_t> gemma = {2,   280, 297, 376, 504, 363, 313, 311, 292, 350, 263,
+                                        315, 427, 324, 299, 337, 326, 315, 507, 337, 487, 264};
+    const std::vector<int32_t> spm = {1,   472, 294, 373, 501, 360, 310, 308, 289, 347, 260,
+                                      312, 424, 321, 296, 334, 323, 312, 504, 334, 484, 261};
+    for (const auto& [model, want] : {std::pair{"qwen3", &bpe}, std::pair{"qwen3moe", &bpe},
+                                      std::pair{"gemma2", &gemma}, std::pair{"smollm3", &spm}}) {
+        INFO(model);
+        auto l = load(golden_models() / fmt::format("tiny-{}-f32.gguf", model));
+        CHECK(l.tok->tokenize(text, true, false) == *want);
+    }
+}
+
 // Vocabularies llama.cpp has no vectors for: they load (gpt-neox has no tokenizer.ggml.pre, so the default
 // pre-tokenizer is used) and give llama-spm's strings back.
 TEST_CASE("round trip only: baichuan (SPM) and gpt-neox (BPE)", "[tokenizer]") {

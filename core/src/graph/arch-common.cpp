@@ -116,7 +116,7 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     const int32_t slots = windowed ? c.kv_slots_window : c.kv_slots;
     const int32_t lists = windowed ? c.attn_lists_window : c.attn_lists;
     write_kv(c, il_u, k_rows, v, slots, p);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
+    const float scale = o.scale > 0.f ? o.scale : 1.0f / std::sqrt(static_cast<float>(hd_k));
     const int32_t att = c.stream_window != 0
                             ? c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
                                      {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query},
@@ -126,9 +126,10 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
                                       {op::attention::rope_mode, o.rope_mode},
                                       {op::attention::n_rot, hp.n_rot},
                                       {op::attention::scale, scale},
+                                      {op::attention::soft_cap, o.soft_cap},
                                       {op::attention::freq_base, o.rope_base},
                                       {op::attention::freq_scale, hp.rope_freq_scale}})
-                            : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, 0.f, p);
+                            : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, o.soft_cap, p);
     return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
 }
 
@@ -237,7 +238,19 @@ int32_t select_output_rows(ForwardContext& c, int32_t x) {
 
 void output_head(ForwardContext& c, int32_t x) {
     const std::string w = c.has_weight("output.weight") ? "output.weight" : "token_embd.weight";
-    c.g.node(BASALT_OP_MATMUL, "output", c.logits, {c.weight(w, {c.hp.n_embd, c.hp.n_vocab}), x});
+    const int32_t wt = c.weight(w, {c.hp.n_embd, c.hp.n_vocab});
+    const float cap = c.hp.final_soft_cap;
+    if (cap <= 0.f) {
+        c.g.node(BASALT_OP_MATMUL, "output", c.logits, {wt, x});
+        return;
+    }
+    // cap * tanh(logits / cap) in llama.cpp's order of operations: scale by 1/cap, tanh, scale by cap.
+    const auto V = static_cast<int64_t>(c.hp.n_vocab);
+    int32_t l = c.g.op(BASALT_OP_MATMUL, "output.raw", BASALT_DTYPE_F32, {V, c.n_outputs}, {wt, x});
+    l = c.g.op(BASALT_OP_SCALE, "output.cap_in", BASALT_DTYPE_F32, {V, c.n_outputs}, {l},
+               {{op::scale::factor, 1.f / cap}});
+    l = c.g.op(BASALT_OP_TANH, "output.tanh", BASALT_DTYPE_F32, {V, c.n_outputs}, {l});
+    c.g.node(BASALT_OP_SCALE, "output", c.logits, {l}, {{op::scale::factor, cap}});
 }
 
 void build_forward(ForwardContext& c) {

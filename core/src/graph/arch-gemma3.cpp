@@ -1,12 +1,13 @@
-// gemma3: embeddings scaled by sqrt(n_embd), q/k RMS norm per head, rope on halves (base 10000 on
-// sliding-window layers, the model's base on global ones), post-attention and post-FFN norms, GeGLU.
+// The gemma family: embeddings scaled by sqrt(n_embd), rope on halves, sliding-window and global layers,
+// post-attention and post-FFN norms, GeGLU; attention soft-cap and final-logit soft-cap where the file has them
+// (gemma2). gemma3: q/k RMS norm per head, base 10000 on sliding-window layers, the model's base on global ones.
 #include <cmath>
 
 #include "graph/arch.hpp"
 
 namespace basalt {
 
-void build_gemma3(ForwardContext& c) {
+void build_gemma_family(ForwardContext& c, const GemmaVariant& variant) {
     const auto& hp = c.hp;
     const int64_t T = c.n_tokens;
     int32_t x = c.g.op(BASALT_OP_GET_ROWS, "token_embd", BASALT_DTYPE_F32, {hp.n_embd, T},
@@ -15,15 +16,17 @@ void build_gemma3(ForwardContext& c) {
     const float embd_scale = static_cast<float>(std::sqrt(static_cast<double>(hp.n_embd)));
     x = c.g.op(BASALT_OP_SCALE, "token_embd.scaled", BASALT_DTYPE_F32, {hp.n_embd, T}, {x},
                {{op::scale::factor, embd_scale}});
-    constexpr float kLocalRopeBase = 10000.f;
+    const float local_rope_base = variant.local_rope_base > 0.f ? variant.local_rope_base : hp.rope_freq_base;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         const int i = static_cast<int>(il);
         AttentionOptions ao;
         ao.rope_mode = 1;
-        ao.qk_norm = true;
+        ao.qk_norm = variant.qk_norm;
+        ao.scale = variant.attn_scale;
+        ao.soft_cap = hp.attn_soft_cap;
         const bool local = hp.layer_sliding[il];
-        ao.rope_base = local ? kLocalRopeBase : hp.rope_freq_base;
+        ao.rope_base = local ? local_rope_base : hp.rope_freq_base;
         ao.window = local ? static_cast<int32_t>(hp.sliding_window) : 0;
         int32_t a = attention_block(c, i, rms_norm(c, x, p + "attn_norm.weight", p + "attn_norm"), ao);
         a = rms_norm(c, a, p + "post_attention_norm.weight", p + "post_attention_norm");
@@ -35,6 +38,13 @@ void build_gemma3(ForwardContext& c) {
     }
     if (c.n_outputs == 0) return;
     output_head(c, rms_norm(c, select_output_rows(c, x), "output_norm.weight", "output_norm"));
+}
+
+void build_gemma3(ForwardContext& c) {
+    GemmaVariant v;
+    v.qk_norm = true;
+    v.local_rope_base = 10000.f;
+    build_gemma_family(c, v);
 }
 
 }  // namespace basalt

@@ -16,6 +16,19 @@ constexpr ArchSpec kArchs[] = {
     // Learned absolute positions and a plain (ungated) MLP.
     {.name = "gpt2", .label = "gpt2", .build = build_gpt2, .rope = false, .learned_positions = true, .ffn_mats = 2},
     {.name = "llama", .label = "llama with experts", .experts = ArchExperts::REQUIRED, .build = build_moe},
+    {.name = "qwen3", .label = "qwen3", .build = build_qwen3},
+    {.name = "qwen3moe", .label = "qwen3moe", .experts = ArchExperts::REQUIRED, .build = build_qwen3moe},
+    // Gemma 2 alternates sliding-window (even) and global (odd) layers and soft-caps attention and final logits;
+    // the defaults are llama.cpp's for files without the keys.
+    {.name = "gemma2",
+     .label = "gemma2",
+     .build = build_gemma2,
+     .sliding_pattern = 2,
+     .sliding_window = 4096,
+     .attn_soft_cap = 50.f,
+     .final_soft_cap = 30.f},
+    // No rope on every 4th layer (arch-smollm3.cpp).
+    {.name = "smollm3", .label = "smollm3", .build = build_smollm3},
     // Relative position buckets instead of rope.
     {.name = "t5",
      .label = "t5",
@@ -33,7 +46,8 @@ constexpr ArchSpec kUnknown{.name = "", .label = nullptr};
 constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
     return a.kind == b.kind && a.rope == b.rope && a.rope_freq_base == b.rope_freq_base &&
            a.sliding_pattern == b.sliding_pattern && a.learned_positions == b.learned_positions &&
-           a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets;
+           a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets && a.sliding_window == b.sliding_window &&
+           a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

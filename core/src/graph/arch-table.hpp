@@ -44,6 +44,9 @@ struct ArchSpec {
     bool learned_positions = false;            // position embeddings end at context_length: no position past it
     uint32_t ffn_mats = 3;                     // FFN weight matrices per expert (the memory plan's scratch estimate)
     uint32_t rel_buckets = 0;                  // default of attention.relative_buckets_count (encoder-decoder)
+    uint32_t sliding_window = 0;               // default of attention.sliding_window (0: none)
+    float attn_soft_cap = 0.f;   // default of attn_logit_softcapping; 0: not read (the builder applies no soft-cap)
+    float final_soft_cap = 0.f;  // default of final_logit_softcapping; 0: not read (the builder applies no soft-cap)
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

@@ -91,6 +91,8 @@ struct AttentionOptions {
     bool qk_norm = false;  // gemma3: RMS norm of q and k per head
     bool bias = false;     // qwen2: q/k/v biases
     bool rope = true;
+    float scale = 0.f;     // score = scale * dot(q, k); 0: 1/sqrt(head_dim)
+    float soft_cap = 0.f;  // gemma2: score = soft_cap * tanh(score / soft_cap); 0: none
 };
 
 // x [n_embd, T] -> rms_norm(x) * weight.
@@ -104,23 +106,38 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h);
 // The hook point at the output of layer il (after its feed-forward residual add, where llama.cpp applies control
 // vectors): a STEER node adding each row's slot vector when the step steers layer il; x itself otherwise.
 int32_t steer_hook(ForwardContext& c, int il, int32_t x);
-// Selects the output rows, applies the final norm (already applied when `normed`), and writes the logits.
+// Writes the logits of the selected, normed rows: the output matrix (token_embd when the file has no output.weight),
+// then the final-logit soft-cap cap * tanh(logits / cap) when hp.final_soft_cap > 0 (gemma2).
 void output_head(ForwardContext& c, int32_t x_rows_selected);
 // GET_ROWS of x [n_embd, T] at out_rows -> [n_embd, n_outputs].
 int32_t select_output_rows(ForwardContext& c, int32_t x);
 
 // What distinguishes the members of the llama family.
 struct LlamaVariant {
-    int rope_mode = 0;      // 0 pairs (llama), 1 neox (qwen2)
-    bool qkv_bias = false;  // qwen2
-    bool experts = false;   // llama-MoE
+    int rope_mode = 0;          // 0 pairs (llama), 1 neox (qwen2)
+    bool qkv_bias = false;      // qwen2
+    bool experts = false;       // llama-MoE
+    bool qk_norm = false;       // qwen3: RMS norm of q and k per head, before rope
+    uint32_t no_rope_step = 0;  // smollm3: layers il with (il + 1) % step == 0 have no rope (0: every layer has it)
 };
 void build_llama_family(ForwardContext& c, const LlamaVariant& variant);
+
+// What distinguishes the members of the gemma family (embeddings scaled by sqrt(n_embd), post-norms, GeGLU).
+struct GemmaVariant {
+    bool qk_norm = false;         // gemma3: RMS norm of q and k per head
+    float local_rope_base = 0.f;  // rope base of the sliding-window layers (0: the model's base)
+    float attn_scale = 0.f;       // 0: 1/sqrt(head_dim)
+};
+void build_gemma_family(ForwardContext& c, const GemmaVariant& variant);
 
 void build_llama(ForwardContext& c);
 void build_qwen2(ForwardContext& c);
 void build_moe(ForwardContext& c);
 void build_gemma3(ForwardContext& c);
+void build_gemma2(ForwardContext& c);
+void build_qwen3(ForwardContext& c);
+void build_qwen3moe(ForwardContext& c);
+void build_smollm3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);

@@ -1,5 +1,7 @@
 #include "model/model-hparams.hpp"
 
+#include <cmath>
+
 #include "graph/arch-table.hpp"
 #include "support/error.hpp"
 
@@ -71,6 +73,8 @@ ModelHparams read_hparams(const gguf::File& f) {
         fail(BASALT_ERR_FORMAT, "{}: expert_used_count {} must be in 1..expert_count {}", f.source(), h.n_expert_used,
              h.n_expert);
     }
+    // qwen3moe: feed_forward_length is the (unused) dense width, the experts' own is this key.
+    if (h.n_expert > 0) h.n_ff = optional_u32(f, A + "expert_feed_forward_length", h.n_ff);
     h.rope_freq_base = static_cast<float>(f.get_float(A + "rope.freq_base").value_or(spec.rope_freq_base));
     if (auto scale = f.get_float(A + "rope.scale_linear")) h.rope_freq_scale = static_cast<float>(1.0 / *scale);
     h.n_rot = spec.rope ? optional_u32(f, A + "rope.dimension_count", h.head_dim_k) : 0;
@@ -91,7 +95,16 @@ ModelHparams read_hparams(const gguf::File& f) {
     }
     if (h.n_vocab == 0) fail(BASALT_ERR_FORMAT, "{}: cannot determine the vocabulary size", f.source());
 
-    h.sliding_window = optional_u32(f, A + "attention.sliding_window", 0);
+    h.sliding_window = optional_u32(f, A + "attention.sliding_window", spec.sliding_window);
+    if (spec.attn_soft_cap > 0.f)
+        h.attn_soft_cap = static_cast<float>(f.get_float(A + "attn_logit_softcapping").value_or(spec.attn_soft_cap));
+    if (spec.final_soft_cap > 0.f)
+        h.final_soft_cap = static_cast<float>(f.get_float(A + "final_logit_softcapping").value_or(spec.final_soft_cap));
+    if (!std::isfinite(h.attn_soft_cap) || h.attn_soft_cap < 0.f || !std::isfinite(h.final_soft_cap) ||
+        h.final_soft_cap < 0.f) {
+        fail(BASALT_ERR_FORMAT, "{}: {}attn_logit_softcapping {} / final_logit_softcapping {} must be finite and >= 0",
+             f.source(), A, h.attn_soft_cap, h.final_soft_cap);
+    }
     h.layer_sliding.assign(h.n_layer, false);
     if (h.sliding_window > 0) {
         // Every pattern-th layer is global (Gemma 3: 5 sliding-window layers, then 1 global); 1: all slide.

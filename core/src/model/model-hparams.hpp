@@ -21,7 +21,7 @@ struct ModelHparams {
     uint32_t n_head_kv = 0;
     uint32_t head_dim_k = 0;  // key_length, default n_embd / n_head
     uint32_t head_dim_v = 0;  // value_length, default n_embd / n_head
-    uint32_t n_ff = 0;
+    uint32_t n_ff = 0;        // FFN width; per expert in MoE models (expert_feed_forward_length when the file has it)
     uint32_t n_ctx_train = 0;
     uint32_t n_vocab = 0;
     uint32_t n_expert = 0;
@@ -32,6 +32,8 @@ struct ModelHparams {
     float norm_eps = 1e-5f;
     uint32_t sliding_window = 0;      // 0: none
     std::vector<bool> layer_sliding;  // n_layer entries: layer uses the sliding window
+    float attn_soft_cap = 0.f;        // attention-logit soft-cap (gemma2): score = cap * tanh(score / cap); 0: none
+    float final_soft_cap = 0.f;       // final-logit soft-cap (gemma2): logit = cap * tanh(logit / cap); 0: none
     bool encoder_decoder = false;
     uint32_t n_rel_buckets = 0;        // t5: relative position buckets (attention.relative_buckets_count)
     uint32_t rel_max_distance = 128;   // t5: distance at which the buckets saturate (fixed in T5)
