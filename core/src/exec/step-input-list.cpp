@@ -22,28 +22,20 @@ std::unique_ptr<StepInput> make_residual_table_input();      // inputs/residual-
 std::unique_ptr<StepInput> make_logits_readback();           // inputs/logits-readback.cpp
 std::unique_ptr<StepInput> make_observed_layers_readback();  // inputs/observed-layers.cpp
 std::unique_ptr<StepInput> make_moe_record_readback();       // inputs/moe-record.cpp
+std::unique_ptr<StepInput> make_pool_rows_input();           // inputs/pool-rows.cpp
+std::unique_ptr<StepInput> make_embeddings_readback();       // inputs/embeddings-readback.cpp
+std::unique_ptr<StepInput> make_rank_scores_readback();      // inputs/rank-scores.cpp
 
 std::vector<std::unique_ptr<StepInput>> make_step_inputs() {
     std::vector<std::unique_ptr<StepInput>> inputs;
     for (auto* make : {
-             make_tokens_input,
-             make_positions_input,
-             make_kv_slots_input,
-             make_attention_query_input,
-             make_visible_lists_input,
-             make_source_lists_input,
-             make_window_slots_input,
-             make_window_lists_input,
-             make_steer_rows_input,
-             make_cross_slots_input,
-             make_position_buckets_input,
-             make_cross_lists_input,
-             make_output_rows_input,
-             make_residual_rows_input,
-             make_residual_table_input,
-             make_logits_readback,
-             make_observed_layers_readback,
-             make_moe_record_readback,
+             make_tokens_input,          make_positions_input,          make_kv_slots_input,
+             make_attention_query_input, make_visible_lists_input,      make_source_lists_input,
+             make_window_slots_input,    make_window_lists_input,       make_steer_rows_input,
+             make_cross_slots_input,     make_position_buckets_input,   make_cross_lists_input,
+             make_output_rows_input,     make_residual_rows_input,      make_residual_table_input,
+             make_logits_readback,       make_observed_layers_readback, make_moe_record_readback,
+             make_pool_rows_input,       make_embeddings_readback,      make_rank_scores_readback,
          }) {
         inputs.push_back(make());
     }
