@@ -165,3 +165,108 @@ TEST_CASE("embeddings golden: bert q8_0", "[embeddings][golden]") {
 TEST_CASE("embeddings golden: bert q4_0", "[embeddings][golden]") {
     check_golden("tiny-bert-q4_0", "ref", 0.1, "cpu");
 }
+
+// Several inputs of different lengths in one engine step (ragged, no padding) give what each gives alone; L2 is the
+// default; dimensions truncate before normalising; cls and last pooling take the first and last rows.
+TEST_CASE("embeddings: ragged requests, pooling, normalisation, dimensions", "[embeddings]") {
+    Model m("tiny-bert-f32");
+    const std::vector<std::vector<int32_t>> inputs = {kBertPrompt, {101, 224, 282, 102}, {101, 300, 102}};
+    std::vector<std::vector<float>> alone;
+    for (const auto& in : inputs) alone.push_back(session_embed(m, {in}, "cpu"));
+    const auto packed = session_embed(m, inputs, "cpu");
+    size_t row = 0;
+    for (const auto& a : alone) {
+        const std::vector<float> slice(packed.begin() + static_cast<std::ptrdiff_t>(row * kEmbd),
+                                       packed.begin() + static_cast<std::ptrdiff_t>(row * kEmbd + a.size()));
+        CHECK(max_abs(slice, a) < 1e-5);
+        row += a.size() / kEmbd;
+    }
+    // A small step budget splits the same requests over several passes and steps.
+    for (uint32_t budget : {512u, 8u}) {
+        Engine eng(m, "cpu", budget);
+        std::vector<basalt_request*> rs;
+        for (const auto& in : inputs) {
+            for (int32_t pooling : {BASALT_POOLING_MEAN, BASALT_POOLING_CLS, BASALT_POOLING_LAST}) {
+                const auto p = embed_params(in, pooling, BASALT_NORMALIZE_L2);
+                basalt_request* r = nullptr;
+                REQUIRE(basalt_engine_submit(eng.e, &p, &r) == BASALT_OK);
+                rs.push_back(r);
+            }
+            const auto p = embed_params(in, BASALT_POOLING_MEAN, BASALT_NORMALIZE_NONE, 8);
+            basalt_request* r = nullptr;
+            REQUIRE(basalt_engine_submit(eng.e, &p, &r) == BASALT_OK);
+            rs.push_back(r);
+        }
+        REQUIRE(basalt_engine_run(eng.e) == BASALT_OK);
+        for (size_t k = 0; k < inputs.size(); ++k) {
+            const auto& a = alone[k];
+            const size_t n = a.size() / kEmbd;
+            const auto mean = result(rs[4 * k]), cls = result(rs[4 * k + 1]), last = result(rs[4 * k + 2]);
+            const auto dims = result(rs[4 * k + 3]);
+            REQUIRE(mean.size() == kEmbd);
+            REQUIRE(dims.size() == 8);
+            double norm = 0;
+            for (float x : mean) norm += static_cast<double>(x) * x;
+            CHECK(std::abs(norm - 1.0) < 1e-5);
+            // cls / last: the first / last row, normalised
+            for (const auto& [got, first] : {std::pair{&cls, size_t{0}}, std::pair{&last, n - 1}}) {
+                double sq = 0;
+                for (size_t i = 0; i < kEmbd; ++i)
+                    sq += static_cast<double>(a[first * kEmbd + i]) * a[first * kEmbd + i];
+                for (size_t i = 0; i < kEmbd; ++i) {
+                    CHECK(std::abs((*got)[i] - a[first * kEmbd + i] / std::sqrt(sq)) < 1e-5);
+                }
+            }
+            // dimensions 8 without normalisation: the first 8 values of the mean
+            for (size_t i = 0; i < 8; ++i) {
+                double s = 0;
+                for (size_t t = 0; t < n; ++t) s += a[t * kEmbd + i];
+                CHECK(std::abs(dims[i] - s / static_cast<double>(n)) < 1e-5);
+            }
+            basalt_request_stats st{};
+            st.struct_size = sizeof(st);
+            REQUIRE(basalt_request_stats_get(rs[4 * k], &st) == BASALT_OK);
+            CHECK(st.prompt_tokens == n);
+        }
+        for (auto* r : rs) basalt_request_free(r);
+    }
+}
+
+TEST_CASE("embeddings: refusals name why", "[embeddings]") {
+    Model bert("tiny-bert-f32");
+    Engine eng(bert, "cpu");
+    basalt_request* r = nullptr;
+    // rank pooling without a rank head
+    auto p = embed_params(kBertPrompt, BASALT_POOLING_RANK, BASALT_NORMALIZE_L2);
+    CHECK(basalt_engine_submit(eng.e, &p, &r) == BASALT_ERR_UNSUPPORTED);
+    CHECK(std::string(basalt_last_error()).find("no rank head") != std::string::npos);
+    // dimensions past n_embd; an input longer than the context (128)
+    p = embed_params(kBertPrompt, BASALT_POOLING_MODEL, BASALT_NORMALIZE_L2, 65);
+    CHECK(basalt_engine_submit(eng.e, &p, &r) == BASALT_ERR_INVALID_ARGUMENT);
+    const std::vector<int32_t> longer(129, 120);
+    p = embed_params(longer, BASALT_POOLING_MODEL, BASALT_NORMALIZE_L2);
+    CHECK(basalt_engine_submit(eng.e, &p, &r) == BASALT_ERR_CAPACITY);
+    // a generation request on an embedding model
+    basalt_request_params g{};
+    g.struct_size = sizeof(g);
+    g.tokens = kBertPrompt.data();
+    g.n_tokens = kBertPrompt.size();
+    g.max_tokens = 2;
+    g.seed = -1;
+    CHECK(basalt_engine_submit(eng.e, &g, &r) == BASALT_ERR_UNSUPPORTED);
+    CHECK(std::string(basalt_last_error()).find("cannot generate") != std::string::npos);
+    // a decoder model cannot embed
+    Model llama("tiny-llama-f32");
+    Engine dec(llama, "cpu");
+    const std::vector<int32_t> toks = {1, 472, 294};
+    p = embed_params(toks, BASALT_POOLING_MODEL, BASALT_NORMALIZE_L2);
+    CHECK(basalt_engine_submit(dec.e, &p, &r) == BASALT_ERR_UNSUPPORTED);
+    CHECK(std::string(basalt_last_error()).find("cannot embed") != std::string::npos);
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    REQUIRE(basalt_model_describe(bert.model, &info) == BASALT_OK);
+    CHECK(info.pooling == BASALT_POOLING_MEAN);
+    CHECK(info.n_cls_out == 0);
+    REQUIRE(basalt_model_describe(llama.model, &info) == BASALT_OK);
+    CHECK(info.pooling == BASALT_POOLING_MODEL);
+}
