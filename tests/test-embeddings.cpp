@@ -270,3 +270,33 @@ TEST_CASE("embeddings: refusals name why", "[embeddings]") {
     REQUIRE(basalt_model_describe(llama.model, &info) == BASALT_OK);
     CHECK(info.pooling == BASALT_POOLING_MODEL);
 }
+
+// Vulkan (hidden tag: run by the "vulkan: golden models with the validation layer" CTest on lavapipe): the same
+// goldens and tolerances as the CPU; skipped with a warning where no Vulkan device is available.
+namespace {
+
+bool vulkan_available() {
+    static const bool ok = [] {
+        Model m("tiny-bert-f32");
+        basalt_session_params p{};
+        p.struct_size = sizeof(p);
+        p.n_ctx = 16;
+        p.backend = "vulkan";
+        basalt_session* s = nullptr;
+        const basalt_status st = basalt_session_create(m.rt.rt, m.model, &p, &s);
+        if (st != BASALT_OK) WARN("Vulkan embedding tests not run: " << basalt_last_error());
+        basalt_session_free(s);
+        return st == BASALT_OK;
+    }();
+    return ok;
+}
+
+}  // namespace
+
+TEST_CASE("embeddings golden vulkan: bert f32, f16, q8_0, q4_0", "[embeddings][.vulkan]") {
+    if (!vulkan_available()) return;
+    check_golden("tiny-bert-f32", "ref", 3e-3, "vulkan");
+    check_golden("tiny-bert-f16", "ref", 6e-3, "vulkan");
+    check_golden("tiny-bert-q8_0", "ref", 0.1, "vulkan");
+    check_golden("tiny-bert-q4_0", "ref", 0.1, "vulkan");
+}
