@@ -109,4 +109,8 @@ class Server {
 void start_generation(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
                       GenerationRequest&& g);
 
+// Answers POST /v1/embeddings with body on session s (embeddings.cpp): inputs submitted as embedding requests.
+void start_embeddings(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
+                      const std::string& body);
+
 }  // namespace basalt::serve

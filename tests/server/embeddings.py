@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""POST /v1/embeddings on a real basalt serve (docs/embeddings.md): the official openai npm client's
+embeddings.create round trip on tiny-bert, the answer equal to `basalt embed --json`, refusals per input, and a
+generative model answering 400 naming why.
+embeddings.py BASALT NODE_DIR GOLDEN_MODELS
+"""
+import json
+import os
+import subprocess
+import sys
+
+from serve_harness import Server, check, failures
+
+
+def main():
+    basalt, node_dir, models = sys.argv[1], sys.argv[2], sys.argv[3]
+    bert = os.path.join(models, "tiny-bert-f32.gguf")
+    text = "Once upon a time, the stranger opened the wooden box."
+    srv = Server(basalt, ["-m", bert], name="embeddings")
+    try:
+        status, _, body = srv.request("POST", "/v1/embeddings", {"input": [text, "the box"]})
+        check("embeddings answer 200", status == 200, body[:200])
+        got = json.loads(body)
+        cli = json.loads(subprocess.run([basalt, "embed", "-m", bert, "--json", text, "the box"], check=True,
+                                        capture_output=True, text=True).stdout)
+        same = all(abs(a - b) < 1e-6 for d, e in zip(got["data"], cli["data"])
+                   for a, b in zip(d["embedding"], e["embedding"]))
+        check("served vectors equal basalt embed's", same and len(got["data"]) == 2)
+        check("usage counts the input tokens", got["usage"]["prompt_tokens"] == cli["usage"]["prompt_tokens"] == 23,
+              got["usage"])
+        status, _, body = srv.request("POST", "/v1/embeddings", {"input": ["fine", "x" * 10, [1] * 300]})
+        check("an input past the context: 400 naming it", status == 400 and b"input 2" in body, body[:200])
+        for bad, what in [({"input": 3}, "input"), ({"input": []}, "input"), ({"input": ""}, "empty"),
+                          ({"input": "a", "encoding_format": "hex"}, "encoding_format"),
+                          ({"input": "a", "dimensions": 0}, "dimensions"), ({"input": [[1, 99999]]}, "vocabulary"),
+                          ({"input": "a", "model": "other"}, "serves")]:
+            status, _, body = srv.request("POST", "/v1/embeddings", bad)
+            check("refused: %s" % json.dumps(bad)[:60], status in (400, 404) and what.encode() in body, body[:200])
+        status, _, body = srv.request("POST", "/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        check("generation on an embedding model: 400", status == 400 and b"cannot generate" in body, body[:200])
+        if os.path.isfile(os.path.join(node_dir, "node_modules", "openai", "package.json")):
+            script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai-embeddings.cjs")
+            p = subprocess.run(["node", script, node_dir, "http://127.0.0.1:%d/v1" % srv.port, "tiny-bert-f32"],
+                               timeout=120)
+            check("openai npm client embeddings.create", p.returncode == 0)
+        else:
+            check("the openai npm package is installed in %s (scripts/setup.sh)" % node_dir, False)
+    finally:
+        srv.stop()
+    srv = Server(basalt, ["-m", os.path.join(models, "tiny-llama-f32.gguf")], name="embeddings-llama")
+    try:
+        status, _, body = srv.request("POST", "/v1/embeddings", {"input": "hi"})
+        check("a generative model: 400 naming why", status == 400 and b"cannot embed" in body, body[:200])
+    finally:
+        srv.stop()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
