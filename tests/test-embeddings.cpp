@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "reranker-model.hpp"
 #include "test-support.hpp"
 
 namespace fs = std::filesystem;
@@ -303,86 +304,17 @@ TEST_CASE("embeddings golden vulkan: bert f32, f16, q8_0, q4_0", "[embeddings][.
     check_golden("tiny-bert-q4_0", "ref", 0.1, "vulkan");
 }
 
-// A reranker (a rank head: cls then tanh then cls.output, pooling_type 4) written here with small random weights: its
-// scores through the engine equal the head computed on the host from the [CLS] row basalt_session_embed returns.
-namespace {
-
-struct Lcg {
-    uint64_t s = 12345;
-    float next() {
-        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-        return static_cast<float>(static_cast<double>(s >> 40) / static_cast<double>(1ULL << 24) - 0.5);
-    }
-    std::vector<float> values(size_t n, float scale, float offset = 0.f) {
-        std::vector<float> v(n);
-        for (float& x : v) x = offset + scale * next();
-        return v;
-    }
-};
-
-struct Reranker {
-    fs::path path;
-    std::vector<float> cls_w, cls_b, out_w, out_b;  // [E x E] (input-major rows: w[o * E + i]), [E], [E], [1]
-};
-
-Reranker write_reranker() {
-    constexpr int64_t E = 32, V = 64, F = 64, P = 32;
-    Reranker r;
-    r.path = fs::temp_directory_path() / ("basalt-test-reranker-" + std::to_string(::getpid()) + ".gguf");
-    basalt_gguf_writer* w = nullptr;
-    REQUIRE(basalt_gguf_writer_create(&w) == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_string(w, "general.architecture", "bert") == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_u32(w, "bert.block_count", 1) == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_u32(w, "bert.embedding_length", E) == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_u32(w, "bert.attention.head_count", 2) == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_u32(w, "bert.feed_forward_length", F) == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_u32(w, "bert.context_length", P) == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_f32(w, "bert.attention.layer_norm_epsilon", 1e-12f) == BASALT_OK);
-    REQUIRE(basalt_gguf_writer_set_u32(w, "bert.pooling_type", 4) == BASALT_OK);
-    Lcg rng;
-    auto add = [&](const char* name, std::vector<int64_t> ne, const std::vector<float>& v) {
-        REQUIRE(basalt_gguf_writer_add_tensor_f32(w, name, BASALT_DTYPE_F32, ne.data(),
-                                                  static_cast<uint32_t>(ne.size()), v.data(), v.size()) == BASALT_OK);
-    };
-    add("token_embd.weight", {E, V}, rng.values(E * V, 2.f));
-    add("token_types.weight", {E, 2}, rng.values(E * 2, 0.2f));
-    add("position_embd.weight", {E, P}, rng.values(E * P, 0.2f));
-    add("token_embd_norm.weight", {E}, rng.values(E, 0.2f, 1.f));
-    add("token_embd_norm.bias", {E}, rng.values(E, 0.2f));
-    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
-        add((std::string("blk.0.") + m + ".weight").c_str(), {E, E}, rng.values(E * E, 0.4f));
-        add((std::string("blk.0.") + m + ".bias").c_str(), {E}, rng.values(E, 0.1f));
-    }
-    for (const char* n : {"attn_output_norm", "layer_output_norm"}) {
-        add((std::string("blk.0.") + n + ".weight").c_str(), {E}, rng.values(E, 0.2f, 1.f));
-        add((std::string("blk.0.") + n + ".bias").c_str(), {E}, rng.values(E, 0.1f));
-    }
-    add("blk.0.ffn_up.weight", {E, F}, rng.values(E * F, 0.4f));
-    add("blk.0.ffn_up.bias", {F}, rng.values(F, 0.1f));
-    add("blk.0.ffn_down.weight", {F, E}, rng.values(F * E, 0.4f));
-    add("blk.0.ffn_down.bias", {E}, rng.values(E, 0.1f));
-    r.cls_w = rng.values(E * E, 0.6f);
-    r.cls_b = rng.values(E, 0.2f);
-    r.out_w = rng.values(E, 1.f);
-    r.out_b = rng.values(1, 1.f);
-    add("cls.weight", {E, E}, r.cls_w);
-    add("cls.bias", {E}, r.cls_b);
-    add("cls.output.weight", {E, 1}, r.out_w);
-    add("cls.output.bias", {1}, r.out_b);
-    REQUIRE(basalt_gguf_writer_write(w, r.path.string().c_str()) == BASALT_OK);
-    basalt_gguf_writer_destroy(w);
-    return r;
-}
-
-}  // namespace
-
+// A reranker (tests/reranker-model.hpp: a rank head, pooling_type 4, random weights): its scores through the engine
+// equal the head computed on the host from the [CLS] row an embedding request with cls pooling returns.
 TEST_CASE("embeddings: a rank head scores each input's [CLS] row", "[embeddings]") {
-    const Reranker rr = write_reranker();
-    constexpr size_t E = 32;
+    const fs::path path = fs::temp_directory_path() / ("basalt-test-reranker-" + std::to_string(::getpid()) + ".gguf");
+    test::RerankerHead rr;
+    REQUIRE(test::write_reranker(path.string(), "", rr) == "");
+    const size_t E = rr.n_embd;
     {
         test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
         basalt_model* model = nullptr;
-        REQUIRE(basalt_model_load(rt.rt, rr.path.string().c_str(), nullptr, &model) == BASALT_OK);
+        REQUIRE(basalt_model_load(rt.rt, path.string().c_str(), nullptr, &model) == BASALT_OK);
         basalt_model_info info{};
         info.struct_size = sizeof(info);
         REQUIRE(basalt_model_describe(model, &info) == BASALT_OK);
@@ -426,5 +358,5 @@ TEST_CASE("embeddings: a rank head scores each input's [CLS] row", "[embeddings]
         basalt_engine_destroy(eng);
         basalt_model_free(model);
     }
-    fs::remove(rr.path);
+    fs::remove(path);
 }

@@ -260,7 +260,7 @@ typedef struct basalt_model_info {
     uint32_t n_tensors;
     int32_t supported; /* non-zero when Basalt has a graph builder for the architecture */
     /* since 1.4: embeddings (docs/embeddings.md) */
-    int32_t pooling;    /* BASALT_POOLING_* the model embeds with by default; BASALT_POOLING_MODEL (0): it cannot embed */
+    int32_t pooling; /* BASALT_POOLING_* the model embeds with by default; BASALT_POOLING_MODEL (0): it cannot embed */
     uint32_t n_cls_out; /* outputs of its rank (classifier) head; 0: none, it cannot rerank */
 } basalt_model_info;
 

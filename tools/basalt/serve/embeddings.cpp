@@ -8,18 +8,11 @@
 #include <mutex>
 #include <optional>
 
+#include "embed-exchange.hpp"
 #include "json-limits.hpp"
-#include "server.hpp"
 
 namespace basalt::serve {
 namespace {
-
-// The input of one embedding: text, or token ids.
-struct EmbedInput {
-    std::string text;
-    std::vector<int32_t> tokens;
-    bool is_tokens = false;
-};
 
 std::vector<EmbedInput> parse_inputs(const json& in, uint32_t n_vocab) {
     auto ids = [&](const json& a, const std::string& where) {
@@ -79,11 +72,16 @@ std::string base64(const std::vector<float>& v) {
     return out;
 }
 
-// One /v1/embeddings exchange: its requests, and the answer once the last has finished (on the session's strand).
+// One exchange: its requests, and the answer once the last has finished (on the session's strand).
 class EmbedExchange : public std::enable_shared_from_this<EmbedExchange> {
   public:
-    EmbedExchange(Server& server, std::shared_ptr<HttpSession> http, std::string endpoint, size_t reserved)
-        : server_(server), http_(std::move(http)), endpoint_(std::move(endpoint)), reserved_(reserved) {}
+    EmbedExchange(Server& server, std::shared_ptr<HttpSession> http, std::string endpoint, size_t reserved,
+                  EmbedRespond respond)
+        : server_(server),
+          http_(std::move(http)),
+          endpoint_(std::move(endpoint)),
+          reserved_(reserved),
+          respond_(std::move(respond)) {}
     ~EmbedExchange() {
         for (basalt_request* r : requests_) basalt_request_free(r);
         for (size_t i = 0; i < reserved_; ++i) server_.release_one();
@@ -91,9 +89,8 @@ class EmbedExchange : public std::enable_shared_from_this<EmbedExchange> {
     EmbedExchange(const EmbedExchange&) = delete;
     EmbedExchange& operator=(const EmbedExchange&) = delete;
 
-    void start(const std::vector<EmbedInput>& inputs, uint32_t dimensions, bool as_base64) {
+    void start(const std::vector<EmbedInput>& inputs, int32_t pooling, uint32_t dimensions) {
         self_ = shared_from_this();
-        as_base64_ = as_base64;
         pending_ = inputs.size();
         for (size_t i = 0; i < inputs.size(); ++i) {
             basalt_request_params p{};
@@ -108,6 +105,7 @@ class EmbedExchange : public std::enable_shared_from_this<EmbedExchange> {
             }
             p.max_tokens = -1;
             p.seed = -1;
+            p.pooling = pooling;
             p.dimensions = dimensions;
             p.callback = &EmbedExchange::on_output;
             p.user_data = this;
@@ -138,7 +136,7 @@ class EmbedExchange : public std::enable_shared_from_this<EmbedExchange> {
     void answer() {
         const std::shared_ptr<EmbedExchange> keep = std::move(self_);
         if (refused_) return server_.send_error(http_, endpoint_, *refused_);
-        json data = json::array();
+        std::vector<std::vector<float>> results;
         uint64_t tokens = 0;
         for (size_t i = 0; i < requests_.size(); ++i) {
             basalt_request* r = requests_[i];
@@ -157,33 +155,35 @@ class EmbedExchange : public std::enable_shared_from_this<EmbedExchange> {
             st.struct_size = sizeof(st);
             basalt_request_stats_get(r, &st);
             tokens += st.prompt_tokens;
-            json e = {{"object", "embedding"}, {"index", i}};
-            if (as_base64_) {
-                e["embedding"] = base64(v);
-            } else {
-                e["embedding"] = std::move(v);
-            }
-            data.push_back(std::move(e));
+            results.push_back(std::move(v));
         }
-        server_.send_json(http_, endpoint_, 200,
-                          json{{"object", "list"},
-                               {"data", std::move(data)},
-                               {"model", server_.served().id},
-                               {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+        server_.send_json(http_, endpoint_, 200, respond_(results, tokens));
     }
 
     Server& server_;
     std::shared_ptr<HttpSession> http_;
     std::string endpoint_;
     size_t reserved_;
+    EmbedRespond respond_;
     std::shared_ptr<EmbedExchange> self_;
     std::vector<basalt_request*> requests_;
     std::atomic<size_t> pending_{0};
     std::optional<ApiError> refused_;
-    bool as_base64_ = false;
 };
 
 }  // namespace
+
+void submit_embeddings(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
+                       std::vector<EmbedInput> inputs, int32_t pooling, uint32_t dimensions, EmbedRespond respond) {
+    if (!server.try_reserve(inputs.size())) {
+        return server.send_json(
+            s, endpoint, 429,
+            error_object(ApiError(429, "the server is busy; retry later", "", "rate_limit_error", "queue_full")),
+            {{"Retry-After", "1"}});
+    }
+    std::make_shared<EmbedExchange>(server, s, endpoint, inputs.size(), std::move(respond))
+        ->start(inputs, pooling, dimensions);
+}
 
 void start_embeddings(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
                       const std::string& body_text) {
@@ -219,13 +219,24 @@ void start_embeddings(Server& server, const std::shared_ptr<HttpSession>& s, con
     } catch (const ApiError& e) {
         return server.send_error(s, endpoint, e);
     }
-    if (!server.try_reserve(inputs.size())) {
-        return server.send_json(
-            s, endpoint, 429,
-            error_object(ApiError(429, "the server is busy; retry later", "", "rate_limit_error", "queue_full")),
-            {{"Retry-After", "1"}});
-    }
-    std::make_shared<EmbedExchange>(server, s, endpoint, inputs.size())->start(inputs, dimensions, as_base64);
+    const std::string id = server.served().id;
+    submit_embeddings(server, s, endpoint, std::move(inputs), BASALT_POOLING_MODEL, dimensions,
+                      [as_base64, id](std::vector<std::vector<float>>& results, uint64_t tokens) {
+                          json data = json::array();
+                          for (size_t i = 0; i < results.size(); ++i) {
+                              json e = {{"object", "embedding"}, {"index", i}};
+                              if (as_base64) {
+                                  e["embedding"] = base64(results[i]);
+                              } else {
+                                  e["embedding"] = std::move(results[i]);
+                              }
+                              data.push_back(std::move(e));
+                          }
+                          return json{{"object", "list"},
+                                      {"data", std::move(data)},
+                                      {"model", id},
+                                      {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+                      });
 }
 
 }  // namespace basalt::serve
