@@ -28,17 +28,34 @@ std::unique_ptr<StepInput> make_rank_scores_readback();      // inputs/rank-scor
 
 std::vector<std::unique_ptr<StepInput>> make_step_inputs() {
     std::vector<std::unique_ptr<StepInput>> inputs;
+    // One entry per line, so that adding an input is a one-line change.
+    // clang-format off
     for (auto* make : {
-             make_tokens_input,          make_positions_input,          make_kv_slots_input,
-             make_attention_query_input, make_visible_lists_input,      make_source_lists_input,
-             make_window_slots_input,    make_window_lists_input,       make_steer_rows_input,
-             make_cross_slots_input,     make_position_buckets_input,   make_cross_lists_input,
-             make_output_rows_input,     make_residual_rows_input,      make_residual_table_input,
-             make_logits_readback,       make_observed_layers_readback, make_moe_record_readback,
-             make_pool_rows_input,       make_embeddings_readback,      make_rank_scores_readback,
+             make_tokens_input,
+             make_positions_input,
+             make_kv_slots_input,
+             make_attention_query_input,
+             make_visible_lists_input,
+             make_source_lists_input,
+             make_window_slots_input,
+             make_window_lists_input,
+             make_steer_rows_input,
+             make_cross_slots_input,
+             make_position_buckets_input,
+             make_cross_lists_input,
+             make_output_rows_input,
+             make_residual_rows_input,
+             make_residual_table_input,
+             make_logits_readback,
+             make_observed_layers_readback,
+             make_moe_record_readback,
+             make_pool_rows_input,
+             make_embeddings_readback,
+             make_rank_scores_readback,
          }) {
         inputs.push_back(make());
     }
+    // clang-format on
     return inputs;
 }
 
