@@ -236,7 +236,10 @@ PIN(basalt_request_params, source, 144); /* since 1.4 */
 PIN(basalt_request_params, source_tokens, 152);
 PIN(basalt_request_params, n_source_tokens, 160);
 PIN(basalt_request_params, n_top_logprobs, 168);
-PIN_SIZE(basalt_request_params, 176);
+PIN(basalt_request_params, pooling, 176);
+PIN(basalt_request_params, normalize, 180);
+PIN(basalt_request_params, dimensions, 184);
+PIN_SIZE(basalt_request_params, 192);
 PIN(basalt_request_stats, prompt_tokens, 8);
 PIN(basalt_request_stats, queue_ms, 32);
 PIN(basalt_request_stats, tokens_per_s, 88);
@@ -292,7 +295,9 @@ PIN(basalt_model_info, n_params, 72);
 PIN(basalt_model_info, file_bytes, 88);
 PIN(basalt_model_info, n_tensors, 96);
 PIN(basalt_model_info, supported, 100);
-PIN_SIZE(basalt_model_info, 104);
+PIN(basalt_model_info, pooling, 104); /* since 1.4 */
+PIN(basalt_model_info, n_cls_out, 108);
+PIN_SIZE(basalt_model_info, 112);
 PIN(basalt_model_tensor, type, 4);
 PIN(basalt_model_tensor, name, 8);
 PIN(basalt_model_tensor, n_dims, 16);

@@ -99,7 +99,7 @@ def main():
             ("GET on /v1/completions", 405, dict(method="GET", body=None)),
             ("DELETE on /v1/models", 405, dict(method="DELETE", path="/v1/models", body=None)),
             ("POST on /health", 405, dict(path="/health", body="{}")),
-            ("unknown path", 404, dict(path="/v1/embeddings", body=ok)),
+            ("unknown path", 404, dict(path="/v1/audio/speech", body=ok)),
             ("unknown model in /v1/models/ID", 404, dict(method="GET", path="/v1/models/gpt-4", body=None)),
             ("no API key", 401, dict(body=ok, auth=False)),
             ("wrong API key", 401, dict(body=ok, auth=False, headers={"Authorization": "Bearer nope"})),

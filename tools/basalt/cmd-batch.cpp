@@ -43,20 +43,76 @@ bool integer_in(const json& v, int64_t lo, int64_t hi, int64_t& out) {
     return out >= lo && out <= hi;
 }
 
+// An embedding line: "input" (a string or token ids), "pooling", "normalize" (true/false), "dimensions"; no
+// generation field. Returns "" or the reason it is malformed.
+std::string parse_embed_fields(const json& j, Job& job) {
+    for (const char* key : {"prompt", "tokens", "max_tokens", "samplers", "decoder", "stop", "seed", "cache_salt",
+                            "steer", "source", "source_tokens", "logprobs"}) {
+        if (j.contains(key)) return std::string("'") + key + "' does not go with 'input' (an embedding request)";
+    }
+    job.spec.flags |= BASALT_REQUEST_EMBED;
+    const json& in = j["input"];
+    if (in.is_string()) {
+        job.spec.prompt = in.get<std::string>();
+    } else if (in.is_array()) {
+        for (const auto& t : in) {
+            int64_t id = 0;
+            if (!integer_in(t, 0, INT32_MAX, id))
+                return "'input' must be a string or an array of token ids, not " + value_excerpt(in);
+            job.spec.tokens.push_back(static_cast<int32_t>(id));
+        }
+        job.spec.has_tokens = true;
+    } else {
+        return "'input' must be a string or an array of token ids";
+    }
+    if (j.contains("pooling")) {
+        static const std::pair<const char*, int32_t> kPoolings[] = {{"none", BASALT_POOLING_NONE},
+                                                                    {"mean", BASALT_POOLING_MEAN},
+                                                                    {"cls", BASALT_POOLING_CLS},
+                                                                    {"last", BASALT_POOLING_LAST},
+                                                                    {"rank", BASALT_POOLING_RANK}};
+        const json& p = j["pooling"];
+        bool known = false;
+        for (const auto& [name, value] : kPoolings) {
+            if (p.is_string() && p.get<std::string>() == name) {
+                job.spec.pooling = value;
+                known = true;
+            }
+        }
+        if (!known) return "'pooling' must be one of \"none\", \"mean\", \"cls\", \"last\", \"rank\"";
+    }
+    if (j.contains("normalize")) {
+        if (!j["normalize"].is_boolean()) return "'normalize' must be true (L2) or false";
+        job.spec.normalize = j["normalize"].get<bool>() ? BASALT_NORMALIZE_L2 : BASALT_NORMALIZE_NONE;
+    }
+    if (j.contains("dimensions")) {
+        int64_t d = 0;
+        if (!integer_in(j["dimensions"], 1, INT32_MAX, d))
+            return "'dimensions' must be a positive integer, not " + value_excerpt(j["dimensions"]);
+        job.spec.dimensions = static_cast<uint32_t>(d);
+    }
+    return {};
+}
+
 // Reads the fields of a parsed line into job; returns "" or the reason it is malformed.
 std::string parse_fields(const json& j, Job& job) {
     if (!j.is_object()) return "a request must be a JSON object";
-    static const char* const kKeys[] = {"id",      "prompt",        "tokens",  "max_tokens", "samplers",
-                                        "decoder", "stop",          "seed",    "cache_salt", "steer",
-                                        "source",  "source_tokens", "logprobs"};
+    static const char* const kKeys[] = {"id",       "prompt", "tokens",     "max_tokens", "samplers",  "decoder",
+                                        "stop",     "seed",   "cache_salt", "steer",      "source",    "source_tokens",
+                                        "logprobs", "input",  "pooling",    "normalize",  "dimensions"};
     for (const auto& [key, value] : j.items()) {
         if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
             return "unknown field '" + excerpt(key) +
                    "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt, steer, "
-                   "source, source_tokens, logprobs)";
+                   "source, source_tokens, logprobs, input, pooling, normalize, dimensions)";
         }
     }
     job.id = j.contains("id") ? j["id"] : json(job.line);
+    // Embedding models (docs/embeddings.md): "input" (text or token ids) is embedded instead of continued.
+    if (j.contains("input")) return parse_embed_fields(j, job);
+    for (const char* key : {"pooling", "normalize", "dimensions"}) {
+        if (j.contains(key)) return std::string("'") + key + "' belongs to an embedding request (one with 'input')";
+    }
     // Encoder-decoder models: the source (then prompt/tokens, optional, are the decoder's prefix).
     if (j.contains("source_tokens")) {
         if (!j["source_tokens"].is_array()) return "'source_tokens' must be an array of token ids";
@@ -268,6 +324,19 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             const basalt_request_stats st = r.stats();
             generated += st.generated_tokens;
             prompt_tokens += st.prompt_tokens;
+            if ((jobs[i]->spec.flags & BASALT_REQUEST_EMBED) != 0) {  // an embedding: its vector, or why not
+                json out = {{"id", jobs[i]->id}, {"finish_reason", basalt_finish_reason_name(reason)}};
+                if (reason == BASALT_FINISH_STOP) {
+                    out["embedding"] = r.embedding();
+                } else {
+                    out["error"] = r.error();
+                    ++failed;
+                }
+                out["prompt_tokens"] = st.prompt_tokens;
+                out["encode_ms"] = st.encode_ms;
+                print_line(out);
+                continue;
+            }
             json out = {{"id", jobs[i]->id},
                         {"text", text},
                         {"tokens", toks},
@@ -347,7 +416,8 @@ const Registrar kBatch{Command{
             "JSON lines: {\"id\", \"prompt\" | \"tokens\", \"max_tokens\" (64), \"samplers\", \"decoder\", \"stop\", "
             "\"seed\", \"cache_salt\", \"steer\", \"source\" | \"source_tokens\" (encoder-decoder models: the "
             "encoder's input; prompt/tokens are then the decoder's prefix), \"logprobs\" (N: per-token "
-            "log-probabilities and N alternatives)}; - reads stdin")(
+            "log-probabilities and N alternatives)}; embedding models: {\"id\", \"input\" (text or ids), "
+            "\"pooling\", \"normalize\", \"dimensions\"} lines answer {\"id\", \"embedding\"}; - reads stdin")(
             "max-batch-tokens", int_option("max-batch-tokens", 1, 1 << 20),
             "token budget of one step (default: --batch, 512)")(
             "chunk", int_option("chunk", 0, 1 << 20)->default_value(256),

@@ -11,6 +11,12 @@
 namespace basalt::cli {
 namespace {
 
+// The name of a BASALT_POOLING_* value (basalt_model_info.pooling).
+const char* pooling_name(int32_t pooling) {
+    static const char* const kNames[] = {"model", "none", "mean", "cls", "last", "rank"};
+    return pooling >= 0 && pooling <= BASALT_POOLING_RANK ? kNames[pooling] : "?";
+}
+
 std::string human(uint64_t bytes) {
     std::ostringstream os;
     os << std::fixed << std::setprecision(2);
@@ -115,6 +121,10 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("supported").value(info.supported != 0);
         j.key("runnable").value(run_status == BASALT_OK);
         if (run_status != BASALT_OK) j.key("runnable_error").value(run_error);
+        if (info.pooling != BASALT_POOLING_MODEL) {  // an embedding model (docs/embeddings.md)
+            j.key("pooling").value(pooling_name(info.pooling));
+            j.key("rank_outputs").value(static_cast<long long>(info.n_cls_out));
+        }
         j.key("hparams").begin_object();
         j.key("n_layer").value(static_cast<long long>(info.n_layer));
         j.key("n_embd").value(static_cast<long long>(info.n_embd));
@@ -174,6 +184,11 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
               << info.head_dim_v << ", ffn " << info.n_ff << ", vocab " << info.n_vocab << ", train ctx "
               << info.n_ctx_train << '\n';
     std::cout << "runnable     " << (run_status == BASALT_OK ? "yes" : "no (" + run_error + ")") << '\n';
+    if (info.pooling != BASALT_POOLING_MODEL) {
+        std::cout << "embeddings   pooling " << pooling_name(info.pooling)
+                  << (info.n_cls_out > 0 ? ", rank head of " + std::to_string(info.n_cls_out) + " output(s)" : "")
+                  << " (basalt embed; docs/embeddings.md)\n";
+    }
     if (info.n_expert > 0)
         std::cout << "experts      " << info.n_expert << " (" << info.n_expert_used << " used per token)\n";
     if (info.sliding_window > 0)

@@ -259,6 +259,9 @@ typedef struct basalt_model_info {
     uint64_t file_bytes;
     uint32_t n_tensors;
     int32_t supported; /* non-zero when Basalt has a graph builder for the architecture */
+    /* since 1.4: embeddings (docs/embeddings.md) */
+    int32_t pooling; /* BASALT_POOLING_* the model embeds with by default; BASALT_POOLING_MODEL (0): it cannot embed */
+    uint32_t n_cls_out; /* outputs of its rank (classifier) head; 0: none, it cannot rerank */
 } basalt_model_info;
 
 /* Describes the model into *out. Thread-safe. */
@@ -567,8 +570,26 @@ enum {
     BASALT_REQUEST_NO_SPECIAL = 1u << 0,    /* tokenize the text prompt without BOS/EOS */
     BASALT_REQUEST_PARSE_SPECIAL = 1u << 1, /* control-token text in the prompt becomes the token */
     BASALT_REQUEST_IGNORE_EOG = 1u << 2,    /* do not stop at the vocabulary's end-of-generation tokens */
-    BASALT_REQUEST_LOGPROBS = 1u << 3       /* since 1.4: record each emitted token's log-probability
+    BASALT_REQUEST_LOGPROBS = 1u << 3,      /* since 1.4: record each emitted token's log-probability
                                                (basalt_request_logprob); decoder 'sample' only */
+    BASALT_REQUEST_EMBED = 1u << 4          /* since 1.4: embed the prompt (an embedding model's input) instead of
+                                               generating: pooling / normalize / dimensions below, the result by
+                                               basalt_request_embedding; sampling fields are ignored */
+};
+
+/* since 1.4. How an embedding request turns per-token hidden states into its result (docs/embeddings.md). */
+enum {
+    BASALT_POOLING_MODEL = 0, /* the model's own (<arch>.pooling_type; mean for an encoder without one) */
+    BASALT_POOLING_NONE = 1,  /* one vector per token */
+    BASALT_POOLING_MEAN = 2,  /* the mean of the input's tokens */
+    BASALT_POOLING_CLS = 3,   /* the first token's ([CLS]) */
+    BASALT_POOLING_LAST = 4,  /* the last token's */
+    BASALT_POOLING_RANK = 5   /* the rank head's scores (rerankers: n_cls_out values, not normalised) */
+};
+/* since 1.4. Normalisation of an embedding request's vectors. */
+enum {
+    BASALT_NORMALIZE_L2 = 0,  /* unit Euclidean length (the default, as Ollama and llama-server do) */
+    BASALT_NORMALIZE_NONE = 1 /* as the model gives them */
 };
 
 typedef struct basalt_request_params {
@@ -610,6 +631,12 @@ typedef struct basalt_request_params {
     /* since 1.4: with BASALT_REQUEST_LOGPROBS, also record this many most likely alternatives per token (0..20) */
     int32_t n_top_logprobs;
     int32_t reserved1;
+    /* since 1.4: with BASALT_REQUEST_EMBED */
+    int32_t pooling;     /* BASALT_POOLING_* (0: the model's) */
+    int32_t normalize;   /* BASALT_NORMALIZE_* (0: L2) */
+    uint32_t dimensions; /* keep the first this many values of each vector before normalising (Matryoshka models);
+                            0: all; more than n_embd is refused */
+    uint32_t reserved2;
 } basalt_request_params;
 
 /* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */
@@ -717,7 +744,8 @@ typedef struct basalt_request_stats {
     /* since 1.4: encoder-decoder requests (0 otherwise) */
     uint64_t source_tokens; /* tokens of the source the encoder read */
     double encode_ms;       /* the request's share (by source tokens) of the ragged encoder pass it ran in; part of
-                               ttft_ms, the rest of which is queueing and the decoder's first step(s) */
+                               ttft_ms, the rest of which is queueing and the decoder's first step(s). Embedding
+                               requests: their share (by input tokens) of the embedding pass(es) of their step */
 } basalt_request_stats;
 
 /* Writes the request's figures into *out. Thread-safe. */
@@ -892,6 +920,28 @@ BASALT_API basalt_status basalt_gguf_writer_write(const basalt_gguf_writer* writ
  * Thread-safe.
  */
 BASALT_API basalt_status basalt_engine_add_control_vector(basalt_engine* engine, const char* name, const char* spec);
+
+/* ---- embeddings (since 1.4; docs/embeddings.md) --------------------------------------------------------------- */
+
+/*
+ * since 1.4. Encoder-only (embedding) models: runs whole inputs through the model, each sequence id's rows one input
+ * at positions 0..n-1 in order (the ids, any >= 0, only group rows: nothing is kept), in ragged passes of at most
+ * n_batch tokens, and writes every row's final hidden state into out in batch order (n_tokens x n_embd floats;
+ * capacity floats, smaller: BASALT_ERR_CAPACITY with nothing computed). A decoder model is refused
+ * (BASALT_ERR_UNSUPPORTED), an input longer than the context BASALT_ERR_CAPACITY. Not thread-safe with other calls
+ * on the session.
+ */
+BASALT_API basalt_status basalt_session_embed(basalt_session* session, const basalt_batch* batch, float* out,
+                                              size_t capacity);
+/*
+ * since 1.4. The result of a finished embedding request (BASALT_REQUEST_EMBED): its vector (dimensions or n_embd
+ * floats), with BASALT_POOLING_NONE one per token one after another, with BASALT_POOLING_RANK the rank head's
+ * n_cls_out scores. *out_n gets the count; out NULL with capacity 0 asks for it; a smaller buffer is
+ * BASALT_ERR_CAPACITY with nothing copied. BASALT_ERR_NOT_FOUND while it runs or when it failed or is not an
+ * embedding request. Thread-safe.
+ */
+BASALT_API basalt_status basalt_request_embedding(const basalt_request* request, float* out, size_t capacity,
+                                                  size_t* out_n);
 
 BASALT_END_DECLS
 

@@ -51,6 +51,9 @@ REQUEST_NO_SPECIAL = 1 << 0
 REQUEST_PARSE_SPECIAL = 1 << 1
 REQUEST_IGNORE_EOG = 1 << 2
 REQUEST_LOGPROBS = 1 << 3  # since 1.4
+REQUEST_EMBED = 1 << 4  # since 1.4
+POOLINGS = {"model": 0, "none": 1, "mean": 2, "cls": 3, "last": 4, "rank": 5}  # BASALT_POOLING_*, since 1.4
+NORMALIZE_L2, NORMALIZE_NONE = 0, 1  # since 1.4
 
 FINISH_NONE = 0  # plugin_decoder.h: BASALT_FINISH_*
 FINISH_STOP = 1
@@ -111,7 +114,8 @@ class ModelInfo(Structure):
                 ("head_dim_k", c_uint32), ("head_dim_v", c_uint32), ("n_ff", c_uint32), ("n_ctx_train", c_uint32),
                 ("n_vocab", c_uint32), ("n_expert", c_uint32), ("n_expert_used", c_uint32),
                 ("sliding_window", c_uint32), ("n_params", c_uint64), ("weight_bytes", c_uint64),
-                ("file_bytes", c_uint64), ("n_tensors", c_uint32), ("supported", c_int32)]
+                ("file_bytes", c_uint64), ("n_tensors", c_uint32), ("supported", c_int32),
+                ("pooling", c_int32), ("n_cls_out", c_uint32)]  # since 1.4
 
 
 class EngineParams(Structure):
@@ -141,7 +145,8 @@ class RequestParams(Structure):
                 ("cache_salt", c_char_p),
                 ("steer", POINTER(c_char_p)), ("n_steer", c_size_t),  # since 1.3
                 ("source", c_char_p), ("source_tokens", POINTER(c_int32)), ("n_source_tokens", c_size_t),  # 1.4
-                ("n_top_logprobs", c_int32), ("reserved1", c_int32)]  # 1.4
+                ("n_top_logprobs", c_int32), ("reserved1", c_int32),  # 1.4
+                ("pooling", c_int32), ("normalize", c_int32), ("dimensions", c_uint32), ("reserved2", c_uint32)]
 
 
 class DecoderNeeds(Structure):
@@ -281,6 +286,7 @@ def _declare(lib):
     fn("basalt_request_n_logprobs", c_size_t, c_void_p)  # since 1.4
     fn("basalt_request_logprob", st, c_void_p, c_size_t, P(c_int32), P(c_float), P(c_int32), P(c_float), c_size_t,
        P(c_size_t))  # since 1.4
+    fn("basalt_request_embedding", st, c_void_p, P(c_float), c_size_t, P(c_size_t))  # since 1.4
     fn("basalt_decoder_requirements", st, c_void_p, c_char_p, P(DecoderNeeds))
     fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
     fn("basalt_session_seq_set_steering", st, c_void_p, c_int32, POINTER(c_float), POINTER(c_uint8), c_uint32,

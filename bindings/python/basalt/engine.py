@@ -225,6 +225,50 @@ class Engine(_Owned):
             if cb is not None:
                 cb.ready.set()
 
+    def embed(self, inputs, *, pooling=None, normalize=True, dimensions=0, add_special=True):
+        """Embeds inputs with an embedding model (docs/embeddings.md) and returns the vectors.
+
+        inputs: one input (a str, UTF-8 bytes, or a list of token ids) -> one vector (a list of floats); or a list
+        or tuple of inputs -> a list of vectors in order. Every input is one embedding request, all submitted
+        before the engine runs, so they share its batches (ragged, no padding) with any other requests. pooling:
+        None (the model's <arch>.pooling_type), "none" (a vector per token, one after another), "mean", "cls",
+        "last" or "rank" (the rank head's scores). normalize: L2 (True, the default) or as the model gives them.
+        dimensions: keep the first N values before normalising (0: all). A refused input raises BasaltError
+        naming it (an input past the context, a model that cannot embed); a failed one RequestError."""
+        single = isinstance(inputs, (str, bytes)) or (isinstance(inputs, (list, tuple)) and len(inputs) > 0 and
+                                                       isinstance(inputs[0], int))
+        items = [inputs] if single else list(inputs)
+        pool = "model" if pooling is None else pooling
+        if pool not in _capi.POOLINGS:
+            raise ValueError(f"embed: pooling {pooling!r} is not one of none, mean, cls, last, rank (or None)")
+        requests = []
+        try:
+            for i, item in enumerate(items):
+                p = _capi.RequestParams()
+                p.struct_size = ctypes.sizeof(p)
+                p.flags = _capi.REQUEST_EMBED | (0 if add_special else _capi.REQUEST_NO_SPECIAL)
+                if isinstance(item, (str, bytes)):
+                    data = _text_bytes(item, f"embed: input {i}")
+                    p.prompt, p.prompt_len = data, len(data)
+                else:
+                    ids = _ids(item, f"embed: input {i}")
+                    p.tokens, p.n_tokens = ids, len(item)
+                p.max_tokens = -1
+                p.seed = -1
+                p.pooling = _capi.POOLINGS[pool]
+                p.normalize = _capi.NORMALIZE_L2 if normalize else _capi.NORMALIZE_NONE
+                p.dimensions = _u32("dimensions", dimensions)
+                out = c_void_p()
+                st = self._lib.basalt_engine_submit(self._h, byref(p), byref(out))
+                if st != _capi.OK:
+                    _check(st)
+                requests.append(Request(self, out))
+            vectors = [r.embedding() for r in requests]
+        finally:
+            for r in requests:
+                r.close()
+        return vectors[0] if single else vectors
+
     def _enter(self):
         me = threading.get_ident()
         if me in self._dispatch.inside:

@@ -74,6 +74,20 @@ class Request(_Owned):
         """Cancels the request (queued or running); it finishes as "cancelled" at the next step. Idempotent."""
         _check(self._lib.basalt_request_cancel(self._h))
 
+    def embedding(self):
+        """The result of a finished embedding request (Engine.embed): a list of floats (pooling "none": every token's
+        vector one after another; "rank": the rank head's scores). Drives or waits for the request; raises
+        RequestError when it failed."""
+        self.wait()
+        h = self._h
+        if self._reason(h) == _capi.FINISH_ERROR:
+            raise RequestError(self._lib.basalt_request_error(h).decode("utf-8", "replace"))
+        n = c_size_t()
+        _check(self._lib.basalt_request_embedding(h, None, 0, byref(n)))
+        buf = (ctypes.c_float * n.value)()
+        _check(self._lib.basalt_request_embedding(h, buf, n.value, byref(n)))
+        return list(buf)
+
     def stats(self):
         """Figures as a dict: prompt_tokens, cached_tokens, generated_tokens, queue_ms, ttft_ms, total_ms,
         itl_mean_ms, itl_p50_ms, itl_p99_ms, itl_max_ms, tokens_per_s, and for encoder-decoder requests

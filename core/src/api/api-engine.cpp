@@ -59,12 +59,30 @@ void refuse_in_callback(const Engine& e, const char* call) {
 }
 
 // The request flags this library knows (BASALT_REQUEST_*).
-constexpr uint32_t known_request_flags =
-    BASALT_REQUEST_NO_SPECIAL | BASALT_REQUEST_PARSE_SPECIAL | BASALT_REQUEST_IGNORE_EOG | BASALT_REQUEST_LOGPROBS;
+constexpr uint32_t known_request_flags = BASALT_REQUEST_NO_SPECIAL | BASALT_REQUEST_PARSE_SPECIAL |
+                                         BASALT_REQUEST_IGNORE_EOG | BASALT_REQUEST_LOGPROBS | BASALT_REQUEST_EMBED;
 
 const Request& get(const basalt_request* r) {
     if (r == nullptr || !r->r) fail(BASALT_ERR_INVALID_ARGUMENT, "request is NULL");
     return *r->r;
+}
+
+// BASALT_REQUEST_EMBED and its fields (pooling, normalize, dimensions) into the spec.
+void read_embed_fields(const basalt_request_params& p, basalt::engine::RequestSpec& spec) {
+    spec.embed = (p.flags & BASALT_REQUEST_EMBED) != 0;
+    if (p.struct_size < offsetof(basalt_request_params, dimensions) + sizeof(p.dimensions)) return;
+    if (!spec.embed && (p.pooling != 0 || p.normalize != 0 || p.dimensions != 0)) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "pooling, normalize and dimensions need the flag BASALT_REQUEST_EMBED");
+    }
+    if (p.pooling < BASALT_POOLING_MODEL || p.pooling > BASALT_POOLING_RANK) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "pooling {} is not a BASALT_POOLING_* value (0..5)", p.pooling);
+    }
+    if (p.normalize != BASALT_NORMALIZE_L2 && p.normalize != BASALT_NORMALIZE_NONE) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "normalize {} is not a BASALT_NORMALIZE_* value (0, 1)", p.normalize);
+    }
+    spec.pooling = p.pooling - 1;  // BASALT_POOLING_NONE.. map onto Pooling::NONE..; MODEL onto -1
+    spec.normalize = p.normalize == BASALT_NORMALIZE_L2;
+    spec.dimensions = p.dimensions;
 }
 
 std::vector<int32_t> prompt_tokens(const basalt_model& model, const basalt_request_params& p) {
@@ -162,7 +180,7 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
         if ((params->flags & ~known_request_flags) != 0) {
             fail(BASALT_ERR_INVALID_ARGUMENT,
                  "basalt_request_params.flags {:#x} has unknown bits {:#x} (known: BASALT_REQUEST_NO_SPECIAL, "
-                 "PARSE_SPECIAL, IGNORE_EOG, LOGPROBS = {:#x})",
+                 "PARSE_SPECIAL, IGNORE_EOG, LOGPROBS, EMBED = {:#x})",
                  params->flags, params->flags & ~known_request_flags, known_request_flags);
         }
         basalt::engine::RequestSpec spec;
@@ -245,6 +263,7 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
             }
             spec.n_top_logprobs = params->n_top_logprobs;
         }
+        read_embed_fields(*params, spec);
         spec.callback = params->callback;
         spec.user_data = params->user_data;
         auto h = std::make_unique<basalt_request>();
@@ -546,6 +565,30 @@ basalt_status basalt_request_logprob(const basalt_request* request, size_t index
             if (top_logprobs != nullptr) top_logprobs[i] = lp.top[i].second;
         }
         if (out_n_top != nullptr) *out_n_top = lp.top.size();
+    });
+}
+
+basalt_status basalt_request_embedding(const basalt_request* request, float* out, size_t capacity, size_t* out_n) {
+    return guard([&] {
+        const Request& r = get(request);
+        if (out_n == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_request_embedding: out_n is NULL");
+        if (out == nullptr && capacity != 0)
+            fail(BASALT_ERR_INVALID_ARGUMENT, "out is NULL with capacity {}", capacity);
+        std::lock_guard lock(r.mutex);
+        if (!r.spec.embed) fail(BASALT_ERR_NOT_FOUND, "the request is not an embedding request");
+        if (r.finish != BASALT_FINISH_STOP) {
+            fail(BASALT_ERR_NOT_FOUND, "the request has no embedding ({})",
+                 r.finish == BASALT_FINISH_NONE ? std::string("it has not finished") : "it finished: " + r.error);
+        }
+        if (out == nullptr) {
+            *out_n = r.embedding.size();
+            return;
+        }
+        if (capacity < r.embedding.size()) {
+            fail(BASALT_ERR_CAPACITY, "the embedding has {} values, the buffer {}", r.embedding.size(), capacity);
+        }
+        std::copy(r.embedding.begin(), r.embedding.end(), out);
+        *out_n = r.embedding.size();
     });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/out-struct.hpp"
+#include "exec/pooling.hpp"
 #include "graph/arch.hpp"
 #include "model/dtype.hpp"
 #include "model/memory-plan.hpp"
@@ -116,6 +117,9 @@ basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info
         info.file_bytes = model->gguf.map->size();
         info.n_tensors = static_cast<uint32_t>(model->gguf.file.tensors().size());
         info.supported = h.known_arch ? 1 : 0;
+        const basalt::Pooling pooling = basalt::model_pooling(h);
+        info.pooling = basalt::embed_refusal(h, pooling).empty() ? static_cast<int32_t>(pooling) + 1 : 0;
+        info.n_cls_out = h.n_cls_out;
         write_sized(out, info);
     });
 }

@@ -82,6 +82,21 @@ basalt_status basalt_session_encode(basalt_session* session, const basalt_batch*
     });
 }
 
+basalt_status basalt_session_embed(basalt_session* session, const basalt_batch* batch, float* out, size_t capacity) {
+    return guard([&] {
+        if (batch == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_session_embed: batch is NULL");
+        basalt::Session& s = get(session);
+        const size_t need = batch->n_tokens * s.n_embd();
+        if (out == nullptr || capacity < need) {
+            fail(BASALT_ERR_CAPACITY, "basalt_session_embed: {} tokens x {} need {} floats, the buffer has {}",
+                 batch->n_tokens, s.n_embd(), need, out == nullptr ? 0 : capacity);
+        }
+        std::vector<float> rows;
+        s.embed(*batch, rows);
+        std::copy(rows.begin(), rows.end(), out);
+    });
+}
+
 size_t basalt_session_n_outputs(const basalt_session* session) {
     return session == nullptr || !session->s ? 0 : session->s->n_outputs();
 }

@@ -10,6 +10,11 @@
 namespace basalt::engine {
 
 std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle) {
+    if (spec.embed) return submit_embed(std::move(spec), handle);
+    if (model_.hparams.encoder_only) {
+        fail(BASALT_ERR_UNSUPPORTED, "'{}' is an embedding model (encoder-only): it cannot generate; embed instead",
+             model_.hparams.arch);
+    }
     check_tokens(spec);
     auto r = std::make_shared<Request>();
     r->spec = std::move(spec);

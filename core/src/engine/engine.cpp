@@ -128,6 +128,7 @@ int32_t Engine::session_seq(Request& r, int32_t model, int32_t seq) const {
 }
 
 size_t Engine::step() {
+    if (model_.hparams.encoder_only) return embed_step();
     std::vector<std::shared_ptr<Request>> touched;
     const std::vector<std::shared_ptr<Request>> started = admit_queued(touched);
     for (auto& r : started) {

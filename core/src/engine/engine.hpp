@@ -93,6 +93,12 @@ class Engine {
     bool is_eog(const Request& r, int32_t token) const;
 
   private:
+    // ---- embedding requests (engine-embed.cpp) ----
+    // Checks an embedding request (the model can embed with its pooling, the input fits) and queues it.
+    std::shared_ptr<Request> submit_embed(RequestSpec spec, basalt_request* handle);
+    // One step of an embedding model: queued requests (cancelled ones leave) taken in FIFO order while their inputs
+    // fit max_batch_tokens (the first always), embedded in one ragged call, pooled, finished and delivered.
+    size_t embed_step();
     // ---- setup (engine.cpp) ----
     void resolve_limits(const EngineConfig& config);
     void open_sessions(const EngineConfig& config);

@@ -41,6 +41,11 @@ struct RequestSpec {
     void* user_data = nullptr;
     bool logprobs = false;       // record each emitted token's log-probability (decoder 'sample' only)
     int32_t n_top_logprobs = 0;  // and this many most likely alternatives (0..kMaxTopLogprobs)
+    // An embedding request (docs/embeddings.md): the prompt is embedded, not continued.
+    bool embed = false;
+    int32_t pooling = -1;     // Pooling (exec/pooling.hpp); -1: the model's
+    bool normalize = true;    // L2
+    uint32_t dimensions = 0;  // keep the first this many values before normalising (0: all)
 };
 
 constexpr int32_t kMaxTopLogprobs = 20;
@@ -109,6 +114,7 @@ struct Request {
     std::vector<double> itl_ms;
     std::vector<Hypothesis> hypotheses;                        // grows as the decoder emits them
     std::vector<TokenLogprob> logprobs;                        // with spec.logprobs: one per token of hypothesis 0
+    std::vector<float> embedding;                              // an embedding request's result, once finished
     std::deque<std::pair<std::string, double>> decoder_stats;  // deque: names stay put (borrowed by the C API)
     std::atomic<bool> cancel{false};
     bool in_callback = false;  // the loop thread is inside this request's callback

@@ -219,6 +219,7 @@ void SessionResources::check_layout(const SessionConfig& config, SessionShape sh
     const char* needs_1_4 = layout.stream_window != 0 ? "a streaming KV cache (attention at cache positions)"
                             : residual != 0           ? "a KV residual window"
                             : hp.encoder_decoder      ? "an encoder-decoder model (non-causal attention)"
+                            : hp.encoder_only         ? "an encoder-only model (non-causal attention)"
                                                       : nullptr;
     if (needs_1_4 != nullptr && backend_component.plugin_abi_major == 1 && backend_component.plugin_abi_minor < 4) {
         fail(BASALT_ERR_UNSUPPORTED,
@@ -273,6 +274,7 @@ void SessionResources::allocate_caches() {
         to.emplace_back(backend, bytes, BASALT_BUFFER_KV, what);
         kv_bytes += bytes;
     };
+    if (hp.encoder_only) return;  // every pass attends over its own rows: nothing is cached
     for (uint32_t il = 0; il < n_cache_layers; ++il) {
         alloc(k, k_row_bytes * (window_storage[il] ? n_window_slots : k_storage_rows), "buffer_alloc(K cache)");
         alloc(v, v_row_bytes * (window_storage[il] ? n_window_slots : v_storage_rows), "buffer_alloc(V cache)");
@@ -374,10 +376,11 @@ MemoryPlan SessionResources::allocated(uint64_t logits_floats, uint64_t io_logit
     m.n_params = plan.n_params;
     m.types = plan.types;
     m.weight_bytes = weights.bytes;
-    m.kv_bytes_per_token = static_cast<uint64_t>(cache_layers()) * (k_row_bytes + v_row_bytes) *
-                           (hp.encoder_decoder ? 2 : 1);  // + the cross-attention rows
+    m.kv_bytes_per_token = hp.encoder_only ? 0
+                                           : static_cast<uint64_t>(cache_layers()) * (k_row_bytes + v_row_bytes) *
+                                                 (hp.encoder_decoder ? 2 : 1);  // + the cross-attention rows
     m.kv_bytes = kv_bytes;
-    m.kv_cells_full = n_ctx;
+    m.kv_cells_full = hp.encoder_only ? 0 : n_ctx;
     bool any_sliding = false;
     for (uint8_t s : sliding) any_sliding = any_sliding || s != 0;
     m.kv_cells_window = !any_sliding ? 0 : n_window_slots != 0 ? n_window_slots : n_ctx;

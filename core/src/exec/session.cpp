@@ -290,6 +290,10 @@ void Session::decode(const basalt_batch& batch) {
     if (batch.struct_size < offsetof(basalt_batch, want_logits) + sizeof(batch.want_logits)) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_batch.struct_size {} is too small", batch.struct_size);
     }
+    if (model_.hparams.encoder_only) {
+        fail(BASALT_ERR_UNSUPPORTED, "'{}' is an embedding model (encoder-only): it has no logits to decode; embed",
+             model_.hparams.arch);
+    }
     const size_t n = batch.n_tokens;
     if (n == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "empty batch");
     if (batch.tokens == nullptr || batch.positions == nullptr || batch.seq_ids == nullptr) {

@@ -55,6 +55,13 @@ class Session {
     // (a longer source has a pass of its own); more source tokens than free cross rows (n_ctx in all) is refused
     // (CAPACITY) before any work.
     void encode(const basalt_batch& batch);
+    // Encoder-only (embedding) models: runs whole inputs through the encoder, each sequence's rows one input at
+    // positions 0..n-1 (nothing is kept: the ids, any >= 0, only group rows), and sets `rows` to every row's final
+    // hidden state in batch order (n_tokens x n_embd). With `scores` (the model has a rank head, n_cls_out > 0), sets
+    // it to each input's head outputs (n_cls_out each) in order of first appearance (of its id). Inputs are packed into
+    // passes of at most n_batch tokens (a longer one: a pass of its own); an input longer than n_ctx (or the learned
+    // positions) is refused (CAPACITY) before any work. docs/embeddings.md.
+    void embed(const basalt_batch& batch, std::vector<float>& rows, std::vector<float>* scores = nullptr);
     // Tokens of seq's encoded source (0: none).
     uint32_t seq_source_length(int32_t seq) const;
     // Cross-attention rows still free (encoder-decoder models; 0 otherwise).
@@ -128,6 +135,11 @@ class Session {
     // One encoder pass over whole sources: `seqs` in order, their tokens at `rows` of the batch.
     void encode_pass(const basalt_batch& batch, const std::vector<int32_t>& seqs,
                      const std::vector<std::vector<size_t>>& rows);
+    // One embedding pass over whole inputs: `seqs` in order, their tokens at `rows` of the batch; hidden rows and
+    // scores appended to pass_rows / scores.
+    void embed_pass(const basalt_batch& batch, const std::vector<int32_t>& seqs,
+                    const std::vector<std::vector<size_t>>& rows, std::vector<float>& pass_rows,
+                    std::vector<float>* scores);
     // Gives seq's cross rows back when no other sequence shares them.
     void release_source(int32_t seq);
 

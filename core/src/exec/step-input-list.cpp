@@ -22,9 +22,14 @@ std::unique_ptr<StepInput> make_residual_table_input();      // inputs/residual-
 std::unique_ptr<StepInput> make_logits_readback();           // inputs/logits-readback.cpp
 std::unique_ptr<StepInput> make_observed_layers_readback();  // inputs/observed-layers.cpp
 std::unique_ptr<StepInput> make_moe_record_readback();       // inputs/moe-record.cpp
+std::unique_ptr<StepInput> make_pool_rows_input();           // inputs/pool-rows.cpp
+std::unique_ptr<StepInput> make_embeddings_readback();       // inputs/embeddings-readback.cpp
+std::unique_ptr<StepInput> make_rank_scores_readback();      // inputs/rank-scores.cpp
 
 std::vector<std::unique_ptr<StepInput>> make_step_inputs() {
     std::vector<std::unique_ptr<StepInput>> inputs;
+    // One entry per line, so that adding an input is a one-line change.
+    // clang-format off
     for (auto* make : {
              make_tokens_input,
              make_positions_input,
@@ -44,9 +49,13 @@ std::vector<std::unique_ptr<StepInput>> make_step_inputs() {
              make_logits_readback,
              make_observed_layers_readback,
              make_moe_record_readback,
+             make_pool_rows_input,
+             make_embeddings_readback,
+             make_rank_scores_readback,
          }) {
         inputs.push_back(make());
     }
+    // clang-format on
     return inputs;
 }
 

@@ -54,6 +54,11 @@ struct Step {
     const KvReservation* reservation = nullptr;  // decoder steps
     std::vector<float>* logits = nullptr;        // decoder steps: logits of the wanted rows are appended here
     size_t n_out = 0;                            // rows appended to *logits
+    // Embedding passes (encoder-only models, an encoder pass): every row's hidden state is appended to *embd; with
+    // rank, the rank head's scores of each list's first row to *scores.
+    std::vector<float>* embd = nullptr;
+    std::vector<float>* scores = nullptr;
+    bool rank = false;
 };
 
 // The region an input needs this pass. Absent: no tensor, nothing filled, bound or read back.

@@ -36,6 +36,14 @@ constexpr ArchSpec kArchs[] = {
      .build = build_t5,
      .rope = false,
      .rel_buckets = 32},
+    // Embeddings (docs/embeddings.md): post-LayerNorm encoder with learned positions and token types.
+    {.name = "bert",
+     .label = "bert",
+     .kind = ArchKind::ENCODER,
+     .build = build_bert,
+     .rope = false,
+     .learned_positions = true,
+     .ffn_mats = 2},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
 };

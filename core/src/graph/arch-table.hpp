@@ -21,6 +21,8 @@ enum class ArchKind {
     ENCODER_DECODER,  // an encoder pass, then decoder steps with cross-attention (t5); also reads
                       // <arch>.decoder_block_count, attention.relative_buckets_count, decoder_start_token_id
     CONTROL_VECTOR,   // a llama.cpp control vector: steering directions, no model; reads <arch>.layer_count only
+    ENCODER,          // an encoder-only embedding model (bert): one bidirectional pass over each whole input, hidden
+                      // states out (pooled per <arch>.pooling_type), no KV cache and no logits
 };
 
 // Which expert counts a row's builder takes (one architecture may have a row per variant).

@@ -65,6 +65,12 @@ struct ForwardContext {
     int32_t cross_lists = -1;      // decoder pass: I32 [2 * n_vis_cross, n_lists], (row, position) pairs
     std::vector<int32_t> cross_k;  // per decoder layer: [n_embd_k_gqa, n_cross_rows]
     std::vector<int32_t> cross_v;  // per decoder layer: [n_embd_v_gqa, n_cross_rows]
+    // Embeddings (docs/embeddings.md): the final hidden rows F32 [n_embd, T] (encoder-only models write every row
+    // here), and with a rank head the rows it reads (I32 [n_lists]: one per sequence) and its scores F32
+    // [n_cls_out, n_lists]; -1: not asked for.
+    int32_t embd_out = -1;
+    int32_t pool_rows = -1;
+    int32_t rank_out = -1;
 
     // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
     // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
@@ -139,6 +145,12 @@ void build_qwen3(ForwardContext& c);
 void build_qwen3moe(ForwardContext& c);
 void build_smollm3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
+// bert: an encoder-only pass (c.encoder_pass lists) writing its hidden rows to c.embd_out and, with c.rank_out, the
+// classifier head's scores of c.pool_rows.
+void build_bert(ForwardContext& c);
+// The rank (classifier) head of llama.cpp's files on pooled rows x [n_embd, n]: cls.weight/bias then tanh when the
+// file has them, then cls.output.weight/bias (scores [n_cls_out, n]); writes c.rank_out.
+void rank_head(ForwardContext& c, int32_t x);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);
 // T5's relative position bucket of distance (key position - query position), as in the T5 reference code.

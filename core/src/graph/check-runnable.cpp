@@ -54,6 +54,15 @@ void check_runnable(const gguf::File& file, const ModelHparams& hp) {
         build_forward(c);
         c.encoder_pass = false;
     }
+    if (hp.encoder_only) {
+        // One embedding pass: hidden rows out, and the rank head's tensors when the file has one.
+        c.encoder_pass = true;
+        c.embd_out = g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_embd), 1}, "embd");
+        if (hp.n_cls_out > 0) {
+            c.pool_rows = g.tensor(BASALT_DTYPE_I32, {1}, "inp_pool_rows");
+            c.rank_out = g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_cls_out), 1}, "rank_scores");
+        }
+    }
     build_forward(c);
 }
 

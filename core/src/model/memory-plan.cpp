@@ -81,7 +81,10 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         row_bytes(req.k_type, hp.n_embd_k_gqa(), "K") + row_bytes(req.v_type, hp.n_embd_v_gqa(), "V");
     const uint64_t ctx = p.n_ctx;
     p.kv_cells_full = ctx;
-    if (hp.encoder_decoder) {
+    if (hp.encoder_only) {
+        // An embedding model's passes attend over their own rows: nothing is cached.
+        p.kv_cells_full = 0;
+    } else if (hp.encoder_decoder) {
         // Decoder self-attention caches n_ctx tokens; cross-attention caches the encoder output (<= n_ctx).
         p.kv_bytes_per_token = 2ull * hp.n_layer_dec * kv_row;
         p.kv_bytes = p.kv_bytes_per_token * ctx;
@@ -132,7 +135,8 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     const uint64_t inputs = 4 * T * (p.kv_cells_window != 0 && p.kv_cells_window != ctx ? 7 : 6) +
                             8 * lists * (ctx + (p.kv_cells_window != ctx ? p.kv_cells_window : 0)) + 8 * 63 +
                             (req.kv_residual != 0 ? 4 * T + 8 * lists + 2 * 63 : 0);
-    const uint64_t logits = 4 * T * hp.n_vocab;  // every row of the batch may ask for logits
+    // Every row of the batch may ask for logits (an embedding model: its hidden state).
+    const uint64_t logits = 4 * T * (hp.encoder_only ? hp.n_embd : hp.n_vocab);
     p.logits_bytes = 2 * logits;
     p.io_bytes = inputs + logits;
     uint64_t io_inputs = inputs;

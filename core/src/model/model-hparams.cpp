@@ -114,6 +114,18 @@ ModelHparams read_hparams(const gguf::File& f) {
 
     h.learned_positions = spec.learned_positions;
     h.ffn_mats = spec.ffn_mats;
+    h.encoder_only = spec.kind == ArchKind::ENCODER;
+    if (const auto pooling = f.get_int(A + "pooling_type")) {
+        if (*pooling < 0 || *pooling > 4) {
+            fail(BASALT_ERR_FORMAT, "{}: {}pooling_type = {} is not one of 0 none, 1 mean, 2 cls, 3 last, 4 rank",
+                 f.source(), A, *pooling);
+        }
+        h.pooling = static_cast<int32_t>(*pooling);
+    }
+    // The rank head's last projection: cls.output, or cls alone (a single-layer head, jina-reranker-v1 style).
+    const auto* head = f.tensor("cls.output.weight");
+    if (head == nullptr) head = f.tensor("cls.weight");
+    if (head != nullptr) h.n_cls_out = head->n_dims >= 2 ? static_cast<uint32_t>(head->ne[1]) : 1;
     if (spec.kind == ArchKind::ENCODER_DECODER) {
         h.encoder_decoder = true;
         h.n_layer_dec = optional_u32(f, A + "decoder_block_count", h.n_layer);

@@ -42,6 +42,10 @@ struct ModelHparams {
     // From the architecture table (core/src/graph/arch-table.hpp), so that nothing else asks for the name:
     bool learned_positions = false;  // position embeddings (gpt2): no position at or past n_ctx_train (when set)
     uint32_t ffn_mats = 3;           // FFN weight matrices per expert: 3 gated (gate, up, down), 2 plain (up, down)
+    // Embeddings (docs/embeddings.md):
+    bool encoder_only = false;  // an embedding model (bert): one bidirectional pass per input, no KV cache, no logits
+    int32_t pooling = -1;       // <arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank; -1 not in the file
+    uint32_t n_cls_out = 0;     // outputs of the rank (classifier) head: rows of cls.output.weight; 0: no head
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }

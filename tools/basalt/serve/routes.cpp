@@ -26,7 +26,8 @@ void Server::handle(const std::shared_ptr<HttpSession>& s, HttpRequest&& req) {
     if (auto q = target.find('?'); q != std::string::npos) target.resize(q);
     const bool is_v1 = starts_with(target, "/v1/");
     const std::string endpoint = target == "/health" || target == "/metrics" || target == "/v1/models" ||
-                                         target == "/v1/completions" || target == "/v1/chat/completions"
+                                         target == "/v1/completions" || target == "/v1/chat/completions" ||
+                                         target == "/v1/embeddings" || target == "/v1/rerank"
                                      ? target
                                  : starts_with(target, "/v1/models/") ? "/v1/models/{id}"
                                                                       : "other";
@@ -65,7 +66,8 @@ void Server::handle(const std::shared_ptr<HttpSession>& s, HttpRequest&& req) {
                                        "invalid_request_error", "model_not_found"));
         return send_json(s, endpoint, 200, m);
     }
-    if (target != "/v1/completions" && target != "/v1/chat/completions")
+    if (target != "/v1/completions" && target != "/v1/chat/completions" && target != "/v1/embeddings" &&
+        target != "/v1/rerank")
         return send_error(s, endpoint, ApiError(404, "no endpoint '" + target + "' (docs/server.md lists them)"));
     if (method != http::verb::post) return send_error(s, endpoint, ApiError(405, target + " takes POST"));
     const auto ctype_field = req[http::field::content_type];
@@ -76,6 +78,8 @@ void Server::handle(const std::shared_ptr<HttpSession>& s, HttpRequest&& req) {
         return send_error(s, endpoint,
                           ApiError(415, "the body must be application/json, not '" + std::string(ctype) + "'"));
 
+    if (target == "/v1/embeddings") return start_embeddings(*this, s, endpoint, req.body());
+    if (target == "/v1/rerank") return start_rerank(*this, s, endpoint, req.body());
     GenerationRequest g;
     try {
         const json body = parse_body(req.body());

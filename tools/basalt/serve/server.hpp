@@ -109,4 +109,11 @@ class Server {
 void start_generation(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
                       GenerationRequest&& g);
 
+// Answers POST /v1/embeddings with body on session s (embeddings.cpp): inputs submitted as embedding requests.
+void start_embeddings(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
+                      const std::string& body);
+// Answers POST /v1/rerank with body on session s (rerank.cpp): query-document pairs scored by the rank head.
+void start_rerank(Server& server, const std::shared_ptr<HttpSession>& s, const std::string& endpoint,
+                  const std::string& body);
+
 }  // namespace basalt::serve

@@ -231,6 +231,10 @@ struct RequestParams {
     std::vector<int32_t> source_tokens;  // or as ids, when has_source_tokens
     bool has_source = false, has_source_tokens = false;
     int32_t n_top_logprobs = 0;  // with BASALT_REQUEST_LOGPROBS: alternatives per token (0..20)
+    // With BASALT_REQUEST_EMBED (docs/embeddings.md):
+    int32_t pooling = BASALT_POOLING_MODEL;
+    int32_t normalize = BASALT_NORMALIZE_L2;
+    uint32_t dimensions = 0;  // 0: all
 
     // The C struct with callback and user_data as given (borrowed by the engine until the request finishes),
     // pointing into *this: valid until *this is modified, moved or destroyed.
@@ -239,6 +243,9 @@ struct RequestParams {
         rp.struct_size = sizeof(rp);
         rp.n_top_logprobs = n_top_logprobs;
         rp.flags = flags;
+        rp.pooling = pooling;
+        rp.normalize = normalize;
+        rp.dimensions = dimensions;
         if (has_tokens) {
             rp.tokens = tokens.data();
             rp.n_tokens = tokens.size();
@@ -573,6 +580,14 @@ class Request : public detail::Handle<basalt_request, basalt_request_free> {
         for (size_t i = 0; basalt_request_decoder_stat(get(), i, &name, &value) == BASALT_OK; ++i)
             out.emplace_back(name, value);
         return out;
+    }
+    // The result of a finished embedding request (BASALT_REQUEST_EMBED); throws Error while it runs or when it failed.
+    std::vector<float> embedding() const {
+        size_t n = 0;
+        check(basalt_request_embedding(get(), nullptr, 0, &n));
+        std::vector<float> v(n);
+        check(basalt_request_embedding(get(), v.data(), v.size(), &n));
+        return v;
     }
     // Number of emitted tokens with a log-probability (BASALT_REQUEST_LOGPROBS).
     size_t n_logprobs() const { return basalt_request_n_logprobs(get()); }

@@ -12,7 +12,7 @@ namespace {
 class CrossSlots final : public StepInput {
   public:
     IoRegion prepare(const Step& step) override {
-        if (!step.encoder) return {};
+        if (!step.encoder || !step.hp.encoder_decoder) return {};
         return {true, 4 * static_cast<uint64_t>(step.n_tokens)};
     }
     void fill(const Step& step, uint8_t* region) const override {
