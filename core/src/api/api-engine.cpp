@@ -37,9 +37,7 @@ namespace {
 
 // "NAME[:key=value,...]" (the sampler-chain entry syntax) as a name and its parameters.
 basalt::SamplerSpec decoder_spec(const char* text) {
-    auto entries = basalt::parse_sampler_chain(text);
-    if (entries.size() != 1) fail(BASALT_ERR_FORMAT, "bad decoder spec '{}': give one NAME[:key=value,...]", text);
-    return std::move(entries[0]);
+    return basalt::parse_component_spec(text, "decoder spec", "decoders");
 }
 
 Engine& get(basalt_engine* e) {
