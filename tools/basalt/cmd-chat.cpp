@@ -45,9 +45,15 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
               << "; /reset forgets the conversation, /exit quits" << std::endl;
     std::string line;
     long long turn = 0;
+    bool first_line = true;
     for (;;) {
         if (tty) std::cout << "> " << std::flush;
         if (!std::getline(std::cin, line)) break;
+        // Lines end at "\n" or "\r\n" (a file from Windows, a terminal sending CR), and a UTF-8 byte-order mark
+        // that starts the input is no part of the first line: "/exit\r" quits.
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (first_line && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+        first_line = false;
         if (line == "/exit" || line == "/quit") break;
         if (line == "/reset") {
             history.resize(kept);
