@@ -86,6 +86,8 @@ std::string parse_fields(const json& j, Job& job) {
                 return "'source_tokens' must hold non-negative integer ids, not " + value_excerpt(t);
             job.spec.source_tokens.push_back(static_cast<int32_t>(id));
         }
+        if (job.spec.source_tokens.empty())
+            return "'source_tokens' is empty: an encoder-decoder request needs at least one source token";
         job.spec.has_source_tokens = true;
     } else if (j.contains("source")) {
         if (!j["source"].is_string()) return "'source' must be a string";

@@ -164,6 +164,9 @@ class Engine(_Owned):
             p.prompt_len = len(data)
         if source_tokens is not None:
             src = _ids(source_tokens, "submit: source_tokens")
+            if len(src) == 0:
+                raise ValueError("submit: source_tokens is empty: an encoder-decoder request needs at least one "
+                                 "source token")
             keep.append(src)
             p.source_tokens = src
             p.n_source_tokens = len(source_tokens)

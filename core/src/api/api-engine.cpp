@@ -168,6 +168,9 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
                                 (params->source != nullptr || params->source_tokens != nullptr);
         if (has_source) {
             if (params->source_tokens != nullptr) {
+                if (params->n_source_tokens == 0)
+                    fail(BASALT_ERR_INVALID_ARGUMENT,
+                         "source_tokens is empty: an encoder-decoder request needs at least one source token");
                 spec.source.assign(params->source_tokens, params->source_tokens + params->n_source_tokens);
             } else {
                 spec.source = e.model().tok().tokenize(params->source, (params->flags & BASALT_REQUEST_NO_SPECIAL) == 0,
