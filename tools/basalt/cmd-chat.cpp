@@ -28,7 +28,12 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
     cpp::EngineOptions options = engine_options(vm, g);
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
-    options.prepare = [&](const cpp::Runtime&, const cpp::Model& model, cpp::EngineParams& p) {
+    options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& model, cpp::EngineParams& p) {
+        try {  // refused at start, not at the first turn
+            const cpp::SamplerChain check(rt, vm["samplers"].as<std::string>());
+        } catch (const cpp::Error& e) {
+            throw UsageError(std::string("basalt chat: --samplers: ") + e.what());
+        }
         if (auto why = serve::describe_served_model(model.get(), "chat", tmpl, p.n_ctx, served); !why.empty()) {
             if (!tmpl.empty()) throw UsageError("basalt chat: " + why);  // an unknown --chat-template
             throw std::runtime_error("basalt chat: " + why);
