@@ -232,7 +232,7 @@ def long_prompts(basalt):
             status = srv.request("GET", "/health", timeout=60)[0]
             worst = max(worst, time.time() - t0)
             time.sleep(0.1)
-        check("two 4 MB prompts being tokenized do not hold /health", status == 200 and worst < 1.0,
+        check("two 4 MB prompts being tokenized do not hold /health", status == 200 and worst < 3.0,
               "%.2f s" % worst)
         for t in threads:
             t.join()

@@ -190,16 +190,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 jobs_.push_back(std::move(job));
             }
         }
-        auto self = self_;
-        net::post(server_.prep_pool(), [self] { self->prepare(); });
+        net::post(server_.prep_pool(), [self = self_] { self->prepare(self); });
     }
 
   private:
     // Tokenizes and submits every job (on a preparation thread: nothing on the strand reads jobs_ until begin()),
     // then continues on the strand with begin() or the error.
-    void prepare() {
+    void prepare(const std::shared_ptr<Exchange>& self) {
         const auto ex = http_->executor();
-        auto self = self_;
         auto refuse = [&](ApiError e) {
             server_.post_to(ex, [self, e] {
                 self->jobs_.clear();  // cancels and frees what was submitted, gives the reserved slots back
