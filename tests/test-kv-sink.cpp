@@ -100,7 +100,7 @@ TEST_CASE("sink cache specs: bad ones are refused naming the problem", "[kv-sink
         {"sink:n_sink=-1", "parameter 'n_sink' = '-1'"},
         {"sink:window=0", "parameter 'window' = '0'"},
         {"sink:window=ten", "parameter 'window' = 'ten' is not an integer"},
-        {"sink:4", "unknown parameter 'value'"},
+        {"sink:4", "bad KV cache spec 'sink:4': the value '4' has no key: write key=value"},  // issue 28
         {"sink:n_sink=4;paged", "names 2 managers"},
         {"sink:k_type=q3", "parameter 'k_type' = 'q3'"},
         {"nosuch:n_sink=4", "no KV cache manager named 'nosuch'"},

@@ -4,8 +4,8 @@
 batch-lines.py BASALT
     Each bad line (a number that overflows a double, tokens/max_tokens/id nested 100,000 deep, a seed or max_tokens
     of 2^64-1, an object of 100,000 keys, a prompt of more bytes than 64 per context token) gets its own error result
-    naming its line, with a short message, and the valid lines around them still run; a directory as --requests is
-    refused with a message.
+    naming its line, with a short message, and the valid lines around them still run; a 50 MB line is refused by
+    its length before it is parsed (peak RSS bounded); a directory as --requests is refused with a message.
 """
 import json
 import os
@@ -68,6 +68,34 @@ def main():
         check("line %d's error is short" % n, r is not None and len(json.dumps(r)) < 1000, str(r)[:300])
         check("stderr names line %d" % n, ("line %d: " % n) in p.stderr, p.stderr[-1000:])
     check("the whole run takes seconds, not minutes", took < 60, "%.1f s" % took)
+
+    # A 50 MB prompt line, read from stdin: refused by its length before it is parsed or tokenized, never held
+    # whole: the run's peak RSS is within 25 MB of the same run without that line (the line parsed added 250 MB,
+    # 321 MB in all; tokenized, 2.2 GB).
+    def peak_run(lines):
+        path = os.path.join(d, "stdin.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        probe = ("import resource, subprocess, sys\n"
+                 "p = subprocess.run(sys.argv[1:], stdin=open(%r), capture_output=True, text=True)\n"
+                 "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)\n"
+                 "sys.stdout.write(p.stdout)\n" % path)
+        p = subprocess.run([sys.executable, "-c", probe, basalt, "batch", "--requests", "-"], capture_output=True,
+                           text=True, timeout=300)
+        head, _, out = p.stdout.partition("\n")
+        rss_kb, rc = (int(x) for x in head.split())
+        return rss_kb, rc, {r.get("id"): r for r in (json.loads(x) for x in out.splitlines())}, out
+
+    huge_line = '{"id":"huge","prompt":"%s","max_tokens":1}' % ("a" * (50 << 20))
+    base_kb, _, _, _ = peak_run([valid % 1, valid % 2])
+    rss_kb, rc, results, out = peak_run([valid % 1, huge_line, valid % 2])
+    huge = results.get(2, {})
+    check("a 50 MB line is refused by its length before parsing", rc == 1 and "a line of 52428840 bytes" in
+          huge.get("error", "") and "refused before parsing" in huge.get("error", ""), str(huge)[:300])
+    check("... and the lines around it run", "error" not in results.get("ok1", {"error": 1}) and
+          "error" not in results.get("ok2", {"error": 1}), out[:300])
+    check("... and the line adds less than 25 MB to the run's peak RSS", rss_kb - base_kb < 25 * 1024,
+          "%d kB with the line, %d kB without" % (rss_kb, base_kb))
 
     p = subprocess.run([basalt, "batch", "--requests", d], capture_output=True, text=True, timeout=120)
     check("--requests DIR is refused", p.returncode != 0 and "directory" in p.stderr,

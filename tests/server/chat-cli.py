@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """basalt chat driven through stdin: replies stream to stdout, the conversation carries across turns (the second
-reply equals `basalt batch` on the rendered two-turn prompt), /reset forgets it, /exit quits.
+reply equals `basalt batch` on the rendered two-turn prompt), /reset forgets it, /exit quits; CRLF line ends and a
+leading UTF-8 byte-order mark are not part of the lines ("/exit\r" quits).
 chat-cli.py BASALT
 """
 import json
@@ -24,6 +25,11 @@ def main():
     a = chat(basalt, ["Hello", "/exit", "never read"])
     b = chat(basalt, ["Hi", "/reset", "Hello", "/exit"])
     c = chat(basalt, ["Hello", "How are you"])
+    # CRLF line ends and a UTF-8 byte-order mark at the start are no part of the lines: the same chat, and
+    # "/exit\r" quits.
+    d = chat(basalt, ["\ufeffHello\r", "/exit\r", "never read"])
+    if d != a:
+        failures.append("CRLF lines and a BOM change the chat or /exit\\r is not a command: %r vs %r" % (d, a))
     if not a.endswith("\n") or len(a) < 2:
         failures.append("no reply: %r" % a)
     if "(conversation reset)\n" not in b or not b.endswith("(conversation reset)\n" + a):

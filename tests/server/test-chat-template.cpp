@@ -154,6 +154,28 @@ TEST_CASE("openai requests: refusals name the field") {
     CHECK_THROWS_AS(parse_body("[]"), ApiError);
 }
 
+TEST_CASE("openai requests: logit_bias keys are decimal token ids, each token named once") {
+    ServedModel m;
+    m.id = "target";
+    m.n_vocab = 2048;
+    m.n_ctx = 256;
+    auto refused = [&](const char* body) -> std::string {
+        try {
+            parse_completion(json::parse(body), m);
+        } catch (const ApiError& e) {
+            return e.param + ": " + e.what();
+        }
+        return "accepted";
+    };
+    CHECK(refused(R"({"prompt":"a","logit_bias":{"5":1,"05":2}})") ==
+          "logit_bias: 'logit_bias' names token 5 twice ('5' and '05')");
+    CHECK(refused(R"({"prompt":"a","logit_bias":{"5":1,"0005":2}})") ==
+          "logit_bias: 'logit_bias' names token 5 twice ('5' and '0005')");
+    CHECK_THAT(refused(R"({"prompt":"a","logit_bias":{" 5":1}})"), Catch::Contains("not ' 5'"));
+    CHECK_THAT(refused(R"({"prompt":"a","logit_bias":{"+5":1}})"), Catch::Contains("not '+5'"));
+    CHECK(refused(R"({"prompt":"a","logit_bias":{"5":1,"6":2}})") == "accepted");
+}
+
 TEST_CASE("openai requests: chat messages go through the template with its stops") {
     ServedModel m;
     m.id = "target";

@@ -27,6 +27,26 @@ using json = nlohmann::ordered_json;
 // A prompt or source of more bytes than this per context token is refused before it is tokenized (as in serve).
 constexpr size_t kPromptBytesPerToken = 64;
 
+// Reads one line (without its '\n') into line, keeping at most `keep` bytes of it, and returns the line's whole
+// length; false at the end of input. A line longer than `keep` is skipped, never held whole.
+bool read_line(std::istream& in, std::string& line, size_t keep, size_t& length) {
+    line.clear();
+    length = 0;
+    std::streambuf* sb = in.rdbuf();
+    bool any = false;
+    for (;;) {
+        const int c = sb->sbumpc();
+        if (c == std::char_traits<char>::eof()) {
+            in.setstate(std::ios::eofbit);
+            return any;
+        }
+        any = true;
+        if (c == '\n') return true;
+        if (length < keep) line.push_back(static_cast<char>(c));
+        ++length;
+    }
+}
+
 // One request line, parsed and checked.
 struct Job {
     size_t line = 0;
@@ -122,6 +142,8 @@ std::string parse_fields(const json& j, Job& job) {
                 return "'source_tokens' must hold non-negative integer ids, not " + value_excerpt(t);
             job.spec.source_tokens.push_back(static_cast<int32_t>(id));
         }
+        if (job.spec.source_tokens.empty())
+            return "'source_tokens' is empty: an encoder-decoder request needs at least one source token";
         job.spec.has_source_tokens = true;
     } else if (j.contains("source")) {
         if (!j["source"].is_string()) return "'source' must be a string";
@@ -243,11 +265,26 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
         const uint32_t train = m.info().n_ctx_train;
         const size_t n_ctx = p.n_ctx != 0 ? p.n_ctx : std::min<uint32_t>(train == 0 ? 4096 : train, 4096);
         const size_t prompt_bytes = kPromptBytesPerToken * n_ctx;
+        // A line is read up to the longest a valid one can be: a prompt and a source at the bound, each byte
+        // written as a 6-byte \uXXXX escape, and 64 KiB for the other fields. A longer line is refused by its
+        // length, before it is parsed or tokenized, and never held whole.
+        // At least 4 MiB, the default --max-body of serve.
+        const size_t line_bytes = std::max<size_t>(2 * 6 * prompt_bytes + 65536, size_t{4} << 20);
         uint32_t widest = 1;
-        size_t line_no = 0;
+        size_t line_no = 0, length = 0;
         std::string line;
-        while (std::getline(*in, line)) {
+        while (read_line(*in, line, line_bytes + 1, length)) {
             ++line_no;
+            if (length > line_bytes) {
+                auto job = std::make_unique<Job>();
+                job->line = line_no;
+                parsed.push_back(std::move(job));
+                why_not.push_back("a line of " + std::to_string(length) + " bytes; lines over " +
+                                  std::to_string(line_bytes) + " bytes (texts over " +
+                                  std::to_string(kPromptBytesPerToken) +
+                                  " bytes per context token, escaped) are refused before parsing");
+                continue;
+            }
             if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
             auto job = std::make_unique<Job>();
             job->line = line_no;

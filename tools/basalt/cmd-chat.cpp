@@ -28,7 +28,12 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
     cpp::EngineOptions options = engine_options(vm, g);
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
-    options.prepare = [&](const cpp::Runtime&, const cpp::Model& model, cpp::EngineParams& p) {
+    options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& model, cpp::EngineParams& p) {
+        try {  // refused at start, not at the first turn
+            const cpp::SamplerChain check(rt, vm["samplers"].as<std::string>());
+        } catch (const cpp::Error& e) {
+            throw UsageError(std::string("basalt chat: --samplers: ") + e.what());
+        }
         if (auto why = serve::describe_served_model(model.get(), "chat", tmpl, p.n_ctx, served); !why.empty()) {
             if (!tmpl.empty()) throw UsageError("basalt chat: " + why);  // an unknown --chat-template
             throw std::runtime_error("basalt chat: " + why);
@@ -45,9 +50,15 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
               << "; /reset forgets the conversation, /exit quits" << std::endl;
     std::string line;
     long long turn = 0;
+    bool first_line = true;
     for (;;) {
         if (tty) std::cout << "> " << std::flush;
         if (!std::getline(std::cin, line)) break;
+        // Lines end at "\n" or "\r\n" (a file from Windows, a terminal sending CR), and a UTF-8 byte-order mark
+        // that starts the input is no part of the first line: "/exit\r" quits.
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (first_line && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+        first_line = false;
         if (line == "/exit" || line == "/quit") break;
         if (line == "/reset") {
             history.resize(kept);

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "cli.hpp"
 
@@ -86,6 +87,16 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         print_error(basalt_last_error());
         return kExitError;
     }
+    // The sessions' KV caches (kv-paged) store a quantized type in blocks of 32 along each head: a plan for a head
+    // that is not whole blocks describes a cache `basalt run` refuses, and inspect says so.
+    std::string kv_refused;
+    for (const auto& [which, type, hd, name] : {std::tuple{"K", plan.k_type, info.head_dim_k, "head_dim_k"},
+                                                std::tuple{"V", plan.v_type, info.head_dim_v, "head_dim_v"}}) {
+        if (kv_refused.empty() && type != BASALT_DTYPE_F32 && type != BASALT_DTYPE_F16 && hd % 32 != 0)
+            kv_refused = std::string(which) + " type " + basalt_dtype_name(type) +
+                         " is stored in blocks of 32 along each head, but this model's " + name + " is " +
+                         std::to_string(hd) + ": basalt run refuses this cache (f16 or f32 fit any head)";
+    }
     // Whether a session could run it (the graph built against the tensors, nothing allocated). A broken file
     // (a required tensor missing or unusable) makes inspect fail after its report; an architecture this build has
     // no graph builder for does not.
@@ -166,6 +177,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("scratch_bytes").value(static_cast<long long>(plan.scratch_bytes));
         j.key("logits_bytes").value(static_cast<long long>(plan.logits_bytes));
         j.key("total_bytes").value(static_cast<long long>(plan.total_bytes));
+        if (!kv_refused.empty()) j.key("refused").value(kv_refused);
         j.end_object();
         j.end_object();
         std::cout << '\n';
@@ -214,6 +226,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     std::cout << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << "  (of it "
               << human(plan.logits_bytes) << " logits of all " << plan.n_batch << " batch rows)\n"
               << "  total      " << std::setw(12) << human(plan.total_bytes) << '\n';
+    if (!kv_refused.empty()) std::cout << "  refused    " << kv_refused << '\n';
     return finish();
 }
 
@@ -225,7 +238,8 @@ const Registrar kInspect{Command{
     "without allocating anything. 'no (reason)' names a tensor the graph needs that is missing, has a zero-sized\n"
     "dimension or another shape (a broken file: the report is printed, then inspect exits with status 1), or an\n"
     "architecture this build has no graph builder for (exit status 0: the file is fine). --json: \"runnable\" and\n"
-    "\"runnable_error\".",
+    "\"runnable_error\". A KV type the sessions cannot store for this model's heads is planned and marked 'refused'\n"
+    "(--json: plan.refused).",
     [](po::options_description& d, po::positional_options_description& pos) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "ctx,c", int_option("ctx", 0, INT32_MAX)->default_value(0),

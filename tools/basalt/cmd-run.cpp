@@ -86,6 +86,11 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
         } catch (const cpp::Error& e) {
             throw UsageError(e.what());  // an unknown decoder or a refused parameter of it
         }
+        try {  // a malformed chain is a usage error; submit's other refusals (a steering file) are runtime errors
+            const cpp::SamplerChain check(rt, chain_text);
+        } catch (const cpp::Error& e) {
+            if (e.status() == BASALT_ERR_FORMAT) throw UsageError(e.what());
+        }
     };
     cpp::OpenEngine e = cpp::open_engine(std::move(options));
     const cpp::Model& model = e.model;
@@ -102,13 +107,9 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     rq.seed = vm.count("seed") != 0 ? vm["seed"].as<long long>() : -1;
     if (vm.count("stop") != 0) rq.stop = vm["stop"].as<std::vector<std::string>>();
     if (vm.count("steer") != 0) rq.steer = vm["steer"].as<std::vector<std::string>>();
-    cpp::Request request;
-    try {
-        request = e.engine.submit(rq, as_json ? collect_text : print_text, &streamed);
-    } catch (const cpp::Error& err) {
-        if (err.status() == BASALT_ERR_FORMAT) throw UsageError(err.what());  // a malformed chain
-        throw;
-    }
+    // The chain and decoder were checked above: what submit refuses now (a corrupt steering file, a prompt too
+    // long) is a runtime error, as every other load failure.
+    cpp::Request request = e.engine.submit(rq, as_json ? collect_text : print_text, &streamed);
     if (vm["echo"].as<bool>() && !as_json) {
         for (int32_t t : prompt) std::cout << model.piece(t, false);
         std::cout.flush();

@@ -100,6 +100,7 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     cfg.limits.write_timeout = seconds_option(vm, "write-timeout");
     cfg.limits.body_bytes = static_cast<size_t>(vm["max-body"].as<long long>());
     cfg.limits.header_bytes = static_cast<size_t>(vm["max-header"].as<long long>());
+    cfg.limits.stream_buffer_bytes = static_cast<size_t>(vm["max-stream-buffer"].as<long long>());
     try {
         serve::Server server(cfg, e.engine.get(), e.model.get(), served);
         return server.run() == 0 ? kExitOk : kExitError;
@@ -147,10 +148,13 @@ const Registrar kServe{Command{
             "request-timeout", po::value<double>()->default_value(600),
             "seconds a generation may take; then it is cancelled and answered 504")(
             "read-timeout", po::value<double>()->default_value(10),
-            "seconds for a whole request (headers and body) to arrive; then 408 and the connection closes")(
+            "seconds for a whole request (headers and body) to arrive; then the connection is closed without a "
+            "response, as nginx and llama-server do (counted as 408 in /metrics)")(
             "idle-timeout", po::value<double>()->default_value(60), "seconds a kept-alive connection may stay idle")(
             "write-timeout", po::value<double>()->default_value(30),
             "seconds one write may wait for a client that does not read")(
+            "max-stream-buffer", int_option("max-stream-buffer", 1024, 1LL << 32)->default_value(1 << 20),
+            "bytes of a stream queued for a client that does not read; beyond them its request is cancelled")(
             "max-body", int_option("max-body", 1, 1LL << 32)->default_value(4 << 20),
             "largest request body in bytes (413 beyond)")(
             "max-header", int_option("max-header", 256, 1 << 20)->default_value(16 << 10),

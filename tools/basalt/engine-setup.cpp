@@ -69,8 +69,13 @@ cpp::ComputeParams compute_params(const po::variables_map& vm) {
     const std::string kv_type = type_option(vm, "kv-type", "f16");
     c.kv_params.add("k_type", vm.count("k-type") != 0 ? type_option(vm, "k-type", kv_type) : kv_type);
     c.kv_params.add("v_type", vm.count("v-type") != 0 ? type_option(vm, "v-type", kv_type) : kv_type);
-    if (const long long residual = vm["kv-residual"].as<long long>(); residual != 0)
+    if (const long long residual = vm["kv-residual"].as<long long>(); residual != 0) {
+        // Checked here so that the message names the option typed, not the manager's "residual" parameter.
+        if (residual % 32 != 0)
+            throw UsageError("--kv-residual must be 0 or a multiple of 32 up to 65536, not " +
+                             std::to_string(residual));
         c.kv_params.add("residual", std::to_string(residual));
+    }
     if (vm.count("device") != 0) c.device = u32(vm, "device");
     if (vm.count("backend-param") != 0) {
         for (const std::string& kv : vm["backend-param"].as<std::vector<std::string>>()) {

@@ -40,6 +40,17 @@ def _text_bytes(text, what):
     raise TypeError(f"{what} must be str or bytes, not {type(text).__name__}")
 
 
+def _c_string(text, what):
+    """_text_bytes for a field the C API reads up to its first NUL byte: ValueError naming `what` when the text
+    holds one (ctypes would pass it and C would silently cut the text there)."""
+    data = _text_bytes(text, what)
+    at = data.find(b"\0")
+    if at >= 0:
+        raise ValueError(f"{what} contains a NUL byte (at byte {at} of {data[:40]!r}); the C API would cut the "
+                         f"text there")
+    return data
+
+
 def _u32(name, value):
     return _int(value, name, 0, 0xFFFFFFFF)
 

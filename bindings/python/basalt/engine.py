@@ -10,7 +10,7 @@ from ctypes import POINTER, byref, c_char_p, c_size_t, c_void_p
 
 from . import _capi
 from ._components import _kv_types, _set_components
-from ._convert import _i32, _ids, _text_bytes, _u32
+from ._convert import _c_string, _i32, _ids, _text_bytes, _u32
 from ._dispatch import _Callback, _Dispatch
 from ._lifetime import _Owned
 from .errors import _check
@@ -164,25 +164,28 @@ class Engine(_Owned):
             p.prompt_len = len(data)
         if source_tokens is not None:
             src = _ids(source_tokens, "submit: source_tokens")
+            if len(src) == 0:
+                raise ValueError("submit: source_tokens is empty: an encoder-decoder request needs at least one "
+                                 "source token")
             keep.append(src)
             p.source_tokens = src
             p.n_source_tokens = len(source_tokens)
         elif source is not None:
-            data = _text_bytes(source, "submit: source") + b"\0"
+            data = _c_string(source, "submit: source") + b"\0"
             keep.append(data)
             p.source = data
         if isinstance(samplers, SamplerChain):
             samplers = samplers.spec
-        p.samplers = samplers.encode() if samplers is not None else None
-        p.decoder = decoder.encode() if decoder else None
+        p.samplers = _c_string(samplers, "submit: samplers") if samplers is not None else None
+        p.decoder = _c_string(decoder, "submit: decoder") if decoder else None
         if cache_salt is not None:
-            salt = _text_bytes(cache_salt, "submit: cache_salt")
+            salt = _c_string(cache_salt, "submit: cache_salt")
             keep.append(salt)
             p.cache_salt = salt
         if steer is not None:
             if isinstance(steer, (str, bytes, os.PathLike)):
                 steer = [steer]
-            specs = [os.fsencode(s) for s in steer]
+            specs = [_c_string(os.fsencode(s), f"submit: steer[{i}]") for i, s in enumerate(steer)]
             if specs:
                 arr = (c_char_p * len(specs))(*specs)
                 keep.extend([specs, arr])
@@ -195,7 +198,7 @@ class Engine(_Owned):
         p.seed = seed
         if isinstance(stop, (str, bytes)):
             stop = [stop]
-        stops = [s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in stop]
+        stops = [_c_string(s, f"submit: stop[{i}]") for i, s in enumerate(stop)]
         if stops:
             arr = (c_char_p * len(stops))(*stops)
             keep.extend([stops, arr])

@@ -181,6 +181,13 @@ class TestEngine(unittest.TestCase):
         # a stop token ends before it, like an end-of-generation token
         r = e.submit(PROMPT, max_tokens=24, stop_tokens=[tokens[5]])
         self.assertEqual((r.tokens(), r.finish_reason), (tokens[:5], "stop"))
+        # a NUL byte would silently cut a C string: refused, naming the field
+        for kwargs, field in ((dict(stop=["ok", "a\x00b"]), "submit: stop[1]"), (dict(stop=b"a\x00"), "submit: stop[0]"),
+                              (dict(samplers="greedy\x00junk"), "submit: samplers"),
+                              (dict(cache_salt="s\x00t"), "submit: cache_salt")):
+            with self.assertRaises(ValueError) as cm:
+                e.submit(PROMPT, max_tokens=4, **kwargs)
+            self.assertIn(field + " contains a NUL byte", str(cm.exception))
 
     def test_max_tokens_and_the_context(self):
         e = self.engine()

@@ -37,9 +37,7 @@ namespace {
 
 // "NAME[:key=value,...]" (the sampler-chain entry syntax) as a name and its parameters.
 basalt::SamplerSpec decoder_spec(const char* text) {
-    auto entries = basalt::parse_sampler_chain(text);
-    if (entries.size() != 1) fail(BASALT_ERR_FORMAT, "bad decoder spec '{}': give one NAME[:key=value,...]", text);
-    return std::move(entries[0]);
+    return basalt::parse_component_spec(text, "decoder spec", "decoders");
 }
 
 Engine& get(basalt_engine* e) {
@@ -188,6 +186,9 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
                                 (params->source != nullptr || params->source_tokens != nullptr);
         if (has_source) {
             if (params->source_tokens != nullptr) {
+                if (params->n_source_tokens == 0)
+                    fail(BASALT_ERR_INVALID_ARGUMENT,
+                         "source_tokens is empty: an encoder-decoder request needs at least one source token");
                 spec.source.assign(params->source_tokens, params->source_tokens + params->n_source_tokens);
             } else {
                 spec.source = e.model().tok().tokenize(params->source, (params->flags & BASALT_REQUEST_NO_SPECIAL) == 0,

@@ -36,6 +36,16 @@ bool name_char(char ch) {
     throw Error(BASALT_ERR_FORMAT, "bad sampler chain: " + what + " in '" + std::string(text) + "'");
 }
 
+// A parameter given twice ("top_k:k=3,k=5", or a bare value and its key) is refused rather than one silently winning.
+void refuse_duplicate_keys(const SamplerSpec& spec, std::string_view text) {
+    for (size_t i = 0; i < spec.params.size(); ++i) {
+        for (size_t k = 0; k < i; ++k) {
+            if (spec.params[k].first == spec.params[i].first)
+                syntax("the parameter '" + spec.params[i].first + "' of '" + spec.name + "' is given twice", text);
+        }
+    }
+}
+
 }  // namespace
 
 std::string primary_key(std::string_view sampler) {
@@ -102,6 +112,7 @@ std::vector<SamplerSpec> parse_sampler_chain(std::string_view text) {
         }
         chain.push_back(std::move(spec));
     }
+    for (const SamplerSpec& spec : chain) refuse_duplicate_keys(spec, text);
     return chain;
 }
 
@@ -149,6 +160,39 @@ std::vector<long long> SamplerChainSpec::logit_bias_tokens() const {
         }
     }
     return ids;
+}
+
+SamplerSpec parse_component_spec(std::string_view text, std::string_view what, std::string_view kind) {
+    const auto bad = [&](const std::string& why) {
+        return Error(BASALT_ERR_FORMAT, "bad " + std::string(what) + " '" + std::string(text) + "': " + why);
+    };
+    std::vector<SamplerSpec> entries;
+    try {
+        entries = parse_sampler_chain(text);
+    } catch (const Error& e) {
+        // The shared syntax's message, without the sampler-chain prefix: this text is not a sampler chain.
+        static constexpr std::string_view kPrefix = "bad sampler chain: ";
+        std::string why = e.what();
+        if (why.compare(0, kPrefix.size(), kPrefix) == 0) why.erase(0, kPrefix.size());
+        const std::string whole = " in '" + std::string(text) + "'";  // said once, at the front
+        if (why.size() > whole.size() && why.compare(why.size() - whole.size(), whole.size(), whole) == 0)
+            why.resize(why.size() - whole.size());
+        throw bad(why);
+    }
+    if (entries.size() != 1)
+        throw bad("names " + std::to_string(entries.size()) + " " + std::string(kind) +
+                  "; give one NAME[:key=value,...]");
+    // A bare value is a sampler's shorthand for its main parameter; a component has none, so it would reach the
+    // component under a key nobody typed ("value").
+    const size_t colon = text.find(':');
+    if (colon != std::string_view::npos) {
+        for (std::string_view param : split(text.substr(colon + 1), ',')) {
+            param = trim(param);
+            if (!param.empty() && param.find('=') == std::string_view::npos)
+                throw bad("the value '" + std::string(param) + "' has no key: write key=value");
+        }
+    }
+    return std::move(entries[0]);
 }
 
 }  // namespace basalt

@@ -41,4 +41,9 @@ struct SamplerChainSpec {
     std::vector<long long> logit_bias_tokens() const;
 };
 
+// Parses a component spec "NAME[:key=value,...]" (a KV cache manager's, a decoder's) in the chain entry syntax:
+// one entry, every parameter key=value, no key twice. A malformed text throws basalt::Error(BASALT_ERR_FORMAT,
+// "bad <what> '<text>': <what is wrong>"), e.g. what = "KV cache spec", kind = "managers" ("names 2 managers").
+SamplerSpec parse_component_spec(std::string_view text, std::string_view what, std::string_view kind);
+
 }  // namespace basalt

@@ -20,18 +20,14 @@ namespace {
 SessionConfig with_kv_spec(const SessionConfig& in) {
     SessionConfig c = in;
     if (in.kv_cache.find_first_of(":;") == std::string::npos) return c;
-    std::vector<SamplerSpec> spec;
+    SamplerSpec spec;
     try {
-        spec = parse_sampler_chain(in.kv_cache);
+        spec = parse_component_spec(in.kv_cache, "KV cache spec", "managers");
     } catch (const Error& e) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "KV cache spec '{}': {}", in.kv_cache, e.what());
+        fail(BASALT_ERR_INVALID_ARGUMENT, "{}", e.what());
     }
-    if (spec.size() != 1) {
-        fail(BASALT_ERR_INVALID_ARGUMENT, "KV cache spec '{}' names {} managers; give one NAME[:key=value,...]",
-             in.kv_cache, spec.size());
-    }
-    c.kv_cache = spec[0].name;
-    for (auto& kv : spec[0].params) c.kv_params.push_back(std::move(kv));
+    c.kv_cache = spec.name;
+    for (auto& kv : spec.params) c.kv_params.push_back(std::move(kv));
     return c;
 }
 

@@ -2,7 +2,9 @@
 // Events or collected into one response, with usage counts, the request timeout and cancel on disconnect.
 #include <algorithm>
 #include <ctime>
+#include <iostream>
 #include <mutex>
+#include <optional>
 
 #include "chat-tokens.hpp"
 #include "server.hpp"
@@ -168,10 +170,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         id_ = std::string(g_.chat ? "chatcmpl-" : "cmpl-") + std::to_string(server_.next_id());
     }
 
-    // Submits every choice (slots were reserved by the router: one per choice). Runs on the session's strand.
+    // Makes one job per choice (slots were reserved by the router: one per choice), then tokenizes and submits them
+    // on the server's preparation threads, so that a long prompt never holds an HTTP thread. Runs on the strand.
     void start() {
         self_ = shared_from_this();
-        const size_t total = g_.prompts.size() * static_cast<size_t>(g_.n);
         std::weak_ptr<Exchange> weak = self_;
         const auto ex = http_->executor();
         for (size_t p = 0; p < g_.prompts.size(); ++p) {
@@ -188,16 +190,28 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 jobs_.push_back(std::move(job));
             }
         }
+        net::post(server_.prep_pool(), [self = self_] { self->prepare(self); });
+    }
+
+  private:
+    // Tokenizes and submits every job (on a preparation thread: nothing on the strand reads jobs_ until begin()),
+    // then continues on the strand with begin() or the error.
+    void prepare(const std::shared_ptr<Exchange>& self) {
+        const auto ex = http_->executor();
+        auto refuse = [&](ApiError e) {
+            server_.post_to(ex, [self, e] {
+                self->jobs_.clear();  // cancels and frees what was submitted, gives the reserved slots back
+                self->self_.reset();
+                self->server_.send_error(self->http_, self->endpoint_, e);
+            });
+        };
         if (!g_.chat_pieces.empty()) {
             // Special tokens only from the template: message content is tokenized as text (chat-tokens.hpp).
             std::vector<int32_t> ids;
             try {
                 ids = tokenize_chat(server_.model(), g_.chat_pieces);
             } catch (const std::exception& e) {
-                jobs_.clear();  // frees the reserved slots
-                self_.reset();
-                server_.send_error(http_, endpoint_, ApiError(400, e.what(), "messages"));
-                return;
+                return refuse(ApiError(400, e.what(), "messages"));
             }
             for (auto& j : jobs_) {
                 j->spec.tokens = ids;
@@ -205,19 +219,21 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 j->spec.flags &= ~static_cast<uint32_t>(BASALT_REQUEST_PARSE_SPECIAL);
             }
         }
-        for (size_t i = 0; i < total; ++i) {
-            Job& j = *jobs_[i];
+        for (auto& job : jobs_) {
+            Job& j = *job;
             const basalt_request_params rp = j.spec.raw(&Job::on_output, &j);
-            if (basalt_engine_submit(server_.engine(), &rp, &j.request) != BASALT_OK) {
-                const std::string why = basalt_last_error();
-                jobs_.clear();  // cancels and frees what was submitted
-                self_.reset();
-                server_.send_error(http_, endpoint_, ApiError(400, why, "prompt"));
-                return;
-            }
+            if (basalt_engine_submit(server_.engine(), &rp, &j.request) != BASALT_OK)
+                return refuse(ApiError(400, basalt_last_error(), "prompt"));
             // Registered only once `request` is written, so the shutdown path never reads it while it changes.
             server_.register_job(&j);
         }
+        server_.post_to(ex, [self] { self->begin(); });
+    }
+
+    // Every job is submitted: watch the client and the clock, start the stream, drain output. On the strand.
+    void begin() {
+        started_ = true;
+        if (http_->closed()) cancel(false);  // the client left while its prompt was prepared
         std::weak_ptr<Exchange> w = self_;
         http_->on_disconnect([w] {
             if (auto e = w.lock()) e->cancel(false);
@@ -245,7 +261,6 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         pump();
     }
 
-  private:
     json chunk(json choices) const {
         return json{{"id", id_},
                     {"object", g_.chat ? "chat.completion.chunk" : "text_completion"},
@@ -264,7 +279,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
     // Drains every job's new output on the strand; streams it; finishes when all are done.
     void pump() {
-        if (finished_) return;
+        if (!started_ || finished_) return;
         json choices = json::array();
         for (size_t i = 0; i < jobs_.size(); ++i) {
             Job& j = *jobs_[i];
@@ -303,11 +318,32 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
             // One choice per event, as OpenAI streams them; the event that ends the last choice carries the usage.
             for (size_t k = 0; k < choices.size(); ++k) {
                 json c = chunk(json::array({std::move(choices[k])}));
-                if (k + 1 == choices.size() && all_done && !timed_out_ && error_message().empty()) c["usage"] = usage();
+                if (k + 1 == choices.size() && all_done && !stop_error()) c["usage"] = usage();
                 http_->stream_write(sse_event(c));
             }
         }
         if (all_done) finish();
+    }
+
+    // True when the server cancelled a job that neither timed out nor lost its client: a shutdown past its grace.
+    bool cut_by_shutdown() const {
+        if (timed_out_ || gone_) return false;
+        return std::any_of(jobs_.begin(), jobs_.end(),
+                           [](const auto& j) { return j->finish == BASALT_FINISH_CANCELLED; });
+    }
+
+    // The error that ends an exchange early, if one does: timeout, shutdown, or a request's engine error.
+    std::optional<ApiError> stop_error() const {
+        if (timed_out_)
+            return ApiError(504, "the request timed out (--request-timeout)", "", "timeout_error", "timeout");
+        if (cut_by_shutdown())
+            return ApiError(503,
+                            "the server shut down before the generation finished (--shutdown-grace): the output is "
+                            "incomplete",
+                            "", "server_error", "server_shutdown");
+        const std::string err = error_message();
+        if (!err.empty()) return ApiError(500, err, "", "server_error");
+        return std::nullopt;
     }
 
     std::string error_message() const {
@@ -350,19 +386,22 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
             server_.metrics().count_generation(st.prompt_tokens, st.cached_tokens, st.generated_tokens, st.ttft_ms, itl,
                                                basalt_finish_reason_name(j->finish));
         }
-        const std::string err = error_message();
+        const std::optional<ApiError> stop = stop_error();
         auto keep = self_;  // this exchange lives to the end of finish()
         self_.reset();
+        if (http_->overflowed())
+            std::cerr << "basalt serve: " << id_ << ": the client did not read its stream (more than "
+                      << server_.config().limits.stream_buffer_bytes
+                      << " bytes queued, --max-stream-buffer): request cancelled" << std::endl;
         if (http_->closed() || gone_) {
-            server_.metrics().count_request(endpoint_, 499);  // the client went away
+            server_.metrics().count_request(endpoint_, 499);  // the client went away (or did not read)
             return;
         }
         if (g_.stream) {
-            if (timed_out_ || !err.empty()) {
-                const ApiError e = timed_out_ ? ApiError(504, "the request timed out (--request-timeout)", "",
-                                                         "timeout_error", "timeout")
-                                              : ApiError(500, err, "", "server_error");
-                http_->stream_write(sse_event(error_object(e)));
+            // An exchange cut short ends with an error event before [DONE], as vLLM and llama-server end theirs, so
+            // that a client can tell a truncated stream from a finished one.
+            if (stop) {
+                http_->stream_write(sse_event(error_object(*stop)));
             } else if (g_.include_usage) {
                 json c = chunk(json::array());
                 c["usage"] = usage();
@@ -370,17 +409,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
             }
             http_->stream_write(sse_done());
             http_->end_stream();
-            server_.metrics().count_request(endpoint_, timed_out_ ? 504 : err.empty() ? 200 : 500);
+            server_.metrics().count_request(endpoint_, stop ? stop->status : 200);
             return;
         }
-        if (timed_out_) {
-            server_.send_error(
-                http_, endpoint_,
-                ApiError(504, "the request timed out (--request-timeout)", "", "timeout_error", "timeout"));
-            return;
-        }
-        if (!err.empty()) {
-            server_.send_error(http_, endpoint_, ApiError(500, err, "", "server_error"));
+        if (stop) {
+            server_.send_error(http_, endpoint_, *stop);
             return;
         }
         json choices = json::array();
@@ -421,7 +454,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     std::string id_;
     std::vector<std::unique_ptr<Job>> jobs_;
     std::shared_ptr<Exchange> self_;  // alive until finished
-    bool finished_ = false, timed_out_ = false, gone_ = false;
+    bool started_ = false, finished_ = false, timed_out_ = false, gone_ = false;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "http-session.hpp"
 
+#include <iterator>
 #include <sstream>
 
 namespace basalt::serve {
@@ -33,7 +34,8 @@ HttpSession::HttpSession(tcp::socket&& socket, const HttpLimits& limits, HttpHan
       limits_(limits),
       handler_(std::move(handler)),
       status_hook_(std::move(status_hook)),
-      idle_timer_(strand_) {}
+      idle_timer_(strand_),
+      probe_timer_(strand_) {}
 
 void HttpSession::start() {
     net::dispatch(strand_, [self = shared_from_this()] { self->read_request(); });
@@ -55,9 +57,10 @@ void HttpSession::read_request() {
 void HttpSession::on_header(beast::error_code ec) {
     if (ec == http::error::header_limit) return fail_http(431, "the request headers are larger than the limit");
     if (ec == http::error::body_limit) return fail_http(413, "the request body is larger than the limit");
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof ||
-        ec == net::error::operation_aborted || ec == net::error::connection_reset) {
-        return close();  // a request not complete within --read-timeout: the stream closed the socket
+    if (ec == beast::error::timeout) return timed_out();
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
+        ec == net::error::connection_reset) {
+        return close();
     }
     if (ec) {
         if (ec.category() == beast::error_code(http::error::bad_method).category())
@@ -86,6 +89,7 @@ void HttpSession::on_header(beast::error_code ec) {
 
 void HttpSession::on_body(beast::error_code ec) {
     if (ec == http::error::body_limit) return fail_http(413, "the request body is larger than the limit");
+    if (ec == beast::error::timeout) return timed_out();
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset)
         return close();
@@ -96,6 +100,9 @@ void HttpSession::on_body(beast::error_code ec) {
     }
     HttpRequest req = parser_->release();
     keep_alive_ = req.keep_alive();
+    http11_ = req.version() >= 11;
+    response_started_ = false;
+    probes_ = 0;
     in_exchange_ = true;
     stream_.expires_never();
     watch();
@@ -107,6 +114,14 @@ void HttpSession::on_body(beast::error_code ec) {
         else
             close();
     }
+}
+
+void HttpSession::timed_out() {
+    // A request not complete within --read-timeout: the stream has closed the socket, so no 408 can be sent (nginx
+    // and llama-server close the same way). A request that had begun arriving counts as 408; an idle kept-alive
+    // connection that simply ends counts as nothing.
+    if (status_hook_ && parser_ && (parser_->got_some() || buffer_.size() > 0)) status_hook_(408);
+    close();
 }
 
 void HttpSession::fail_http(int status, const std::string& message) {
@@ -125,11 +140,14 @@ void HttpSession::fail_http(int status, const std::string& message) {
 }
 
 void HttpSession::watch() {
-    // A read while the response is pending: its end (EOF, reset) means the client went away. Bytes that arrive
-    // (a pipelined request) stay in the buffer for the next parse.
-    if (watching_ || closed_ || buffer_.size() > 0) return;
+    // A read while the response is pending. A reset or an error means the client went away. The end of its input
+    // (EOF) is a half-close: the client may still be reading, so the response is still written, and a client that
+    // really left is noticed by the write that fails. Bytes that arrive (a pipelined request) are kept for the next
+    // parse and the read is armed again, up to one request's worth; beyond that TCP holds the client back.
+    if (watching_ || closed_ || half_closed_) return;
+    if (buffer_.size() >= limits_.header_bytes + limits_.body_bytes) return;
     watching_ = true;
-    stream_.expires_never();
+    stream_.expires_never();  // the read's timer only: a write in progress keeps its --write-timeout
     stream_.async_read_some(buffer_.prepare(4096),
                             net::bind_executor(strand_, [self = shared_from_this()](beast::error_code ec, size_t n) {
                                 self->on_watch(ec, n);
@@ -139,45 +157,93 @@ void HttpSession::watch() {
 void HttpSession::on_watch(beast::error_code ec, size_t n) {
     watching_ = false;
     idle_timer_.cancel();
+    if (!ec) buffer_.commit(n);
+    if (resume_read_) {  // exchange_done cancelled this read to parse the pipelined request already buffered
+        resume_read_ = false;
+        if (closed_ || (ec && ec != net::error::operation_aborted)) return close();
+        return read_request();
+    }
+    if (in_exchange_ && (ec == net::error::eof || ec == http::error::end_of_stream)) {
+        half_closed_ = true;
+        if (buffer_.size() == 0) keep_alive_ = false;  // nothing more will come: the response says close
+        return probe();
+    }
     if (ec) {
         if (in_exchange_) broken();
         close();
         return;
     }
-    buffer_.commit(n);
-    if (!in_exchange_) read_request();  // the next request began arriving while we were idle
+    if (in_exchange_) return watch();  // keep noticing a client that leaves after pipelining bytes
+    read_request();                    // the next request began arriving while we were idle
+}
+
+void HttpSession::probe() {
+    // A client that ended its input (EOF) and waits for a response is told apart from one that left by writing to
+    // it: an interim "100 Continue" (which HTTP/1.1 clients must accept and skip before the final response). A
+    // client that closed its socket answers the first with a reset, so a later one fails and cancels the request.
+    // A stream needs no probe (its own writes fail); HTTP/1.0 allows no interim response.
+    static constexpr std::chrono::milliseconds kDelays[] = {
+        std::chrono::milliseconds(0), std::chrono::milliseconds(200), std::chrono::milliseconds(1000),
+        std::chrono::milliseconds(5000)};
+    if (closed_ || !in_exchange_ || response_started_ || !http11_) return;
+    if (probes_ > 0 && !writing_ && out_.empty()) {
+        auto s = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+        out_bytes_ += s->size();
+        out_.push_back(std::move(s));
+        write_next();
+    }
+    if (probes_ >= static_cast<int>(std::size(kDelays))) return;
+    probe_timer_.expires_after(kDelays[probes_++]);
+    probe_timer_.async_wait([self = shared_from_this()](beast::error_code e) {
+        if (!e) self->probe();
+    });
 }
 
 void HttpSession::respond(HttpResponse&& res) {
     if (closed_) return;
+    response_started_ = true;
+    probe_timer_.cancel();
     res.version(11);
     res.keep_alive(keep_alive_);
     res.prepare_payload();
     std::ostringstream os;
     os << res;
     out_.push_back(std::make_shared<std::string>(os.str()));
+    out_bytes_ += out_.back()->size();
     finish_after_write_ = true;
     write_next();
 }
 
 void HttpSession::begin_stream(http::response<http::empty_body>&& head) {
     if (closed_) return;
+    response_started_ = true;
+    probe_timer_.cancel();
     head.version(11);
     head.keep_alive(keep_alive_);
     head.chunked(true);
     out_.push_back(std::make_shared<std::string>(head_bytes(head.base())));
+    out_bytes_ += out_.back()->size();
     write_next();
 }
 
 void HttpSession::stream_write(std::string data) {
     if (closed_ || data.empty()) return;
-    out_.push_back(std::make_shared<std::string>(chunk(data)));
+    auto c = std::make_shared<std::string>(chunk(data));
+    if (out_bytes_ + c->size() > limits_.stream_buffer_bytes) {
+        // The client does not read: stop here rather than hold its output without bound (its request is cancelled).
+        overflowed_ = true;
+        close();
+        return;
+    }
+    out_bytes_ += c->size();
+    out_.push_back(std::move(c));
     write_next();
 }
 
 void HttpSession::end_stream() {
     if (closed_) return;
     out_.push_back(std::make_shared<std::string>("0\r\n\r\n"));
+    out_bytes_ += out_.back()->size();
     finish_after_write_ = true;
     write_next();
 }
@@ -195,6 +261,7 @@ void HttpSession::write_next() {
     net::async_write(stream_, net::buffer(*data),
                      net::bind_executor(strand_, [self = shared_from_this(), data](beast::error_code ec, size_t) {
                          self->writing_ = false;
+                         self->out_bytes_ -= data->size();
                          if (ec) {
                              self->broken();
                              self->close();
@@ -222,6 +289,17 @@ void HttpSession::exchange_done() {
         }
         return;
     }
+    if (half_closed_) {  // the client sends nothing more: answer what it pipelined, then close
+        if (buffer_.size() > 0) return read_request();
+        return close();
+    }
+    if (watching_ && buffer_.size() > 0) {
+        // A pipelined request is already buffered: stop the watch read and parse it (on_watch resumes).
+        resume_read_ = true;
+        beast::error_code ec;
+        stream_.socket().cancel(ec);
+        return;
+    }
     if (watching_) {
         idle_timer_.expires_after(limits_.idle_timeout);
         idle_timer_.async_wait([self = shared_from_this()](beast::error_code e) {
@@ -244,6 +322,7 @@ void HttpSession::close() {
     if (closed_) return;
     closed_ = true;
     idle_timer_.cancel();
+    probe_timer_.cancel();
     broken();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);

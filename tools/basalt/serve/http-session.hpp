@@ -34,6 +34,7 @@ struct HttpLimits {
     std::chrono::milliseconds read_timeout{10000};   // a whole request (headers and body) must arrive within it
     std::chrono::milliseconds idle_timeout{60000};   // a kept-alive connection with no request is closed after it
     std::chrono::milliseconds write_timeout{30000};  // one write to a client that does not read
+    size_t stream_buffer_bytes = 1024 * 1024;        // stream output queued for a client that does not read
 };
 
 class HttpSession;
@@ -58,8 +59,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     void stream_write(std::string data);
     // Writes the last chunk; then reads the next request or closes.
     void end_stream();
-    // f runs (once, on the strand) if the client disconnects or a write fails before the pending response is done.
+    // f runs (once, on the strand) if the client disconnects, a write fails or a stream's queued output passes
+    // stream_buffer_bytes before the pending response is done.
     void on_disconnect(std::function<void()> f) { on_disconnect_ = std::move(f); }
+    // True once a stream was cut because its client did not read (stream_buffer_bytes queued).
+    bool overflowed() const { return overflowed_; }
     // True once the connection is closed or broken: further writes are dropped.
     bool closed() const { return closed_; }
     // Closes the connection now (server shutdown).
@@ -70,6 +74,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     void on_header(beast::error_code ec);
     void on_body(beast::error_code ec);
     void fail_http(int status, const std::string& message);
+    void timed_out();
+    void probe();
     void watch();
     void on_watch(beast::error_code ec, size_t n);
     void write_next();
@@ -87,12 +93,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     bool keep_alive_ = false;
     bool in_exchange_ = false;  // a request was handed over and its response is not finished
     bool watching_ = false;     // a read is pending to notice a disconnect
+    bool half_closed_ = false;  // the client ended its sending side (EOF): it may still read the response
+    bool resume_read_ = false;  // the watch read was cancelled to hand the socket to read_request
+    bool overflowed_ = false;
+    bool response_started_ = false;  // respond() or begin_stream() queued the response's first bytes
+    bool http11_ = true;             // the pending request is HTTP/1.1 (1xx interim responses allowed)
+    int probes_ = 0;                 // interim responses sent to a half-closed client this exchange
     bool closed_ = false;
     // Output: whole responses and stream chunks are queued as byte strings and written one at a time.
     std::deque<std::shared_ptr<std::string>> out_;
+    size_t out_bytes_ = 0;  // bytes in out_ and in the write in progress
     bool writing_ = false;
     bool finish_after_write_ = false;  // the exchange is over once out_ drains
     net::steady_timer idle_timer_;     // closes a kept-alive connection whose watch read is still pending
+    net::steady_timer probe_timer_;    // the next probe of a half-closed client
 };
 
 // Accepts connections on an endpoint and starts a session for each. Runs on the io_context's threads.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -191,12 +192,17 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
         if (!lb.is_object()) bad("logit_bias", "'logit_bias' must be an object mapping token ids to biases");
         std::string entry = "logit_bias:";
         bool first = true;
+        std::map<long long, std::string> seen;  // token id -> the key that named it ("5" and "05" name one token)
         for (const auto& [key, value] : lb.items()) {
             char* end = nullptr;
             const long long id = std::strtoll(key.c_str(), &end, 10);
-            if (key.empty() || *end != '\0' || id < 0 || id >= static_cast<long long>(model.n_vocab))
+            if (key.empty() || key.size() > 12 || key.find_first_not_of("0123456789") != std::string::npos ||
+                *end != '\0' || id < 0 || id >= static_cast<long long>(model.n_vocab))
                 bad("logit_bias", "'logit_bias' keys must be token ids from 0 to " + std::to_string(model.n_vocab - 1) +
                                       ", not '" + cli::excerpt(key) + "'");
+            if (auto [it, added] = seen.emplace(id, key); !added)
+                bad("logit_bias", "'logit_bias' names token " + std::to_string(id) + " twice ('" +
+                                      cli::excerpt(it->second) + "' and '" + cli::excerpt(key) + "')");
             if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 ||
                 value.get<double>() > 100)
                 bad("logit_bias",

@@ -1,5 +1,6 @@
 #include "server.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -7,7 +8,11 @@
 namespace basalt::serve {
 
 Server::Server(const ServerConfig& cfg, basalt_engine* engine, const basalt_model* model, ServedModel served)
-    : cfg_(cfg), engine_(engine), model_(model), served_(std::move(served)) {}
+    : cfg_(cfg),
+      engine_(engine),
+      model_(model),
+      served_(std::move(served)),
+      prep_pool_(static_cast<size_t>(std::max(1, cfg.http_threads))) {}
 
 Server::~Server() {
     // Pending handlers (and the generations they hold) are destroyed with the io_context, before the members they

@@ -70,6 +70,8 @@ class Server {
         std::lock_guard<std::mutex> lock(post_mu_);
         if (posting_) net::post(ex, std::forward<F>(f));
     }
+    // The threads that tokenize and submit prompts (off the HTTP threads, so a long prompt never delays /health).
+    net::thread_pool& prep_pool() { return prep_pool_; }
     // A fresh response id number.
     uint64_t next_id() { return ids_.fetch_add(1); }
     // Answers a JSON body with status (and counts it for endpoint).
@@ -103,6 +105,8 @@ class Server {
     std::shared_ptr<HttpListener> listener_;
     std::unique_ptr<net::signal_set> signals_;
     std::unique_ptr<net::steady_timer> shutdown_timer_;
+    // After ioc_: destroyed (stopped and joined) before it, so no preparation posts to a destroyed io_context.
+    net::thread_pool prep_pool_;
 };
 
 // Starts a generation exchange for a parsed request on session s (generation.cpp); it answers by itself.
