@@ -20,7 +20,10 @@ namespace test {
 
 // kUnknownArch: the complete llama model relabelled as architecture "mamba" (its keys "mamba.*"), which no builder
 // of this build knows.
-enum class Unrunnable { kComplete, kMissingTensor, kZeroDim, kUnknownArch };
+// Rope scaling and refusals (issue 29): kUnknownRopeScaling carries llama.rope.scaling.type = "wobble" (no such
+// scaling), kSoftCap llama.final_logit_softcapping = 30 (the llama graph applies none): both refused naming the key;
+// kRopeFreqs carries Llama 3 frequency factors (rope_freqs.weight), which the llama graph applies.
+enum class Unrunnable { kComplete, kMissingTensor, kZeroDim, kUnknownArch, kUnknownRopeScaling, kSoftCap, kRopeFreqs };
 
 // The tensor each broken variant breaks.
 constexpr const char* kMissingTensorName = "blk.1.ffn_down.weight";
@@ -74,6 +77,14 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
         basalt_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2) == BASALT_OK &&
         basalt_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0) == BASALT_OK;
     if (!meta_ok) return basalt_last_error();
+    if (variant == Unrunnable::kUnknownRopeScaling &&
+        basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "wobble") != BASALT_OK) {
+        return basalt_last_error();
+    }
+    if (variant == Unrunnable::kSoftCap &&
+        basalt_gguf_writer_set_f32(w, key("final_logit_softcapping").c_str(), 30.f) != BASALT_OK) {
+        return basalt_last_error();
+    }
     auto add = [&](const std::string& name, std::vector<int64_t> ne, bool ones = false) {
         if (variant == Unrunnable::kMissingTensor && name == kMissingTensorName) return true;
         size_t n = 1;
@@ -85,6 +96,7 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     };
     const int64_t E = kEmbd, F = kFf;
     bool ok = add("token_embd.weight", {E, n_vocab});
+    if (variant == Unrunnable::kRopeFreqs) ok = ok && add("rope_freqs.weight", {E / 2 / 2}, true);
     for (uint32_t il = 0; il < kLayers && ok; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         ok = add(p + "attn_norm.weight", {E}, true) && add(p + "attn_q.weight", {E, E}) &&

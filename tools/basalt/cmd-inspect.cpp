@@ -115,6 +115,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("supported").value(info.supported != 0);
         j.key("runnable").value(run_status == BASALT_OK);
         if (run_status != BASALT_OK) j.key("runnable_error").value(run_error);
+        j.key("rope_scaling").value(info.rope_scaling != nullptr ? info.rope_scaling : "none");
         j.key("hparams").begin_object();
         j.key("n_layer").value(static_cast<long long>(info.n_layer));
         j.key("n_embd").value(static_cast<long long>(info.n_embd));
@@ -174,6 +175,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
               << info.head_dim_v << ", ffn " << info.n_ff << ", vocab " << info.n_vocab << ", train ctx "
               << info.n_ctx_train << '\n';
     std::cout << "runnable     " << (run_status == BASALT_OK ? "yes" : "no (" + run_error + ")") << '\n';
+    std::cout << "rope scaling " << (info.rope_scaling != nullptr ? info.rope_scaling : "none") << '\n';
     if (info.n_expert > 0)
         std::cout << "experts      " << info.n_expert << " (" << info.n_expert_used << " used per token)\n";
     if (info.sliding_window > 0)

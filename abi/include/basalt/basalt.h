@@ -259,6 +259,10 @@ typedef struct basalt_model_info {
     uint64_t file_bytes;
     uint32_t n_tensors;
     int32_t supported; /* non-zero when Basalt has a graph builder for the architecture */
+    /* since 1.4: the RoPE scaling sessions apply, in words ("none", "linear x8 on global layers; ...", "yarn x32
+     * (original context 4096, beta 32/1)", "frequency factors from rope_freqs.weight", ...); borrowed until the
+     * model is freed. */
+    const char* rope_scaling;
 } basalt_model_info;
 
 /* Describes the model into *out. Thread-safe. */

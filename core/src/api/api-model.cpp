@@ -116,6 +116,7 @@ basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info
         info.file_bytes = model->gguf.map->size();
         info.n_tensors = static_cast<uint32_t>(model->gguf.file.tensors().size());
         info.supported = h.known_arch ? 1 : 0;
+        info.rope_scaling = h.rope_description.c_str();
         write_sized(out, info);
     });
 }

@@ -243,6 +243,14 @@ void SessionResources::check_streaming(const SessionConfig& config) {
              "KV cache manager '{}' streams (attention sinks + window) and needs rotary positions, but {} has none",
              config.kv_cache, hp.arch);
     }
+    // Sink keys are re-rotated with ATTENTION's plain rope parameters (base, linear scale): frequency factors, YaRN
+    // and a cos/sin magnitude have no place there.
+    if (hp.rope_scaling.needs_scaled_op()) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "KV cache manager '{}' streams and re-rotates sink keys with plain rope (base and linear scale), but "
+             "this model's rope scaling ({}) is not implemented there",
+             config.kv_cache, hp.rope_description);
+    }
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         if (hp.layer_sliding[il]) {
             fail(BASALT_ERR_UNSUPPORTED, "KV cache manager '{}' streams, but layer {} of {} has its own sliding window",

@@ -1,5 +1,6 @@
-// gemma3: embeddings scaled by sqrt(n_embd), q/k RMS norm per head, rope on halves (base 10000 on
-// sliding-window layers, the model's base on global ones), post-attention and post-FFN norms, GeGLU.
+// gemma3: embeddings scaled by sqrt(n_embd), q/k RMS norm per head, rope on halves (rope.freq_base_swa, default
+// 10000, unscaled on sliding-window layers; the model's base and rope scaling on global ones), post-attention and
+// post-FFN norms, GeGLU.
 #include <cmath>
 
 #include "graph/arch.hpp"
@@ -15,7 +16,9 @@ void build_gemma3(ForwardContext& c) {
     const float embd_scale = static_cast<float>(std::sqrt(static_cast<double>(hp.n_embd)));
     x = c.g.op(BASALT_OP_SCALE, "token_embd.scaled", BASALT_DTYPE_F32, {hp.n_embd, T}, {x},
                {{op::scale::factor, embd_scale}});
-    constexpr float kLocalRopeBase = 10000.f;
+    // Gemma 3 27B (62 layers) scales queries by 1/sqrt(n_embd / n_head) (query_pre_attn_scalar), not
+    // 1/sqrt(head_dim); llama.cpp tells it by its layer count.
+    const float attn_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head)) : 0.f;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         const int i = static_cast<int>(il);
@@ -23,7 +26,10 @@ void build_gemma3(ForwardContext& c) {
         ao.rope_mode = 1;
         ao.qk_norm = true;
         const bool local = hp.layer_sliding[il];
-        ao.rope_base = local ? kLocalRopeBase : hp.rope_freq_base;
+        // Sliding-window layers: their own base (rope.freq_base_swa), never the rope scaling (global layers only).
+        ao.rope_base = local ? hp.rope_scaling.freq_base_swa : hp.rope_freq_base;
+        ao.rope_scaled = !local;
+        ao.scale = attn_scale;
         ao.window = local ? static_cast<int32_t>(hp.sliding_window) : 0;
         int32_t a = attention_block(c, i, rms_norm(c, x, p + "attn_norm.weight", p + "attn_norm"), ao);
         a = rms_norm(c, a, p + "post_attention_norm.weight", p + "post_attention_norm");

@@ -9,13 +9,28 @@ namespace {
 // Adding an architecture: its builder (arch-<name>.cpp, declared in arch.hpp) and one row here. Rows of one name are
 // variants told apart by their expert count; the order is the one the unsupported-architecture error lists.
 constexpr ArchSpec kArchs[] = {
-    {.name = "llama", .label = "llama", .experts = ArchExperts::NONE, .build = build_llama},
+    {.name = "llama",
+     .label = "llama",
+     .experts = ArchExperts::NONE,
+     .build = build_llama,
+     .rope_freqs = true,
+     .rope_longrope = true},
     {.name = "qwen2", .label = "qwen2", .build = build_qwen2},
     // Gemma 3 interleaves 5 sliding-window layers with 1 global layer.
-    {.name = "gemma3", .label = "gemma3", .build = build_gemma3, .rope_freq_base = 1e6, .sliding_pattern = 6},
+    {.name = "gemma3",
+     .label = "gemma3",
+     .build = build_gemma3,
+     .rope_freq_base = 1e6,
+     .sliding_pattern = 6,
+     .rope_swa_base = true},
     // Learned absolute positions and a plain (ungated) MLP.
     {.name = "gpt2", .label = "gpt2", .build = build_gpt2, .rope = false, .learned_positions = true, .ffn_mats = 2},
-    {.name = "llama", .label = "llama with experts", .experts = ArchExperts::REQUIRED, .build = build_moe},
+    {.name = "llama",
+     .label = "llama with experts",
+     .experts = ArchExperts::REQUIRED,
+     .build = build_moe,
+     .rope_freqs = true,
+     .rope_longrope = true},
     // Relative position buckets instead of rope.
     {.name = "t5",
      .label = "t5",
@@ -23,6 +38,9 @@ constexpr ArchSpec kArchs[] = {
      .build = build_t5,
      .rope = false,
      .rel_buckets = 32},
+    // Fused qkv and gate|up, neox rope (partial on Phi-4-mini), longrope factors; llama.cpp runs Phi's sliding
+    // window as full attention, and so does Basalt.
+    {.name = "phi3", .label = "phi3", .build = build_phi3, .rope_longrope = true, .ignore_sliding_window = true},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
 };
@@ -33,7 +51,9 @@ constexpr ArchSpec kUnknown{.name = "", .label = nullptr};
 constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
     return a.kind == b.kind && a.rope == b.rope && a.rope_freq_base == b.rope_freq_base &&
            a.sliding_pattern == b.sliding_pattern && a.learned_positions == b.learned_positions &&
-           a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets;
+           a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets && a.rope_freqs == b.rope_freqs &&
+           a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
+           a.ignore_sliding_window == b.ignore_sliding_window;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

@@ -44,6 +44,13 @@ struct ArchSpec {
     bool learned_positions = false;            // position embeddings end at context_length: no position past it
     uint32_t ffn_mats = 3;                     // FFN weight matrices per expert (the memory plan's scratch estimate)
     uint32_t rel_buckets = 0;                  // default of attention.relative_buckets_count (encoder-decoder)
+    // RoPE scaling (model/rope-scaling.hpp): which frequency-factor tensors the builder applies (others are refused),
+    // whether sliding-window layers rotate unscaled with rope.freq_base_swa, whether it applies the soft-cap keys.
+    bool rope_freqs = false;             // rope_freqs.weight (Llama 3 factors)
+    bool rope_longrope = false;          // rope_factors_long/short.weight
+    bool rope_swa_base = false;          // sliding-window layers: base rope.freq_base_swa (default 1e4), no scaling
+    bool soft_caps = false;              // attn_logit_softcapping / final_logit_softcapping (refused when false)
+    bool ignore_sliding_window = false;  // attention.sliding_window read as 0 (full attention, as llama.cpp runs it)
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

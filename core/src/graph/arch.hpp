@@ -22,6 +22,7 @@ struct ForwardContext {
     const ModelHparams& hp;
     const ModelWeights& weights;
     int64_t n_tokens = 0;          // T
+    uint32_t n_ctx = 0;            // the session's context (longrope: long factors past the original context)
     int64_t n_outputs = 0;         // rows with logits
     int32_t tokens = -1;           // I32 [T]
     int32_t positions = -1;        // I32 [T]
@@ -91,7 +92,14 @@ struct AttentionOptions {
     bool qk_norm = false;  // gemma3: RMS norm of q and k per head
     bool bias = false;     // qwen2: q/k/v biases
     bool rope = true;
+    bool fused_qkv = false;   // phi3: one attn_qkv.weight [n_embd, q | k | v] (sliced, not copied)
+    bool rope_scaled = true;  // apply the model's rope scaling (false: gemma3's sliding-window layers)
+    float scale = 0.f;        // attention scale (0: 1/sqrt(head_dim))
 };
+
+// ROPE of x [head_dim, n_heads, T] at the batch's positions with the model's rope scaling (hp.rope_scaling: freq_scale,
+// frequency factors, YaRN) when `scaled`, else plain rope at `base` (sliding-window layers of gemma3).
+int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled, const std::string& name);
 
 // x [n_embd, T] -> rms_norm(x) * weight.
 int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const std::string& name);
@@ -122,6 +130,7 @@ void build_qwen2(ForwardContext& c);
 void build_moe(ForwardContext& c);
 void build_gemma3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
+void build_phi3(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);
 // T5's relative position bucket of distance (key position - query position), as in the T5 reference code.

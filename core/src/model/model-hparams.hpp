@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/gguf.hpp"
+#include "model/rope-scaling.hpp"
 
 namespace basalt {
 
@@ -40,6 +41,10 @@ struct ModelHparams {
     // From the architecture table (core/src/graph/arch-table.hpp), so that nothing else asks for the name:
     bool learned_positions = false;  // position embeddings (gpt2): no position at or past n_ctx_train (when set)
     uint32_t ffn_mats = 3;           // FFN weight matrices per expert: 3 gated (gate, up, down), 2 plain (up, down)
+    RopeScaling rope_scaling;        // rope.scaling.*, frequency factors (rope_freq_scale is its freq_scale)
+    std::string rope_description;    // what sessions apply, in words (basalt inspect)
+    // Math the file asks for that no builder implements (naming the key), or empty; check_runnable refuses it.
+    std::string unimplemented;
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }
