@@ -22,8 +22,19 @@ namespace test {
 // of this build knows.
 // Rope scaling and refusals (issue 29): kUnknownRopeScaling carries llama.rope.scaling.type = "wobble" (no such
 // scaling), kSoftCap llama.final_logit_softcapping = 30 (the llama graph applies none): both refused naming the key;
-// kRopeFreqs carries Llama 3 frequency factors (rope_freqs.weight), which the llama graph applies.
-enum class Unrunnable { kComplete, kMissingTensor, kZeroDim, kUnknownArch, kUnknownRopeScaling, kSoftCap, kRopeFreqs };
+// kRopeFreqs carries Llama 3 frequency factors (rope_freqs.weight), which the llama graph applies; kYarn YaRN x4 over
+// an original context of 16 (runs); kYarnBeta the same with yarn_beta_fast = 16, which llama.cpp never reads (refused).
+enum class Unrunnable {
+    kComplete,
+    kMissingTensor,
+    kZeroDim,
+    kUnknownArch,
+    kUnknownRopeScaling,
+    kSoftCap,
+    kRopeFreqs,
+    kYarn,
+    kYarnBeta
+};
 
 // The tensor each broken variant breaks.
 constexpr const char* kMissingTensorName = "blk.1.ffn_down.weight";
@@ -80,6 +91,15 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     if (variant == Unrunnable::kUnknownRopeScaling &&
         basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "wobble") != BASALT_OK) {
         return basalt_last_error();
+    }
+    if (variant == Unrunnable::kYarn || variant == Unrunnable::kYarnBeta) {
+        const bool yarn_ok =
+            basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "yarn") == BASALT_OK &&
+            basalt_gguf_writer_set_f32(w, key("rope.scaling.factor").c_str(), 4.f) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(w, key("rope.scaling.original_context_length").c_str(), 16) == BASALT_OK &&
+            (variant == Unrunnable::kYarn ||
+             basalt_gguf_writer_set_f32(w, key("rope.scaling.yarn_beta_fast").c_str(), 16.f) == BASALT_OK);
+        if (!yarn_ok) return basalt_last_error();
     }
     if (variant == Unrunnable::kSoftCap &&
         basalt_gguf_writer_set_f32(w, key("final_logit_softcapping").c_str(), 30.f) != BASALT_OK) {

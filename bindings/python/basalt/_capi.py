@@ -111,7 +111,8 @@ class ModelInfo(Structure):
                 ("head_dim_k", c_uint32), ("head_dim_v", c_uint32), ("n_ff", c_uint32), ("n_ctx_train", c_uint32),
                 ("n_vocab", c_uint32), ("n_expert", c_uint32), ("n_expert_used", c_uint32),
                 ("sliding_window", c_uint32), ("n_params", c_uint64), ("weight_bytes", c_uint64),
-                ("file_bytes", c_uint64), ("n_tensors", c_uint32), ("supported", c_int32)]
+                ("file_bytes", c_uint64), ("n_tensors", c_uint32), ("supported", c_int32),
+                ("rope_scaling", c_char_p)]  # since 1.4
 
 
 class EngineParams(Structure):

@@ -166,6 +166,11 @@ class TestBasalt(unittest.TestCase):
         with basalt.Model(os.path.join(MODELS, "tiny-t5-f32.gguf"), self.rt) as t5:
             self.assertEqual(t5.n_layer_decoder, 2)
 
+    def test_rope_scaling(self):
+        self.assertEqual(self.model.rope_scaling, "none")
+        with basalt.Model(os.path.join(MODELS, "tiny-gemma3scaled-f32.gguf"), self.rt) as g:
+            self.assertTrue(g.rope_scaling.startswith("linear x8 on global layers"), g.rope_scaling)
+
     def test_tokenize_roundtrip(self):
         text = "Once upon a time, the stranger opened the wooden box."
         ids = self.model.tokenize(text)
