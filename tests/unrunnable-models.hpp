@@ -23,7 +23,8 @@ namespace test {
 // Rope scaling and refusals (issue 29): kUnknownRopeScaling carries llama.rope.scaling.type = "wobble" (no such
 // scaling), kSoftCap llama.final_logit_softcapping = 30 (the llama graph applies none): both refused naming the key;
 // kRopeFreqs carries Llama 3 frequency factors (rope_freqs.weight), which the llama graph applies; kYarn YaRN x4 over
-// an original context of 16 (runs); kYarnBeta the same with yarn_beta_fast = 16, which llama.cpp never reads (refused).
+// an original context of 16 (runs); kYarnBeta the same with yarn_beta_fast = 16, which llama.cpp never reads (refused);
+// kLongrope longrope over an original context of 16: short factors all 1, long factors all 4.
 enum class Unrunnable {
     kComplete,
     kMissingTensor,
@@ -33,7 +34,8 @@ enum class Unrunnable {
     kSoftCap,
     kRopeFreqs,
     kYarn,
-    kYarnBeta
+    kYarnBeta,
+    kLongrope
 };
 
 // The tensor each broken variant breaks.
@@ -101,6 +103,11 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
              basalt_gguf_writer_set_f32(w, key("rope.scaling.yarn_beta_fast").c_str(), 16.f) == BASALT_OK);
         if (!yarn_ok) return basalt_last_error();
     }
+    if (variant == Unrunnable::kLongrope &&
+        (basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "longrope") != BASALT_OK ||
+         basalt_gguf_writer_set_u32(w, key("rope.scaling.original_context_length").c_str(), 16) != BASALT_OK)) {
+        return basalt_last_error();
+    }
     if (variant == Unrunnable::kSoftCap &&
         basalt_gguf_writer_set_f32(w, key("final_logit_softcapping").c_str(), 30.f) != BASALT_OK) {
         return basalt_last_error();
@@ -117,6 +124,14 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     const int64_t E = kEmbd, F = kFf;
     bool ok = add("token_embd.weight", {E, n_vocab});
     if (variant == Unrunnable::kRopeFreqs) ok = ok && add("rope_freqs.weight", {E / 2 / 2}, true);
+    if (variant == Unrunnable::kLongrope) {
+        // Head dim 16 (2 heads of 32): 8 factors each.
+        const std::vector<float> longf(E / 2 / 2, 4.f);
+        const int64_t ne = E / 2 / 2;
+        ok = ok && add("rope_factors_short.weight", {ne}, true) &&
+             basalt_gguf_writer_add_tensor_f32(w, "rope_factors_long.weight", BASALT_DTYPE_F32, &ne, 1, longf.data(),
+                                               longf.size()) == BASALT_OK;
+    }
     for (uint32_t il = 0; il < kLayers && ok; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         ok = add(p + "attn_norm.weight", {E}, true) && add(p + "attn_q.weight", {E, E}) &&
