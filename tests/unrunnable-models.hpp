@@ -24,7 +24,9 @@ namespace test {
 // scaling), kSoftCap llama.final_logit_softcapping = 30 (the llama graph applies none): both refused naming the key;
 // kRopeFreqs carries Llama 3 frequency factors (rope_freqs.weight), which the llama graph applies; kYarn YaRN x4 over
 // an original context of 16 (runs); kYarnBeta the same with yarn_beta_fast = 16, which llama.cpp never reads (refused);
-// kLongrope longrope over an original context of 16: short factors all 1, long factors all 4.
+// kLongrope longrope over an original context of 16: short factors all 1, long factors all 4; kMistral3 the llama
+// model as architecture mistral3 with YaRN x4 over 16 positions, its own yarn_beta_fast = 16 (mistral3 reads it) and
+// attention.temperature_scale = 0.1 (runs with a context of at most 16).
 enum class Unrunnable {
     kComplete,
     kMissingTensor,
@@ -35,7 +37,8 @@ enum class Unrunnable {
     kRopeFreqs,
     kYarn,
     kYarnBeta,
-    kLongrope
+    kLongrope,
+    kMistral3
 };
 
 // The tensor each broken variant breaks.
@@ -69,7 +72,9 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     std::vector<const char*> token_ptrs;
     for (const auto& t : tokens) token_ptrs.push_back(t.c_str());
     const auto n_vocab = static_cast<uint32_t>(tokens.size());
-    const std::string arch = variant == Unrunnable::kUnknownArch ? "mamba" : "llama";
+    const std::string arch = variant == Unrunnable::kUnknownArch ? "mamba"
+                             : variant == Unrunnable::kMistral3  ? "mistral3"
+                                                                 : "llama";
     auto key = [&arch](const char* k) { return arch + "." + k; };
     const bool meta_ok =
         basalt_gguf_writer_set_string(w, "general.architecture", arch.c_str()) == BASALT_OK &&
@@ -94,7 +99,11 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
         basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "wobble") != BASALT_OK) {
         return basalt_last_error();
     }
-    if (variant == Unrunnable::kYarn || variant == Unrunnable::kYarnBeta) {
+    if (variant == Unrunnable::kMistral3 &&
+        basalt_gguf_writer_set_f32(w, key("attention.temperature_scale").c_str(), 0.1f) != BASALT_OK) {
+        return basalt_last_error();
+    }
+    if (variant == Unrunnable::kYarn || variant == Unrunnable::kYarnBeta || variant == Unrunnable::kMistral3) {
         const bool yarn_ok =
             basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "yarn") == BASALT_OK &&
             basalt_gguf_writer_set_f32(w, key("rope.scaling.factor").c_str(), 4.f) == BASALT_OK &&

@@ -127,7 +127,7 @@ class TestBasalt(unittest.TestCase):
     def test_struct_layouts_match_the_pinned_c_layouts(self):
         sizes = {_capi.Params: 32, _capi.TokenData: 12, _capi.Candidates: 40, _capi.Host: 56,
                  _capi.SamplerIface: 56, _capi.Batch: 48, _capi.RuntimeParams: 8, _capi.ComponentInfo: 64,
-                 _capi.ModelInfo: 104, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 88,
+                 _capi.ModelInfo: 112, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 88,
                  _capi.RequestParams: 176, _capi.RequestStats: 112, _capi.EngineStats: 88,
                  _capi.DecoderNeeds: 16, _capi.MoeStats: 56}
         for struct, size in sizes.items():

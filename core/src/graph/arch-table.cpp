@@ -41,6 +41,22 @@ constexpr ArchSpec kArchs[] = {
     // Fused qkv and gate|up, neox rope (partial on Phi-4-mini), longrope factors; llama.cpp runs Phi's sliding
     // window as full attention, and so does Basalt.
     {.name = "phi3", .label = "phi3", .build = build_phi3, .rope_longrope = true, .ignore_sliding_window = true},
+    // Ministral 3: llama's block with YaRN (its beta and log-multiplier keys read), llama 4's attention temperature
+    // (1 within the original context; a longer session context is refused naming the key).
+    {.name = "mistral3",
+     .label = "mistral3",
+     .experts = ArchExperts::NONE,
+     .build = build_llama,
+     .rope_freqs = true,
+     .rope_longrope = true,
+     .rope_yarn_keys = true},
+    {.name = "mistral3",
+     .label = "mistral3 with experts",
+     .experts = ArchExperts::REQUIRED,
+     .build = build_moe,
+     .rope_freqs = true,
+     .rope_longrope = true,
+     .rope_yarn_keys = true},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
 };
@@ -53,7 +69,7 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
            a.sliding_pattern == b.sliding_pattern && a.learned_positions == b.learned_positions &&
            a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets && a.rope_freqs == b.rope_freqs &&
            a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
-           a.ignore_sliding_window == b.ignore_sliding_window;
+           a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

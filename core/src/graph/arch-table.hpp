@@ -51,6 +51,9 @@ struct ArchSpec {
     bool rope_swa_base = false;          // sliding-window layers: base rope.freq_base_swa (default 1e4), no scaling
     bool soft_caps = false;              // attn_logit_softcapping / final_logit_softcapping (refused when false)
     bool ignore_sliding_window = false;  // attention.sliding_window read as 0 (full attention, as llama.cpp runs it)
+    // Reads rope.scaling.yarn_beta_fast/slow and yarn_log_multiplier (elsewhere refused unless llama.cpp's
+    // defaults) and attention.temperature_scale (mistral3).
+    bool rope_yarn_keys = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

@@ -61,6 +61,14 @@ RopeScaling read_rope_scaling(const gguf::File& f, const std::string& arch, cons
         }
         r.n_ctx_orig = static_cast<uint32_t>(*v);
     }
+    if (spec.rope_yarn_keys) {
+        r.beta_fast = finite_key(f, A + "scaling.yarn_beta_fast", r.beta_fast);
+        r.beta_slow = finite_key(f, A + "scaling.yarn_beta_slow", r.beta_slow);
+        r.attn_temp_scale = finite_key(f, arch + ".attention.temperature_scale", 0.0f);
+        if (r.attn_temp_scale != 0.0f && r.n_ctx_orig == 0) {
+            refuse(fmt::format("'{}.attention.temperature_scale' needs '{}scaling.original_context_length'", arch, A));
+        }
+    }
     // YaRN's ext factor and magnitude, derived as llama.cpp's context does (the magnitude it cancels in advance is
     // the one ROPE multiplies in: what remains is get_mscale(factor) / (1 + 0.1 ln factor) of single floats).
     if (r.type == RopeScalingType::YARN) {
@@ -69,7 +77,7 @@ RopeScaling read_rope_scaling(const gguf::File& f, const std::string& arch, cons
             refuse(fmt::format("yarn needs '{}scaling.original_context_length' or '{}.context_length'", A, arch));
         }
         const float ext_factor = 1.0f / r.freq_scale;
-        const float log_mul = finite_key(f, A + "scaling.yarn_log_multiplier", 0.0f);
+        const float log_mul = spec.rope_yarn_keys ? finite_key(f, A + "scaling.yarn_log_multiplier", 0.0f) : 0.0f;
         float attn = log_mul != 0.0f ? yarn_mscale(ext_factor, 1.0f) / yarn_mscale(ext_factor, log_mul)
                                      : yarn_mscale(ext_factor, 1.0f);
         attn *= 1.0f / (1.0f + 0.1f * std::log(ext_factor));
@@ -84,9 +92,14 @@ RopeScaling read_rope_scaling(const gguf::File& f, const std::string& arch, cons
     } fixed[] = {{"scaling.yarn_ext_factor", r.ext_factor},
                  {"scaling.yarn_attn_factor", 1.0f},
                  {"scaling.yarn_beta_fast", r.beta_fast},
-                 {"scaling.yarn_beta_slow", r.beta_slow}};
+                 {"scaling.yarn_beta_slow", r.beta_slow},
+                 {"scaling.yarn_log_multiplier", 0.0f}};
     for (const auto& k : fixed) {
-        if (!f.find(A + k.key)) continue;
+        const std::string name = k.key;
+        const bool read =
+            spec.rope_yarn_keys && (name == "scaling.yarn_beta_fast" || name == "scaling.yarn_beta_slow" ||
+                                    name == "scaling.yarn_log_multiplier");
+        if (read || !f.find(A + k.key)) continue;
         const float v = finite_key(f, A + k.key, k.used);
         const bool same = std::string(k.key) == "scaling.yarn_ext_factor" ? (v == k.used || v < 0.0f) : v == k.used;
         if (!same) {
@@ -153,6 +166,10 @@ std::string describe(const RopeScaling& r, const ArchSpec& spec) {
     }
     if (r.attn_factor != 1.0f) s += fmt::format(", cos/sin x{:g}", r.attn_factor);
     if (spec.rope_swa_base) s += fmt::format("; sliding-window layers unscaled, base {:g}", r.freq_base_swa);
+    if (r.attn_temp_scale != 0.0f) {
+        s += fmt::format("; attention temperature {:g} past {} positions (refused there)", r.attn_temp_scale,
+                         r.n_ctx_orig);
+    }
     return s;
 }
 

@@ -27,6 +27,8 @@ struct RopeScaling {
     std::string freqs;              // "rope_freqs.weight" when the file has per-pair frequency factors
     bool longrope_tensors = false;  // rope_factors_long/short.weight are in the file
     float freq_base_swa = 1e4f;     // sliding-window layers' base (rope.freq_base_swa) where the arch has one
+    float attn_temp_scale = 0.0f;   // attention.temperature_scale (llama 4, mistral3): q * (1 + s ln(floor(pos /
+                                    // n_ctx_orig) + 1)), which is 1 within the original context; 0: none
     std::string refusal;            // non-empty: the rope math the file asks for that Basalt does not implement
 
     // Whether ROPE needs more than base and freq_scale (factors, YaRN or a magnitude).

@@ -12,8 +12,7 @@ inline constexpr float kPi = 3.14159265358979323846f;
 
 // The dimension pair whose wavelength makes n_rotations turns over n_ctx_orig positions (fractional).
 inline float corr_dim(int n_rot, int n_ctx_orig, float n_rotations, float base) noexcept {
-    return static_cast<float>(n_rot) *
-           std::log(static_cast<float>(n_ctx_orig) / (n_rotations * 2.0f * kPi)) /
+    return static_cast<float>(n_rot) * std::log(static_cast<float>(n_ctx_orig) / (n_rotations * 2.0f * kPi)) /
            (2.0f * std::log(base));
 }
 
