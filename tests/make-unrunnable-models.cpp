@@ -1,5 +1,7 @@
 // Writes the models of unrunnable-models.hpp into a folder for the CLI tests (a CTest fixture):
-//   basalt-test-make-unrunnable DIR  ->  DIR/complete.gguf, DIR/missing-tensor.gguf, DIR/zero-dim.gguf
+//   basalt-test-make-unrunnable DIR  ->  DIR/complete.gguf, DIR/missing-tensor.gguf, DIR/zero-dim.gguf,
+//   DIR/unknown-rope-scaling.gguf, DIR/soft-cap.gguf, DIR/rope-freqs.gguf, DIR/yarn.gguf, DIR/yarn-beta.gguf,
+//   DIR/mistral3.gguf
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -18,7 +20,13 @@ int main(int argc, char** argv) {
         test::Unrunnable variant;
     } models[] = {{"complete.gguf", test::Unrunnable::kComplete},
                   {"missing-tensor.gguf", test::Unrunnable::kMissingTensor},
-                  {"zero-dim.gguf", test::Unrunnable::kZeroDim}};
+                  {"zero-dim.gguf", test::Unrunnable::kZeroDim},
+                  {"unknown-rope-scaling.gguf", test::Unrunnable::kUnknownRopeScaling},
+                  {"soft-cap.gguf", test::Unrunnable::kSoftCap},
+                  {"rope-freqs.gguf", test::Unrunnable::kRopeFreqs},
+                  {"yarn.gguf", test::Unrunnable::kYarn},
+                  {"yarn-beta.gguf", test::Unrunnable::kYarnBeta},
+                  {"mistral3.gguf", test::Unrunnable::kMistral3}};
     for (const auto& m : models) {
         const std::string error = test::write_unrunnable_model((dir / m.file).string(), m.variant);
         if (!error.empty()) {

@@ -297,7 +297,8 @@ PIN(basalt_model_info, n_tensors, 96);
 PIN(basalt_model_info, supported, 100);
 PIN(basalt_model_info, pooling, 104); /* since 1.4 */
 PIN(basalt_model_info, n_cls_out, 108);
-PIN_SIZE(basalt_model_info, 112);
+PIN(basalt_model_info, rope_scaling, 112);
+PIN_SIZE(basalt_model_info, 120);
 PIN(basalt_model_tensor, type, 4);
 PIN(basalt_model_tensor, name, 8);
 PIN(basalt_model_tensor, n_dims, 16);

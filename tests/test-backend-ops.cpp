@@ -857,6 +857,76 @@ std::vector<Case> all_cases() {
         }
     }
 
+    // ROPE scaled (since 1.4): frequency factors (Llama 3's, and 1e30 on unrotated pairs), YaRN's ramp and
+    // magnitude, attn_factor, partial rotation; float64 reference of ggml's formulas.
+    struct ScaledRope {
+        const char* label;
+        int mode, hd, nrot;
+        bool factors;
+        float fs, ext, attn;
+    };
+    for (const ScaledRope& r : {ScaledRope{"llama3 factors", 0, 16, 16, true, 1.0f, 0.0f, 0.0f},
+                                ScaledRope{"proportional factors", 1, 32, 32, true, 1.0f, 0.0f, 1.0f},
+                                ScaledRope{"yarn x32", 1, 64, 64, false, 1.0f / 32.0f, 1.0f, 0.0f},
+                                ScaledRope{"yarn partial + factors", 0, 48, 32, true, 0.25f, 1.0f, 0.9f},
+                                ScaledRope{"longrope attn_factor", 1, 24, 16, true, 1.0f, 0.0f, 1.19f}}) {
+        const int nh = 3, tk = 4;
+        Builder b(rng, std::string("ROPE scaled ") + r.label + " mode " + std::to_string(r.mode));
+        const int x = b.input("x", BASALT_DTYPE_F32, {r.hd, nh, tk});
+        std::vector<int32_t> pos{0, 7, 5000, 20000};
+        const int p = b.ints("pos", {tk}, pos);
+        std::vector<float> ff(static_cast<size_t>(r.nrot / 2), 1.0f);
+        for (size_t i = 0; i < ff.size(); ++i) {
+            if (std::string(r.label) == "proportional factors") {
+                ff[i] = i < ff.size() / 4 ? 1.0f : 1e30f;
+            } else {
+                ff[i] = 1.0f + 0.7f * static_cast<float>(i);
+            }
+        }
+        const int o = b.output("out", BASALT_DTYPE_F32, {r.hd, nh, tk});
+        const float base = 10000.0f;
+        const int32_t n_orig = 256;
+        const float beta_fast = 32.0f, beta_slow = 1.0f;
+        std::vector<int> ins{x, p};
+        if (r.factors) {
+            std::vector<uint8_t> fb(ff.size() * sizeof(float));
+            std::memcpy(fb.data(), ff.data(), fb.size());
+            ins.push_back(b.input_data("factors", BASALT_DTYPE_F32, {static_cast<int64_t>(ff.size())}, fb));
+        }
+        b.node(BASALT_OP_ROPE, o, ins, {r.mode, r.nrot, n_orig}, {base, r.fs, r.ext, r.attn, beta_fast, beta_slow});
+        // ggml's correction dims (floor/ceil of the fractional dims, clamped), in double.
+        auto corr = [&](double rot) {
+            return r.nrot * std::log(n_orig / (rot * 2.0 * M_PI)) / (2.0 * std::log(static_cast<double>(base)));
+        };
+        const double lo = std::max(0.0, std::floor(corr(beta_fast)));
+        const double hi = std::min(static_cast<double>(r.nrot - 1), std::ceil(corr(beta_slow)));
+        double mscale = r.attn == 0.0f ? 1.0 : r.attn;
+        if (r.ext != 0.0f) mscale *= 1.0 + 0.1 * std::log(1.0 / r.fs);
+        auto e = b.vals(x);
+        for (int t = 0; t < tk; ++t) {
+            for (int h = 0; h < nh; ++h) {
+                double* v = &e[static_cast<size_t>((t * nh + h) * r.hd)];
+                for (int i = 0; i < r.nrot / 2; ++i) {
+                    const double f = r.factors ? ff[static_cast<size_t>(i)] : 1.0;
+                    const double extrap =
+                        pos[static_cast<size_t>(t)] * std::pow(static_cast<double>(base), -2.0 * i / r.nrot) / f;
+                    double th = r.fs * extrap;
+                    if (r.ext != 0.0f) {
+                        const double ramp = 1.0 - std::min(1.0, std::max(0.0, (i - lo) / std::max(0.001, hi - lo)));
+                        th = th * (1.0 - ramp * r.ext) + extrap * ramp * r.ext;
+                    }
+                    const int a = r.mode == 1 ? i : 2 * i;
+                    const int c2 = r.mode == 1 ? i + r.nrot / 2 : 2 * i + 1;
+                    const double x0 = v[a];
+                    const double x1 = v[c2];
+                    v[a] = (x0 * std::cos(th) - x1 * std::sin(th)) * mscale;
+                    v[c2] = (x0 * std::sin(th) + x1 * std::cos(th)) * mscale;
+                }
+            }
+        }
+        cs.push_back(b.done(e, 1e-6));
+    }
+
     // ATTENTION: T = 1 and T > 1, GQA, ragged lists with -1 padding, windows and sinks, soft-cap, cache types.
     for (auto kt : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0}) {
         AttnSpec s;

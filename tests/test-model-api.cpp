@@ -3,6 +3,8 @@
 
 #include <basalt/basalt.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -167,6 +169,16 @@ TEST_CASE("a model missing a tensor or with a zero-sized one is not runnable, to
         {test::Unrunnable::kZeroDim, "zero.gguf", BASALT_ERR_FORMAT,
          "zero.gguf: tensor 'blk.0.attn_k.weight' has a zero-sized dimension (shape [32, 0]): the llama graph cannot "
          "use it"},
+        // Rope scaling (issue 29): what no builder implements is refused naming the key; what is implemented runs.
+        {test::Unrunnable::kUnknownRopeScaling, "wobble.gguf", BASALT_ERR_UNSUPPORTED,
+         "wobble.gguf: 'llama.rope.scaling.type' = 'wobble' is not a rope scaling Basalt implements"},
+        {test::Unrunnable::kSoftCap, "softcap.gguf", BASALT_ERR_UNSUPPORTED,
+         "softcap.gguf: 'llama.final_logit_softcapping' = 30 (soft-capping) is not applied by the llama graph"},
+        {test::Unrunnable::kYarnBeta, "beta.gguf", BASALT_ERR_UNSUPPORTED,
+         "beta.gguf: 'llama.rope.scaling.yarn_beta_fast' = 16 differs from the value llama.cpp applies (32)"},
+        {test::Unrunnable::kRopeFreqs, "freqs.gguf", BASALT_OK, ""},
+        {test::Unrunnable::kYarn, "yarn.gguf", BASALT_OK, ""},
+        {test::Unrunnable::kLongrope, "longrope.gguf", BASALT_OK, ""},
     };
     test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
     for (const auto& c : cases) {
@@ -206,6 +218,49 @@ TEST_CASE("a model missing a tensor or with a zero-sized one is not runnable, to
     REQUIRE(basalt_model_describe(t5.m, &info) == BASALT_OK);
     CHECK(info.supported == 1);
     CHECK(basalt_model_check_runnable(nullptr) == BASALT_ERR_INVALID_ARGUMENT);
+}
+
+// Longrope (phi3's, llama's with rope.scaling.type longrope) picks its factors by the session's context, as llama.cpp
+// does: the short ones (here all 1: the plain rope's logits) while the context fits the original 16 positions, the
+// long ones (all 4) past it.
+TEST_CASE("longrope takes the short factors within the original context and the long ones past it", "[model-api]") {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("basalt-longrope-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    struct Cleanup {
+        std::filesystem::path p;
+        ~Cleanup() {
+            std::error_code ec;
+            std::filesystem::remove_all(p, ec);
+        }
+    } cleanup{dir};
+    const std::string plain = (dir / "plain.gguf").string(), longrope = (dir / "longrope.gguf").string();
+    REQUIRE(test::write_unrunnable_model(plain, test::Unrunnable::kComplete).empty());
+    REQUIRE(test::write_unrunnable_model(longrope, test::Unrunnable::kLongrope).empty());
+    test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};
+    auto logits = [&](const std::string& path, uint32_t n_ctx) {
+        Model model(path);
+        basalt_session_params p{};
+        p.struct_size = sizeof(p);
+        p.n_ctx = n_ctx;
+        basalt_session* s = nullptr;
+        REQUIRE(basalt_session_create(rt.rt, model.m, &p, &s) == BASALT_OK);
+        const auto out = test::decode_rows(s, {1, 260, 261, 262, 263, 260, 261, 262, 263, 260, 261, 262}, 0, 0);
+        basalt_session_free(s);
+        return out;
+    };
+    auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+        REQUIRE(a.size() == b.size());
+        double d = 0;
+        for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i]));
+        return d;
+    };
+    const auto reference = logits(plain, 16);
+    const double short_diff = max_diff(logits(longrope, 16), reference);
+    const double long_diff = max_diff(logits(longrope, 64), reference);
+    INFO("short factors vs plain rope " << short_diff << ", long factors vs plain rope " << long_diff);
+    CHECK(short_diff <= 1e-5);
+    CHECK(long_diff > 100 * std::max(short_diff, 1e-7));
 }
 
 TEST_CASE("array metadata element by element", "[model-api]") {

@@ -20,7 +20,26 @@ namespace test {
 
 // kUnknownArch: the complete llama model relabelled as architecture "mamba" (its keys "mamba.*"), which no builder
 // of this build knows.
-enum class Unrunnable { kComplete, kMissingTensor, kZeroDim, kUnknownArch };
+// Rope scaling and refusals (issue 29): kUnknownRopeScaling carries llama.rope.scaling.type = "wobble" (no such
+// scaling), kSoftCap llama.final_logit_softcapping = 30 (the llama graph applies none): both refused naming the key;
+// kRopeFreqs carries Llama 3 frequency factors (rope_freqs.weight), which the llama graph applies; kYarn YaRN x4 over
+// an original context of 16 (runs); kYarnBeta the same with yarn_beta_fast = 16, which llama.cpp never reads (refused);
+// kLongrope longrope over an original context of 16: short factors all 1, long factors all 4; kMistral3 the llama
+// model as architecture mistral3 with YaRN x4 over 16 positions, its own yarn_beta_fast = 16 (mistral3 reads it) and
+// attention.temperature_scale = 0.1 (runs with a context of at most 16).
+enum class Unrunnable {
+    kComplete,
+    kMissingTensor,
+    kZeroDim,
+    kUnknownArch,
+    kUnknownRopeScaling,
+    kSoftCap,
+    kRopeFreqs,
+    kYarn,
+    kYarnBeta,
+    kLongrope,
+    kMistral3
+};
 
 // The tensor each broken variant breaks.
 constexpr const char* kMissingTensorName = "blk.1.ffn_down.weight";
@@ -53,7 +72,9 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     std::vector<const char*> token_ptrs;
     for (const auto& t : tokens) token_ptrs.push_back(t.c_str());
     const auto n_vocab = static_cast<uint32_t>(tokens.size());
-    const std::string arch = variant == Unrunnable::kUnknownArch ? "mamba" : "llama";
+    const std::string arch = variant == Unrunnable::kUnknownArch ? "mamba"
+                             : variant == Unrunnable::kMistral3  ? "mistral3"
+                                                                 : "llama";
     auto key = [&arch](const char* k) { return arch + "." + k; };
     const bool meta_ok =
         basalt_gguf_writer_set_string(w, "general.architecture", arch.c_str()) == BASALT_OK &&
@@ -74,6 +95,32 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
         basalt_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2) == BASALT_OK &&
         basalt_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0) == BASALT_OK;
     if (!meta_ok) return basalt_last_error();
+    if (variant == Unrunnable::kUnknownRopeScaling &&
+        basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "wobble") != BASALT_OK) {
+        return basalt_last_error();
+    }
+    if (variant == Unrunnable::kMistral3 &&
+        basalt_gguf_writer_set_f32(w, key("attention.temperature_scale").c_str(), 0.1f) != BASALT_OK) {
+        return basalt_last_error();
+    }
+    if (variant == Unrunnable::kYarn || variant == Unrunnable::kYarnBeta || variant == Unrunnable::kMistral3) {
+        const bool yarn_ok =
+            basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "yarn") == BASALT_OK &&
+            basalt_gguf_writer_set_f32(w, key("rope.scaling.factor").c_str(), 4.f) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(w, key("rope.scaling.original_context_length").c_str(), 16) == BASALT_OK &&
+            (variant == Unrunnable::kYarn ||
+             basalt_gguf_writer_set_f32(w, key("rope.scaling.yarn_beta_fast").c_str(), 16.f) == BASALT_OK);
+        if (!yarn_ok) return basalt_last_error();
+    }
+    if (variant == Unrunnable::kLongrope &&
+        (basalt_gguf_writer_set_string(w, key("rope.scaling.type").c_str(), "longrope") != BASALT_OK ||
+         basalt_gguf_writer_set_u32(w, key("rope.scaling.original_context_length").c_str(), 16) != BASALT_OK)) {
+        return basalt_last_error();
+    }
+    if (variant == Unrunnable::kSoftCap &&
+        basalt_gguf_writer_set_f32(w, key("final_logit_softcapping").c_str(), 30.f) != BASALT_OK) {
+        return basalt_last_error();
+    }
     auto add = [&](const std::string& name, std::vector<int64_t> ne, bool ones = false) {
         if (variant == Unrunnable::kMissingTensor && name == kMissingTensorName) return true;
         size_t n = 1;
@@ -85,6 +132,15 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     };
     const int64_t E = kEmbd, F = kFf;
     bool ok = add("token_embd.weight", {E, n_vocab});
+    if (variant == Unrunnable::kRopeFreqs) ok = ok && add("rope_freqs.weight", {E / 2 / 2}, true);
+    if (variant == Unrunnable::kLongrope) {
+        // Head dim 16 (2 heads of 32): 8 factors each.
+        const std::vector<float> longf(E / 2 / 2, 4.f);
+        const int64_t ne = E / 2 / 2;
+        ok = ok && add("rope_factors_short.weight", {ne}, true) &&
+             basalt_gguf_writer_add_tensor_f32(w, "rope_factors_long.weight", BASALT_DTYPE_F32, &ne, 1, longf.data(),
+                                               longf.size()) == BASALT_OK;
+    }
     for (uint32_t il = 0; il < kLayers && ok; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         ok = add(p + "attn_norm.weight", {E}, true) && add(p + "attn_q.weight", {E, E}) &&

@@ -27,6 +27,13 @@ struct RopeTable {
     int half = 0;
     int64_t rows = 0;       // positions 0..rows-1 are filled
     std::vector<float> cs;  // position p: cos, sin of pair i at cs[(p * half + i) * 2 + 0/1]
+    // Scaled rope (since 1.4): frequency factors (empty: none), YaRN's parameters and the cos/sin magnitude.
+    std::vector<float> factors;
+    float ext_factor = 0;
+    float attn_factor = 0;
+    float beta_fast = 0;
+    float beta_slow = 0;
+    int32_t n_ctx_orig = 0;
 };
 
 struct Backend;

@@ -7,6 +7,8 @@
 
 #include "graph.hpp"
 
+#include <basalt/sdk/rope-yarn.hpp>
+
 namespace basalt::cpu {
 namespace {
 
@@ -168,22 +170,63 @@ void run_rope(NodeCtx& c) {
     const double base = c.fp(op::rope::freq_base);
     const double fscale = c.fp(op::rope::freq_scale);
     const auto* pos = reinterpret_cast<const int32_t*>(c.in[1].data);
-    // The angles of a position, as the table holds them (the one formula for both paths).
+    RopeTable key;
+    key.base = base;
+    key.fscale = fscale;
+    key.half = half;
+    if (c.node->n_inputs == 3) {
+        const auto* f = reinterpret_cast<const float*>(c.in[2].data);
+        key.factors.assign(f, f + half);
+    }
+    key.ext_factor = c.fp(op::rope::ext_factor);
+    key.attn_factor = c.fp(op::rope::attn_factor);
+    key.beta_fast = c.fp(op::rope::beta_fast);
+    key.beta_slow = c.fp(op::rope::beta_slow);
+    key.n_ctx_orig = c.ip(op::rope::n_ctx_orig);
+    const bool scaled =
+        !key.factors.empty() || key.ext_factor != 0.0f || (key.attn_factor != 0.0f && key.attn_factor != 1.0f);
+    const auto n_rot = 2 * half;
+    const sdk::rope_yarn::CorrDims corr =
+        key.ext_factor != 0.0f
+            ? sdk::rope_yarn::corr_dims(n_rot, key.n_ctx_orig, static_cast<float>(base), key.beta_fast, key.beta_slow)
+            : sdk::rope_yarn::CorrDims{};
+    const float mscale = sdk::rope_yarn::magnitude(key.attn_factor, key.ext_factor, static_cast<float>(fscale));
+    const float theta_scale = std::pow(static_cast<float>(base), -2.0f / static_cast<float>(2 * half));
+    // The angles of a position, as the table holds them (the one formula for both paths). Unscaled: the angle as
+    // before 1.4; scaled: ggml's (the factor divides the unscaled angle, YaRN mixes it with the scaled one).
     auto angles = [&](int32_t p, float* cs) {
         for (int i = 0; i < half; ++i) {
-            const double theta = p * fscale * std::pow(base, -2.0 * i / (2.0 * half));
-            cs[2 * i] = static_cast<float>(std::cos(theta));
-            cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+            if (!scaled) {
+                const double theta = p * fscale * std::pow(base, -2.0 * i / (2.0 * half));
+                cs[2 * i] = static_cast<float>(std::cos(theta));
+                cs[2 * i + 1] = static_cast<float>(std::sin(theta));
+                continue;
+            }
+            // ggml's single-precision angle (llama.cpp's goldens): the unscaled angle of pair i is the position
+            // times theta_scale^i, multiplied up pair by pair in float.
+            float extrap = static_cast<float>(p);
+            for (int j = 0; j < i; ++j) extrap *= theta_scale;
+            if (!key.factors.empty()) extrap /= key.factors[static_cast<size_t>(i)];
+            const float interp = static_cast<float>(fscale) * extrap;
+            float theta = interp;
+            if (key.ext_factor != 0.0f) {
+                const float mix = sdk::rope_yarn::ramp(corr, i) * key.ext_factor;
+                theta = interp * (1.0f - mix) + extrap * mix;
+            }
+            cs[2 * i] = std::cos(theta) * mscale;
+            cs[2 * i + 1] = std::sin(theta) * mscale;
         }
     };
     // Positions in [0, kRopeTableRows) come from the backend's table, filled here up to the largest one needed.
     std::vector<RopeTable>& tables = c.be->rope;
     auto found = std::find_if(tables.begin(), tables.end(), [&](const RopeTable& r) {
-        return r.base == base && r.fscale == fscale && r.half == half;
+        return r.base == base && r.fscale == fscale && r.half == half && r.factors == key.factors &&
+               r.ext_factor == key.ext_factor && r.attn_factor == key.attn_factor && r.beta_fast == key.beta_fast &&
+               r.beta_slow == key.beta_slow && r.n_ctx_orig == key.n_ctx_orig;
     });
     if (found == tables.end()) {
         if (tables.size() >= 4) tables.erase(tables.begin());
-        tables.push_back(RopeTable{base, fscale, half, 0, {}});
+        tables.push_back(key);  // a copy: the angles below read key
         found = tables.end() - 1;
     }
     RopeTable& table = *found;

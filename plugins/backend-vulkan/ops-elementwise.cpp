@@ -1,6 +1,7 @@
 // Element-wise and row ops: binary (ADD, MUL, SWIGLU, GEGLU), unary (SCALE, SILU, GELU, GELU_ERF, TANH, SIGMOID),
 // row norms (RMS_NORM, LAYER_NORM, SOFTMAX; an RMS_NORM may carry its following MUL), ROPE and STEER.
 #include <basalt/sdk/op-contracts.hpp>
+#include <basalt/sdk/rope-yarn.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -143,7 +144,30 @@ void record_rope(NodeCtx& c) {
     pc.dst_nb3 = u32(c.out.nb[3]);
     pc.positions_offset = pp.delta;
     const uint64_t per = static_cast<uint64_t>(n_rot / 2 + (x.ne[0] - n_rot));
-    run(c, "rope", kElemWg, {xp, pp, op}, pc, elem_groups(per * static_cast<uint64_t>(x.ne[1] * tokens)), 1, 1);
+    const uint32_t groups = elem_groups(per * static_cast<uint64_t>(x.ne[1] * tokens));
+    const float ext = c.fp(rope::ext_factor);
+    const float attn = c.fp(rope::attn_factor);
+    if (c.n_in < 3 && ext == 0.0f && (attn == 0.0f || attn == 1.0f)) {
+        run(c, "rope", kElemWg, {xp, pp, op}, pc, groups, 1, 1);
+        return;
+    }
+    // Scaled rope (since 1.4): frequency factors, YaRN's ramp and the magnitude, as the CPU computes them.
+    pc.ext_factor = ext;
+    if (ext != 0.0f) {
+        const sdk::rope_yarn::CorrDims d = sdk::rope_yarn::corr_dims(
+            n_rot, c.ip(rope::n_ctx_orig), c.fp(rope::freq_base), c.fp(rope::beta_fast), c.fp(rope::beta_slow));
+        pc.corr_low = d.low;
+        pc.corr_high = d.high;
+    }
+    pc.mscale = sdk::rope_yarn::magnitude(attn, ext, c.fp(rope::freq_scale));
+    std::vector<Placed> ps{xp, pp, op};
+    if (c.n_in == 3) {
+        const Placed ff = c.be->place(c.in[2]);
+        pc.has_factors = 1;
+        pc.factors_offset = ff.delta;
+        ps.push_back(ff);
+    }
+    run(c, "rope_scaled", kElemWg, ps, pc, groups, 1, 1);
 }
 
 void check_steer(const NodeCtx& c) {

@@ -132,6 +132,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("supported").value(info.supported != 0);
         j.key("runnable").value(run_status == BASALT_OK);
         if (run_status != BASALT_OK) j.key("runnable_error").value(run_error);
+        j.key("rope_scaling").value(info.rope_scaling != nullptr ? info.rope_scaling : "none");
         if (info.pooling != BASALT_POOLING_MODEL) {  // an embedding model (docs/embeddings.md)
             j.key("pooling").value(pooling_name(info.pooling));
             j.key("rank_outputs").value(static_cast<long long>(info.n_cls_out));
@@ -196,6 +197,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
               << info.head_dim_v << ", ffn " << info.n_ff << ", vocab " << info.n_vocab << ", train ctx "
               << info.n_ctx_train << '\n';
     std::cout << "runnable     " << (run_status == BASALT_OK ? "yes" : "no (" + run_error + ")") << '\n';
+    std::cout << "rope scaling " << (info.rope_scaling != nullptr ? info.rope_scaling : "none") << '\n';
     if (info.pooling != BASALT_POOLING_MODEL) {
         std::cout << "embeddings   pooling " << pooling_name(info.pooling)
                   << (info.n_cls_out > 0 ? ", rank head of " + std::to_string(info.n_cls_out) + " output(s)" : "")

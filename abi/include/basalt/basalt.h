@@ -262,6 +262,10 @@ typedef struct basalt_model_info {
     /* since 1.4: embeddings (docs/embeddings.md) */
     int32_t pooling; /* BASALT_POOLING_* the model embeds with by default; BASALT_POOLING_MODEL (0): it cannot embed */
     uint32_t n_cls_out; /* outputs of its rank (classifier) head; 0: none, it cannot rerank */
+    /* since 1.4: the RoPE scaling sessions apply, in words ("none", "linear x8 on global layers; ...", "yarn x32
+     * (original context 4096, beta 32/1)", "frequency factors from rope_freqs.weight", ...); borrowed until the
+     * model is freed. */
+    const char* rope_scaling;
 } basalt_model_info;
 
 /* Describes the model into *out. Thread-safe. */

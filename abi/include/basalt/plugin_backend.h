@@ -42,7 +42,10 @@ enum {
     BASALT_OP_LAYER_NORM = 7,
     /* in0 [head_dim, n_head, T]; in1 I32 positions [T]. ip[0] mode: 0 = pairs (x[2i], x[2i+1]), 1 = neox halves
      * (x[i], x[i + n_rot/2]); ip[1] n_rot (even, <= head_dim; dims >= n_rot pass through). fp[0] freq_base,
-     * fp[1] freq_scale: theta_i = pos * fp[1] * fp[0]^(-2i/n_rot). */
+     * fp[1] freq_scale: theta_i = pos * fp[1] * fp[0]^(-2i/n_rot).
+     * Since 1.4 (scaled rope): an optional in2 F32 frequency factors [>= n_rot/2] divide theta_i; fp[2] ext_factor
+     * != 0 (YaRN, with ip[2] n_ctx_orig, fp[4] beta_fast, fp[5] beta_slow) mixes scaled and unscaled angles by
+     * ggml's ramp and multiplies cos/sin by 1 + 0.1 ln(1/fp[1]); fp[3] attn_factor (0 = 1) multiplies cos/sin. */
     BASALT_OP_ROPE = 8,
     /* per row: out = softmax(x * fp[0]). */
     BASALT_OP_SOFTMAX = 9,

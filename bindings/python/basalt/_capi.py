@@ -115,7 +115,8 @@ class ModelInfo(Structure):
                 ("n_vocab", c_uint32), ("n_expert", c_uint32), ("n_expert_used", c_uint32),
                 ("sliding_window", c_uint32), ("n_params", c_uint64), ("weight_bytes", c_uint64),
                 ("file_bytes", c_uint64), ("n_tensors", c_uint32), ("supported", c_int32),
-                ("pooling", c_int32), ("n_cls_out", c_uint32)]  # since 1.4
+                ("pooling", c_int32), ("n_cls_out", c_uint32),  # since 1.4
+                ("rope_scaling", c_char_p)]  # since 1.4
 
 
 class EngineParams(Structure):

@@ -127,7 +127,7 @@ class TestBasalt(unittest.TestCase):
     def test_struct_layouts_match_the_pinned_c_layouts(self):
         sizes = {_capi.Params: 32, _capi.TokenData: 12, _capi.Candidates: 40, _capi.Host: 56,
                  _capi.SamplerIface: 56, _capi.Batch: 48, _capi.RuntimeParams: 8, _capi.ComponentInfo: 64,
-                 _capi.ModelInfo: 112, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 88,
+                 _capi.ModelInfo: 120, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 88,
                  _capi.RequestParams: 192, _capi.RequestStats: 112, _capi.EngineStats: 88,
                  _capi.DecoderNeeds: 16, _capi.MoeStats: 56}
         for struct, size in sizes.items():
@@ -165,6 +165,11 @@ class TestBasalt(unittest.TestCase):
         self.assertEqual(self.model.n_layer_decoder, 0)  # decoder-only
         with basalt.Model(os.path.join(MODELS, "tiny-t5-f32.gguf"), self.rt) as t5:
             self.assertEqual(t5.n_layer_decoder, 2)
+
+    def test_rope_scaling(self):
+        self.assertEqual(self.model.rope_scaling, "none")
+        with basalt.Model(os.path.join(MODELS, "tiny-gemma3scaled-f32.gguf"), self.rt) as g:
+            self.assertTrue(g.rope_scaling.startswith("linear x8 on global layers"), g.rope_scaling)
 
     def test_tokenize_roundtrip(self):
         text = "Once upon a time, the stranger opened the wooden box."

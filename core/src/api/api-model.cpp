@@ -120,6 +120,7 @@ basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info
         const basalt::Pooling pooling = basalt::model_pooling(h);
         info.pooling = basalt::embed_refusal(h, pooling).empty() ? static_cast<int32_t>(pooling) + 1 : 0;
         info.n_cls_out = h.n_cls_out;
+        info.rope_scaling = h.rope_description.c_str();
         write_sized(out, info);
     });
 }

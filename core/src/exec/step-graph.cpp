@@ -76,6 +76,7 @@ void StepGraph::build(const Step& step, GraphBuilder& g) {
     ForwardContext c{g, step.hp, *res_.weights.view};
     c.encoder_pass = step.encoder;
     c.n_tokens = step.n_tokens;
+    c.n_ctx = res_.n_ctx;
     if (!step.encoder) {
         c.stream_sinks = static_cast<int32_t>(res_.layout.stream_sinks);
         c.stream_window = static_cast<int32_t>(res_.layout.stream_window);

@@ -88,9 +88,23 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     const int64_t hd_k = hp.head_dim_k, hd_v = hp.head_dim_v;
     const int64_t nq = hp.n_head * hd_k, nk = hp.n_head_kv * hd_k, nv = hp.n_head_kv * hd_v;
 
-    int32_t q = linear(c, h, p + "attn_q.weight", nq, p + "q", o.bias ? p + "attn_q.bias" : "");
-    int32_t k = linear(c, h, p + "attn_k.weight", nk, p + "k", o.bias ? p + "attn_k.bias" : "");
-    int32_t v = linear(c, h, p + "attn_v.weight", nv, p + "v", o.bias ? p + "attn_v.bias" : "");
+    int32_t q = -1, k = -1, v = -1;
+    if (o.fused_qkv) {
+        // One [n_embd, q | k | v] matrix: three row ranges of it, each its own matmul (no copy of the weight).
+        const auto qkv = c.weights.require(p + "attn_qkv.weight", hp.arch);
+        ModelWeights::expect_shape(qkv, {hp.n_embd, nq + nk + nv}, c.weights.source());
+        auto part = [&](int64_t first, int64_t n, const char* name) {
+            return c.g.op(BASALT_OP_MATMUL, p + name, BASALT_DTYPE_F32, {n, T},
+                          {c.weight(ModelWeights::rows(qkv, first, n)), h});
+        };
+        q = part(0, nq, "q");
+        k = part(nq, nk, "k");
+        v = part(nq + nk, nv, "v");
+    } else {
+        q = linear(c, h, p + "attn_q.weight", nq, p + "q", o.bias ? p + "attn_q.bias" : "");
+        k = linear(c, h, p + "attn_k.weight", nk, p + "k", o.bias ? p + "attn_k.bias" : "");
+        v = linear(c, h, p + "attn_v.weight", nv, p + "v", o.bias ? p + "attn_v.bias" : "");
+    }
     q = reshape(c, q, {hd_k, hp.n_head, T}, p + "q.heads");
     k = reshape(c, k, {hd_k, hp.n_head_kv, T}, p + "k.heads");
     if (o.qk_norm) {
@@ -98,17 +112,8 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
         k = rms_norm(c, k, p + "attn_k_norm.weight", p + "k.normed");
     }
     if (o.rope) {
-        const auto n_rot = static_cast<int32_t>(hp.n_rot);
-        q = c.g.op(BASALT_OP_ROPE, p + "q.rope", BASALT_DTYPE_F32, {hd_k, hp.n_head, T}, {q, c.positions},
-                   {{op::rope::mode, o.rope_mode},
-                    {op::rope::n_rot, n_rot},
-                    {op::rope::freq_base, o.rope_base},
-                    {op::rope::freq_scale, hp.rope_freq_scale}});
-        k = c.g.op(BASALT_OP_ROPE, p + "k.rope", BASALT_DTYPE_F32, {hd_k, hp.n_head_kv, T}, {k, c.positions},
-                   {{op::rope::mode, o.rope_mode},
-                    {op::rope::n_rot, n_rot},
-                    {op::rope::freq_base, o.rope_base},
-                    {op::rope::freq_scale, hp.rope_freq_scale}});
+        q = rope(c, q, hp.n_head, o.rope_mode, o.rope_base, o.rope_scaled, p + "q.rope");
+        k = rope(c, k, hp.n_head_kv, o.rope_mode, o.rope_base, o.rope_scaled, p + "k.rope");
     }
     const int32_t k_rows = reshape(c, k, {nk, T}, p + "k.rows");
     const auto il_u = static_cast<size_t>(il);
@@ -116,7 +121,14 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     const int32_t slots = windowed ? c.kv_slots_window : c.kv_slots;
     const int32_t lists = windowed ? c.attn_lists_window : c.attn_lists;
     write_kv(c, il_u, k_rows, v, slots, p);
-    const float scale = o.scale > 0.f ? o.scale : 1.0f / std::sqrt(static_cast<float>(hd_k));
+    const float scale = o.scale != 0.f ? o.scale : 1.0f / std::sqrt(static_cast<float>(hd_k));
+    const float freq_scale = o.rope_scaled ? hp.rope_freq_scale : 1.0f;
+    if (c.stream_window != 0 && o.rope && hp.rope_scaling.needs_scaled_op()) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "{}: the streaming cache (KV policy 'sinks') re-rotates sink keys with plain rope (base and linear "
+             "scale only); this model's rope scaling ({}) is not implemented there",
+             c.weights.source(), hp.rope_description);
+    }
     const int32_t att = c.stream_window != 0
                             ? c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
                                      {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query},
@@ -128,9 +140,46 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
                                       {op::attention::scale, scale},
                                       {op::attention::soft_cap, o.soft_cap},
                                       {op::attention::freq_base, o.rope_base},
-                                      {op::attention::freq_scale, hp.rope_freq_scale}})
+                                      {op::attention::freq_scale, freq_scale}})
                             : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, o.soft_cap, p);
     return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
+}
+
+int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled,
+             const std::string& name) {
+    const auto& hp = c.hp;
+    const RopeScaling& rs = hp.rope_scaling;
+    const int64_t hd = c.g.ne(x, 0), T = c.n_tokens;
+    const auto n_rot = static_cast<int32_t>(hp.n_rot);
+    if (!rs.needs_scaled_op()) {
+        return c.g.op(BASALT_OP_ROPE, name, BASALT_DTYPE_F32, {hd, n_heads, T}, {x, c.positions},
+                      {{op::rope::mode, mode},
+                       {op::rope::n_rot, n_rot},
+                       {op::rope::freq_base, base},
+                       {op::rope::freq_scale, scaled ? hp.rope_freq_scale : 1.0f}});
+    }
+    // Frequency factors: Llama 3's rope_freqs, else longrope's long factors when the session's context passes the
+    // original one (llama.cpp chooses by context size, not by position), else its short ones.
+    int32_t factors = -1;
+    if (scaled && !rs.freqs.empty()) {
+        factors = c.weight(rs.freqs, {n_rot / 2});
+    } else if (scaled && rs.longrope_tensors) {
+        factors =
+            c.weight(c.n_ctx > rs.n_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight", {n_rot / 2});
+    }
+    auto emit = [&](std::initializer_list<int32_t> inputs) {
+        return c.g.op(BASALT_OP_ROPE, name, BASALT_DTYPE_F32, {hd, n_heads, T}, inputs,
+                      {{op::rope::mode, mode},
+                       {op::rope::n_rot, n_rot},
+                       {op::rope::n_ctx_orig, static_cast<int32_t>(rs.n_ctx_orig)},
+                       {op::rope::freq_base, base},
+                       {op::rope::freq_scale, scaled ? hp.rope_freq_scale : 1.0f},
+                       {op::rope::ext_factor, rs.ext_factor},
+                       {op::rope::attn_factor, rs.attn_factor},
+                       {op::rope::beta_fast, rs.beta_fast},
+                       {op::rope::beta_slow, rs.beta_slow}});
+    };
+    return factors >= 0 ? emit({x, c.positions, factors}) : emit({x, c.positions});
 }
 
 void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int32_t slots, const std::string& p) {

@@ -1,6 +1,7 @@
 // The gemma family: embeddings scaled by sqrt(n_embd), rope on halves, sliding-window and global layers,
 // post-attention and post-FFN norms, GeGLU; attention soft-cap and final-logit soft-cap where the file has them
-// (gemma2). gemma3: q/k RMS norm per head, base 10000 on sliding-window layers, the model's base on global ones.
+// (gemma2). gemma3: q/k RMS norm per head, rope.freq_base_swa (default 10000) unscaled on sliding-window layers, the
+// model's base and rope scaling on global ones.
 #include <cmath>
 
 #include "graph/arch.hpp"
@@ -27,6 +28,7 @@ void build_gemma_family(ForwardContext& c, const GemmaVariant& variant) {
         ao.soft_cap = hp.attn_soft_cap;
         const bool local = hp.layer_sliding[il];
         ao.rope_base = local ? local_rope_base : hp.rope_freq_base;
+        ao.rope_scaled = !(local && variant.local_unscaled);
         ao.window = local ? static_cast<int32_t>(hp.sliding_window) : 0;
         int32_t a = attention_block(c, i, rms_norm(c, x, p + "attn_norm.weight", p + "attn_norm"), ao);
         a = rms_norm(c, a, p + "post_attention_norm.weight", p + "post_attention_norm");
@@ -43,7 +45,13 @@ void build_gemma_family(ForwardContext& c, const GemmaVariant& variant) {
 void build_gemma3(ForwardContext& c) {
     GemmaVariant v;
     v.qk_norm = true;
-    v.local_rope_base = 10000.f;
+    // Sliding-window layers: their own base (rope.freq_base_swa), never the rope scaling (global layers only).
+    v.local_rope_base = c.hp.rope_scaling.freq_base_swa;
+    v.local_unscaled = true;
+    // Gemma 3 27B (62 layers) scales queries by 1/sqrt(n_embd / n_head) (query_pre_attn_scalar), not
+    // 1/sqrt(head_dim); llama.cpp tells it by its layer count.
+    constexpr uint32_t kLayers27B = 62;
+    if (c.hp.n_layer == kLayers27B) v.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.hp.n_embd / c.hp.n_head));
     build_gemma_family(c, v);
 }
 

@@ -9,13 +9,28 @@ namespace {
 // Adding an architecture: its builder (arch-<name>.cpp, declared in arch.hpp) and one row here. Rows of one name are
 // variants told apart by their expert count; the order is the one the unsupported-architecture error lists.
 constexpr ArchSpec kArchs[] = {
-    {.name = "llama", .label = "llama", .experts = ArchExperts::NONE, .build = build_llama},
+    {.name = "llama",
+     .label = "llama",
+     .experts = ArchExperts::NONE,
+     .build = build_llama,
+     .rope_freqs = true,
+     .rope_longrope = true},
     {.name = "qwen2", .label = "qwen2", .build = build_qwen2},
     // Gemma 3 interleaves 5 sliding-window layers with 1 global layer.
-    {.name = "gemma3", .label = "gemma3", .build = build_gemma3, .rope_freq_base = 1e6, .sliding_pattern = 6},
+    {.name = "gemma3",
+     .label = "gemma3",
+     .build = build_gemma3,
+     .rope_freq_base = 1e6,
+     .sliding_pattern = 6,
+     .rope_swa_base = true},
     // Learned absolute positions and a plain (ungated) MLP.
     {.name = "gpt2", .label = "gpt2", .build = build_gpt2, .rope = false, .learned_positions = true, .ffn_mats = 2},
-    {.name = "llama", .label = "llama with experts", .experts = ArchExperts::REQUIRED, .build = build_moe},
+    {.name = "llama",
+     .label = "llama with experts",
+     .experts = ArchExperts::REQUIRED,
+     .build = build_moe,
+     .rope_freqs = true,
+     .rope_longrope = true},
     {.name = "qwen3", .label = "qwen3", .build = build_qwen3},
     {.name = "qwen3moe", .label = "qwen3moe", .experts = ArchExperts::REQUIRED, .build = build_qwen3moe},
     // Gemma 2 alternates sliding-window (even) and global (odd) layers and soft-caps attention and final logits;
@@ -26,7 +41,8 @@ constexpr ArchSpec kArchs[] = {
      .sliding_pattern = 2,
      .sliding_window = 4096,
      .attn_soft_cap = 50.f,
-     .final_soft_cap = 30.f},
+     .final_soft_cap = 30.f,
+     .soft_caps = true},
     // No rope on every 4th layer (arch-smollm3.cpp).
     {.name = "smollm3", .label = "smollm3", .build = build_smollm3},
     // Relative position buckets instead of rope.
@@ -44,6 +60,25 @@ constexpr ArchSpec kArchs[] = {
      .rope = false,
      .learned_positions = true,
      .ffn_mats = 2},
+    // Fused qkv and gate|up, neox rope (partial on Phi-4-mini), longrope factors; llama.cpp runs Phi's sliding
+    // window as full attention, and so does Basalt.
+    {.name = "phi3", .label = "phi3", .build = build_phi3, .rope_longrope = true, .ignore_sliding_window = true},
+    // Ministral 3: llama's block with YaRN (its beta and log-multiplier keys read), llama 4's attention temperature
+    // (1 within the original context; a longer session context is refused naming the key).
+    {.name = "mistral3",
+     .label = "mistral3",
+     .experts = ArchExperts::NONE,
+     .build = build_llama,
+     .rope_freqs = true,
+     .rope_longrope = true,
+     .rope_yarn_keys = true},
+    {.name = "mistral3",
+     .label = "mistral3 with experts",
+     .experts = ArchExperts::REQUIRED,
+     .build = build_moe,
+     .rope_freqs = true,
+     .rope_longrope = true,
+     .rope_yarn_keys = true},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
 };
@@ -55,7 +90,9 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
     return a.kind == b.kind && a.rope == b.rope && a.rope_freq_base == b.rope_freq_base &&
            a.sliding_pattern == b.sliding_pattern && a.learned_positions == b.learned_positions &&
            a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets && a.sliding_window == b.sliding_window &&
-           a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap;
+           a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap && a.rope_freqs == b.rope_freqs &&
+           a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
+           a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

@@ -49,6 +49,16 @@ struct ArchSpec {
     uint32_t sliding_window = 0;               // default of attention.sliding_window (0: none)
     float attn_soft_cap = 0.f;   // default of attn_logit_softcapping; 0: not read (the builder applies no soft-cap)
     float final_soft_cap = 0.f;  // default of final_logit_softcapping; 0: not read (the builder applies no soft-cap)
+    // RoPE scaling (model/rope-scaling.hpp): which frequency-factor tensors the builder applies (others are refused),
+    // whether sliding-window layers rotate unscaled with rope.freq_base_swa, whether it applies the soft-cap keys.
+    bool rope_freqs = false;             // rope_freqs.weight (Llama 3 factors)
+    bool rope_longrope = false;          // rope_factors_long/short.weight
+    bool rope_swa_base = false;          // sliding-window layers: base rope.freq_base_swa (default 1e4), no scaling
+    bool soft_caps = false;              // attn_logit_softcapping / final_logit_softcapping (refused when false)
+    bool ignore_sliding_window = false;  // attention.sliding_window read as 0 (full attention, as llama.cpp runs it)
+    // Reads rope.scaling.yarn_beta_fast/slow and yarn_log_multiplier (elsewhere refused unless llama.cpp's
+    // defaults) and attention.temperature_scale (mistral3).
+    bool rope_yarn_keys = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

@@ -22,6 +22,7 @@ struct ForwardContext {
     const ModelHparams& hp;
     const ModelWeights& weights;
     int64_t n_tokens = 0;          // T
+    uint32_t n_ctx = 0;            // the session's context (longrope: long factors past the original context)
     int64_t n_outputs = 0;         // rows with logits
     int32_t tokens = -1;           // I32 [T]
     int32_t positions = -1;        // I32 [T]
@@ -97,9 +98,15 @@ struct AttentionOptions {
     bool qk_norm = false;  // gemma3: RMS norm of q and k per head
     bool bias = false;     // qwen2: q/k/v biases
     bool rope = true;
-    float scale = 0.f;     // score = scale * dot(q, k); 0: 1/sqrt(head_dim)
-    float soft_cap = 0.f;  // gemma2: score = soft_cap * tanh(score / soft_cap); 0: none
+    bool fused_qkv = false;   // phi3: one attn_qkv.weight [n_embd, q | k | v] (sliced, not copied)
+    bool rope_scaled = true;  // apply the model's rope scaling (false: gemma3's sliding-window layers)
+    float scale = 0.f;        // score = scale * dot(q, k); 0: 1/sqrt(head_dim)
+    float soft_cap = 0.f;     // gemma2: score = soft_cap * tanh(score / soft_cap); 0: none
 };
+
+// ROPE of x [head_dim, n_heads, T] at the batch's positions with the model's rope scaling (hp.rope_scaling: freq_scale,
+// frequency factors, YaRN) when `scaled`, else plain rope at `base` (sliding-window layers of gemma3).
+int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled, const std::string& name);
 
 // x [n_embd, T] -> rms_norm(x) * weight.
 int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const std::string& name);
@@ -132,6 +139,7 @@ void build_llama_family(ForwardContext& c, const LlamaVariant& variant);
 struct GemmaVariant {
     bool qk_norm = false;         // gemma3: RMS norm of q and k per head
     float local_rope_base = 0.f;  // rope base of the sliding-window layers (0: the model's base)
+    bool local_unscaled = false;  // gemma3: sliding-window layers rotate without the model's rope scaling
     float attn_scale = 0.f;       // 0: 1/sqrt(head_dim)
 };
 void build_gemma_family(ForwardContext& c, const GemmaVariant& variant);
@@ -145,6 +153,7 @@ void build_qwen3(ForwardContext& c);
 void build_qwen3moe(ForwardContext& c);
 void build_smollm3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
+void build_phi3(ForwardContext& c);
 // bert: an encoder-only pass (c.encoder_pass lists) writing its hidden rows to c.embd_out and, with c.rank_out, the
 // classifier head's scores of c.pool_rows.
 void build_bert(ForwardContext& c);

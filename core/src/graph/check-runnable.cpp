@@ -8,16 +8,10 @@
 namespace basalt {
 namespace {
 
-// A file that asks for math no builder implements is refused naming the key, never run without it.
+// A file that asks for math no builder implements (an unknown rope scaling, frequency factors or soft-caps the
+// architecture's graph does not apply, ...) is refused naming the key, never run without it.
 void refuse_unimplemented(const gguf::File& file, const ModelHparams& hp) {
-    const std::string key = hp.arch + ".rope.scaling.type";
-    if (const auto type = file.get_string(key); type && *type != "none") {
-        fail(BASALT_ERR_UNSUPPORTED, "{}: '{}' = '{}' is not implemented (RoPE scaling)", file.source(), key, *type);
-    }
-    if (file.tensor("rope_freqs.weight") != nullptr) {
-        fail(BASALT_ERR_UNSUPPORTED,
-             "{}: tensor 'rope_freqs.weight' (per-dimension RoPE frequency factors) is not implemented", file.source());
-    }
+    if (!hp.unimplemented.empty()) fail(BASALT_ERR_UNSUPPORTED, "{}: {}", file.source(), hp.unimplemented);
 }
 
 }  // namespace

@@ -76,8 +76,19 @@ ModelHparams read_hparams(const gguf::File& f) {
     // qwen3moe: feed_forward_length is the (unused) dense width, the experts' own is this key.
     if (h.n_expert > 0) h.n_ff = optional_u32(f, A + "expert_feed_forward_length", h.n_ff);
     h.rope_freq_base = static_cast<float>(f.get_float(A + "rope.freq_base").value_or(spec.rope_freq_base));
-    if (auto scale = f.get_float(A + "rope.scale_linear")) h.rope_freq_scale = static_cast<float>(1.0 / *scale);
     h.n_rot = spec.rope ? optional_u32(f, A + "rope.dimension_count", h.head_dim_k) : 0;
+    h.rope_scaling = read_rope_scaling(f, h.arch, spec, h.n_ctx_train);
+    h.rope_freq_scale = h.rope_scaling.freq_scale;
+    h.rope_description = describe(h.rope_scaling, spec);
+    // (An architecture without a builder is refused as such, not for its keys.)
+    if (h.known_arch) h.unimplemented = h.rope_scaling.refusal;
+    for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+        const auto v = f.get_float(A + cap);
+        if (v && *v != 0.0 && !spec.soft_caps && h.unimplemented.empty() && h.known_arch) {
+            h.unimplemented =
+                fmt::format("'{}{}' = {} (soft-capping) is not applied by the {} graph", A, cap, *v, h.arch);
+        }
+    }
     if (auto eps = f.get_float(A + "attention.layer_norm_rms_epsilon")) {
         h.norm_eps = static_cast<float>(*eps);
     } else if (auto eps2 = f.get_float(A + "attention.layer_norm_epsilon")) {
@@ -95,7 +106,8 @@ ModelHparams read_hparams(const gguf::File& f) {
     }
     if (h.n_vocab == 0) fail(BASALT_ERR_FORMAT, "{}: cannot determine the vocabulary size", f.source());
 
-    h.sliding_window = optional_u32(f, A + "attention.sliding_window", spec.sliding_window);
+    h.sliding_window =
+        spec.ignore_sliding_window ? 0 : optional_u32(f, A + "attention.sliding_window", spec.sliding_window);
     if (spec.attn_soft_cap > 0.f)
         h.attn_soft_cap = static_cast<float>(f.get_float(A + "attn_logit_softcapping").value_or(spec.attn_soft_cap));
     if (spec.final_soft_cap > 0.f)
@@ -110,6 +122,23 @@ ModelHparams read_hparams(const gguf::File& f) {
         // Every pattern-th layer is global (Gemma 3: 5 sliding-window layers, then 1 global); 1: all slide.
         const uint32_t pattern = spec.sliding_pattern;
         for (uint32_t il = 0; il < h.n_layer; ++il) h.layer_sliding[il] = pattern == 1 || (il % pattern) < pattern - 1;
+        // The file's own pattern where the architecture has one (llama.cpp's reading: an array of per-layer flags,
+        // or N: every Nth layer global, 0: every layer slides).
+        if (const gguf::Value* v = f.find(A + "attention.sliding_window_pattern"); v != nullptr && pattern > 1) {
+            if (v->type == gguf::ValueType::ARRAY) {
+                if (v->array.size() != h.n_layer) {
+                    fail(BASALT_ERR_FORMAT, "{}: {}attention.sliding_window_pattern has {} entries for {} layers",
+                         f.source(), A, v->array.size(), h.n_layer);
+                }
+                for (uint32_t il = 0; il < h.n_layer; ++il) {
+                    const gguf::Value& e = v->array[il];
+                    h.layer_sliding[il] = e.type == gguf::ValueType::BOOL ? e.u != 0 : e.as_int().value_or(0) != 0;
+                }
+            } else {
+                const uint32_t n = optional_u32(f, A + "attention.sliding_window_pattern", pattern);
+                for (uint32_t il = 0; il < h.n_layer; ++il) h.layer_sliding[il] = n == 0 || (il % n) < n - 1;
+            }
+        }
     }
 
     h.learned_positions = spec.learned_positions;

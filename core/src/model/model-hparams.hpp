@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/gguf.hpp"
+#include "model/rope-scaling.hpp"
 
 namespace basalt {
 
@@ -46,6 +47,10 @@ struct ModelHparams {
     bool encoder_only = false;  // an embedding model (bert): one bidirectional pass per input, no KV cache, no logits
     int32_t pooling = -1;       // <arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank; -1 not in the file
     uint32_t n_cls_out = 0;     // outputs of the rank (classifier) head: rows of cls.output.weight; 0: no head
+    RopeScaling rope_scaling;   // rope.scaling.*, frequency factors (rope_freq_scale is its freq_scale)
+    std::string rope_description;  // what sessions apply, in words (basalt inspect)
+    // Math the file asks for that no builder implements (naming the key), or empty; check_runnable refuses it.
+    std::string unimplemented;
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }

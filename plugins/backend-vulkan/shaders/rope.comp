@@ -1,7 +1,8 @@
 #version 450
 // ROPE: invocation j of (head, token) rotates pair j (j < n_rot/2) or copies pass-through dim n_rot + j - n_rot/2.
 // theta = pos * fscale * base^(-2j/n_rot); the angle is reduced modulo 2 pi in two parts before sin/cos
-// (RopePush).
+// (RopePush). The rope_scaled variant (SCALED) divides the frequency by the pair's factor (binding 3), mixes in
+// YaRN's unscaled angle by the ramp, and multiplies cos/sin by mscale, as ROPE's contract says (ops.def).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -9,6 +10,9 @@ PUSH_CONSTANTS(RopePush)
 DECLARE_BINDING(0)
 DECLARE_BINDING(1)
 DECLARE_BINDING(2)
+#ifdef SCALED
+DECLARE_BINDING(3)
+#endif
 
 void main() {
     const uint hd = pc.head_dim;
@@ -30,14 +34,30 @@ void main() {
             continue;
         }
         const float pos = float(int(b1u.d[(pc.positions_offset >> 2) + t]));
+#ifdef SCALED
+        float f = exp2(float(j) * pc.theta_step);
+        if (pc.has_factors != 0u) f /= b3f.d[(pc.factors_offset >> 2) + j];
+        float mix = 0.0;
+        if (pc.ext_factor != 0.0) {
+            const float y = (float(j) - pc.corr_low) / max(0.001, pc.corr_high - pc.corr_low);
+            mix = (1.0 - min(1.0, max(0.0, y))) * pc.ext_factor;
+        }
+        f *= pc.freq_scale * (1.0 - mix) + mix;
+#else
         const float f = pc.freq_scale * exp2(float(j) * pc.theta_step);
+#endif
         // theta = hi + lo exactly (fma), then theta - k * 2 pi with 2 pi split in two floats.
         const float hi = pos * f;
         const float lo = fma(pos, f, -hi);
         const float k = floor(hi * 0.15915494309189535 + 0.5);
         const float red = (fma(-k, 6.28318548202514648, hi) - k * -1.7484556000744883e-7) + lo;
+#ifdef SCALED
+        const float c = cos(red) * pc.mscale;
+        const float s = sin(red) * pc.mscale;
+#else
         const float c = cos(red);
         const float s = sin(red);
+#endif
         const uint a = pc.mode == 1u ? j : 2u * j;
         const uint b = pc.mode == 1u ? j + half_rot : 2u * j + 1u;
         const float x0 = b0f.d[x + a];

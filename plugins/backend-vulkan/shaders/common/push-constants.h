@@ -78,6 +78,14 @@ struct RopePush {
     uint dst_nb2;
     uint dst_nb3;
     uint positions_offset;
+    // rope_scaled (since 1.4): frequency factors (binding 3; has_factors 0: none), YaRN's ramp and the cos/sin
+    // magnitude, computed on the host with sdk/rope-yarn.hpp.
+    uint has_factors;
+    uint factors_offset;
+    float ext_factor;
+    float corr_low;
+    float corr_high;
+    float mscale;
 };
 
 // steer.comp: dst row t = x row t + table row slots[t] (a slot in 0..n_slots-1), else x row t.
@@ -227,7 +235,7 @@ BASALT_PUSH_FITS(TensorRef, 6);
 BASALT_PUSH_FITS(UnaryPush, 16);
 BASALT_PUSH_FITS(BinaryPush, 22);
 BASALT_PUSH_FITS(NormPush, 19);
-BASALT_PUSH_FITS(RopePush, 17);
+BASALT_PUSH_FITS(RopePush, 23);
 BASALT_PUSH_FITS(SteerPush, 22);
 BASALT_PUSH_FITS(MatmulPush, 26);
 BASALT_PUSH_FITS(GetRowsPush, 20);

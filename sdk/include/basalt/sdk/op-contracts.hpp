@@ -89,6 +89,28 @@ void rope(const C& c) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
                "freq_base fp[0] = " + std::to_string(base) + " must be > 0 and freq_scale fp[1] finite");
     }
+    // Since 1.4: frequency factors, YaRN and the cos/sin magnitude.
+    if (c.node->n_inputs == 3) {
+        c.expect_type(c.in[2], "frequency factors", BASALT_DTYPE_F32);
+        if (c.in[2].nelements() < n_rot / 2 || !c.in[2].rows_packed()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "frequency factors " + c.in[2].shape() + " must hold n_rot/2 = " +
+                                                    std::to_string(n_rot / 2) + " packed values");
+        }
+    }
+    const float ext = c.fp(op::rope::ext_factor);
+    if (!std::isfinite(ext) || !std::isfinite(c.fp(op::rope::attn_factor))) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "ext_factor fp[2] and attn_factor fp[3] must be finite");
+    }
+    if (ext != 0.0f) {
+        const float fast = c.fp(op::rope::beta_fast);
+        const float slow = c.fp(op::rope::beta_slow);
+        if (c.ip(op::rope::n_ctx_orig) <= 0 || !(fast > 0.0f) || !(slow > 0.0f) ||
+            !(c.fp(op::rope::freq_scale) > 0.0f)) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT,
+                   "YaRN (ext_factor fp[2] != 0) needs n_ctx_orig ip[2] > 0, beta_fast fp[4], beta_slow fp[5] and "
+                   "freq_scale fp[1] > 0");
+        }
+    }
 }
 
 // The head sizes and counts of an ATTENTION node.
