@@ -41,6 +41,8 @@ struct RequestSpec {
     void* user_data = nullptr;
     bool logprobs = false;       // record each emitted token's log-probability (decoder 'sample' only)
     int32_t n_top_logprobs = 0;  // and this many most likely alternatives (0..kMaxTopLogprobs)
+    int32_t grammar_kind = 0;    // BASALT_GRAMMAR_*: submit puts a `grammar` sampler first in the chain
+    std::string grammar;         // its text
 };
 
 constexpr int32_t kMaxTopLogprobs = 20;

@@ -230,7 +230,9 @@ struct RequestParams {
     std::string source;                  // encoder-decoder models: the encoder's input text, when has_source
     std::vector<int32_t> source_tokens;  // or as ids, when has_source_tokens
     bool has_source = false, has_source_tokens = false;
-    int32_t n_top_logprobs = 0;  // with BASALT_REQUEST_LOGPROBS: alternatives per token (0..20)
+    int32_t n_top_logprobs = 0;                  // with BASALT_REQUEST_LOGPROBS: alternatives per token (0..20)
+    int32_t grammar_kind = BASALT_GRAMMAR_NONE;  // structured output: BASALT_GRAMMAR_*
+    std::string grammar;                         // its text (GBNF, JSON Schema, regex)
 
     // The C struct with callback and user_data as given (borrowed by the engine until the request finishes),
     // pointing into *this: valid until *this is modified, moved or destroyed.
@@ -269,6 +271,8 @@ struct RequestParams {
         rp.n_steer = steer_ptrs_.size();
         rp.callback = callback;
         rp.user_data = user_data;
+        rp.grammar_kind = grammar_kind;
+        rp.grammar = grammar_kind != BASALT_GRAMMAR_NONE ? grammar.c_str() : nullptr;
         return rp;
     }
 
