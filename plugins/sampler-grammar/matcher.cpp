@@ -18,7 +18,7 @@ uint64_t hash_stacks(const std::vector<uint32_t>& v) {
 }
 
 uint64_t state_key(const State& s) {
-    return (uint64_t{s.set} << 32) | (uint64_t{s.partial} << 2) | s.remaining;
+    return (uint64_t{s.set} << 32) | (uint64_t{s.partial} << 4) | (uint64_t{s.length} << 2) | s.remaining;
 }
 
 }  // namespace
@@ -154,20 +154,25 @@ bool Matcher::step(State& s, uint8_t byte) {
             return false;  // a continuation byte without a lead, or an invalid lead
         }
         s.remaining = need;
+        s.length = need + 1;
     } else {
         if ((byte & 0xC0) != 0x80) return false;
         s.partial = (s.partial << 6) | (byte & 0x3Fu);
         --s.remaining;
         if (s.remaining == 0) cp = s.partial;
     }
+    // The shortest form only (no overlong encodings), no surrogates, nothing past U+10FFFF.
+    const uint32_t min_cp = s.length == 2 ? 0x80 : s.length == 3 ? 0x800 : 0x10000;
     if (s.remaining > 0) {
         const uint32_t shift = 6 * s.remaining;
-        const uint32_t lo = s.partial << shift;
-        const uint32_t hi = lo | ((1u << shift) - 1);
-        if (lo > 0x10FFFF) return false;
-        return any_match(s.set, lo, std::min<uint32_t>(hi, 0x10FFFF));
+        const uint32_t lo = std::max(s.partial << shift, min_cp);
+        const uint32_t hi = std::min<uint32_t>((s.partial << shift) | ((1u << shift) - 1), 0x10FFFF);
+        if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return false;
+        return any_match(s.set, lo, hi);
     }
+    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
     s.partial = 0;
+    s.length = 0;
     const uint32_t next = next_set(s.set, cp);
     if (next == kDead) return false;
     s.set = next;

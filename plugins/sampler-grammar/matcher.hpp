@@ -27,7 +27,10 @@ struct State {
     uint32_t set = 0;
     uint32_t partial = 0;
     uint32_t remaining = 0;
-    bool operator==(const State& o) const { return set == o.set && partial == o.partial && remaining == o.remaining; }
+    uint32_t length = 0;  // bytes of the partial character's encoding (2..4), to refuse overlong forms
+    bool operator==(const State& o) const {
+        return set == o.set && partial == o.partial && remaining == o.remaining && length == o.length;
+    }
 };
 
 class Matcher {
