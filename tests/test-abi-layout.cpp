@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.4, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.5, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -71,7 +71,15 @@ PIN(basalt_sampler_iface, apply, 24);
 PIN(basalt_sampler_iface, accept, 32);
 PIN(basalt_sampler_iface, reset, 40);
 PIN(basalt_sampler_iface, clone, 48);
-PIN_SIZE(basalt_sampler_iface, 56);
+PIN(basalt_sampler_iface, set_vocab, 56); /* since 1.5 */
+PIN(basalt_sampler_iface, rollback, 64);
+PIN_SIZE(basalt_sampler_iface, 72);
+PIN(basalt_vocab_view, n_tokens, 8); /* since 1.5 */
+PIN(basalt_vocab_view, texts, 16);
+PIN(basalt_vocab_view, text_lens, 24);
+PIN(basalt_vocab_view, token_flags, 32);
+PIN(basalt_vocab_view, fingerprint, 40);
+PIN_SIZE(basalt_vocab_view, 48);
 static_assert(BASALT_SAMPLER_IFACE_MIN_SIZE == 32);
 
 PIN(basalt_tensor, dtype, 4);
@@ -182,7 +190,8 @@ PIN(basalt_decoder_host, seq_length, 80);
 PIN(basalt_decoder_host, emit, 88);
 PIN(basalt_decoder_host, is_end_of_generation, 96);
 PIN(basalt_decoder_host, set_stat, 104);
-PIN_SIZE(basalt_decoder_host, 112);
+PIN(basalt_decoder_host, rollback, 112); /* since 1.5 */
+PIN_SIZE(basalt_decoder_host, 120);
 PIN(basalt_decoder_feed, seq, 4);
 PIN(basalt_decoder_feed, tokens, 8);
 PIN(basalt_decoder_feed, n_tokens, 16);
@@ -239,7 +248,9 @@ PIN(basalt_request_params, n_top_logprobs, 168);
 PIN(basalt_request_params, pooling, 176);
 PIN(basalt_request_params, normalize, 180);
 PIN(basalt_request_params, dimensions, 184);
-PIN_SIZE(basalt_request_params, 192);
+PIN(basalt_request_params, grammar, 192); /* since 1.5 */
+PIN(basalt_request_params, grammar_kind, 200);
+PIN_SIZE(basalt_request_params, 208);
 PIN(basalt_request_stats, prompt_tokens, 8);
 PIN(basalt_request_stats, queue_ms, 32);
 PIN(basalt_request_stats, tokens_per_s, 88);

@@ -45,9 +45,11 @@ struct Contrastive {
     std::vector<int32_t> prompt;
     int32_t next = -1;  // the token both models get next round (-1: the prompt)
     bool done = false;
-    std::vector<float> scores;  // one row, reused
-    double expert_logprob = 0;  // sum of log p_e of the emitted tokens (the score given to emit)
-    double head_total = 0;      // plausible-set sizes summed over the steps, for the mean
+    std::vector<float> scores;   // one row, reused
+    std::vector<float> masked;   // the expert row without them
+    std::vector<float> allowed;  // the chain's distribution of the expert row: 0 where its filters (a grammar) ban
+    double expert_logprob = 0;   // sum of log p_e of the emitted tokens (the score given to emit)
+    double head_total = 0;       // plausible-set sizes summed over the steps, for the mean
     uint64_t steps = 0;
     double lse_expert = 0;  // log-sum-exp of the last expert row
 
@@ -134,7 +136,15 @@ struct Contrastive {
             results[1].logits == nullptr || results[1].n_rows != 1) {
             kContrastive.fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects one logits row of each model");
         }
-        const size_t head = contrast(results[0].logits, results[1].logits);
+        // Tokens the chain rules out on the expert row (a grammar's mask) leave the plausible head first, so the head
+        // is taken among the tokens the request may emit.
+        allowed.resize(scores.size());
+        check_host(host->distribution(host->ctx, 0, 0, results[0].logits, allowed.data()));
+        masked.assign(results[0].logits, results[0].logits + scores.size());
+        for (size_t v = 0; v < masked.size(); ++v) {
+            if (!(allowed[v] > 0.f)) masked[v] = -INFINITY;
+        }
+        const size_t head = contrast(masked.data(), results[1].logits);
         int32_t token = -1;
         check_host(host->sample(host->ctx, 0, scores.data(), &token));  // a failure keeps the host's message
         if (token >= 0 && static_cast<size_t>(token) < scores.size())

@@ -94,6 +94,7 @@ struct Speculative {
     std::mt19937_64 rng;
 
     uint64_t drafted = 0, accepted = 0, verifies = 0, target_tokens = 0;
+    size_t tentative = 0;  // drafts accepted into the chain ahead of verification (rolled back before it)
 
     explicit Speculative(const basalt::sdk::params& params) : cfg(parse(params)) {}
     basalt::sdk::decoder_needs requirements() const {
@@ -253,6 +254,11 @@ void Speculative::plan(basalt_decoder_plan& plan, int32_t& out_finish) {
     }
 }
 
+// Whether the host has rollback (ABI 1.5).
+bool has_rollback(const basalt_decoder_host& h) {
+    return h.struct_size >= offsetof(basalt_decoder_host, rollback) + sizeof(h.rollback) && h.rollback != nullptr;
+}
+
 // The draft's row at its latest proposal: take the next draft token.
 void consume_draft(Speculative& s, const float* row) {
     s.draft_len += static_cast<uint32_t>(s.draft_feed.size());
@@ -265,6 +271,12 @@ void consume_draft(Speculative& s, const float* row) {
         s.q.push_back(s.p);
     }
     s.drafts.push_back(token);
+    // With the host's rollback (ABI 1.5) the chain follows the drafts, so stateful draft-safe samplers (a grammar)
+    // give the next proposal from the right state; verification rolls them back first.
+    if (has_rollback(*s.host)) {
+        check_host(s.host->accept(s.host->ctx, 0, token));
+        ++s.tentative;
+    }
     if (static_cast<int>(s.drafts.size()) >= room(s)) s.phase = Phase::Verify;
 }
 
@@ -273,6 +285,10 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     const size_t nv = s.host->n_vocab;
     const size_t k = s.drafts.size();
     if (n_rows != k + 1) kSpeculative.fail(BASALT_ERR_PLUGIN, "verify expected " + std::to_string(k + 1) + " rows");
+    if (s.tentative > 0) {  // the chain back at the accepted tokens
+        check_host(s.host->rollback(s.host->ctx, 0, s.tentative));
+        s.tentative = 0;
+    }
     const size_t ctx_before = s.ctx.size();
     const uint32_t draft_before = s.draft_len;
     size_t a = 0;  // drafts accepted

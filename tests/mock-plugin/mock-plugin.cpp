@@ -143,6 +143,8 @@ const NextSamplerIface kSampler = {
         mock_reset,
         mock_clone,
 #endif
+        nullptr,
+        nullptr,
     },
     poison,
 };

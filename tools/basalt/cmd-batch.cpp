@@ -117,14 +117,16 @@ std::string parse_embed_fields(const json& j, Job& job) {
 // Reads the fields of a parsed line into job; returns "" or the reason it is malformed.
 std::string parse_fields(const json& j, Job& job) {
     if (!j.is_object()) return "a request must be a JSON object";
-    static const char* const kKeys[] = {"id",       "prompt", "tokens",     "max_tokens", "samplers",  "decoder",
-                                        "stop",     "seed",   "cache_salt", "steer",      "source",    "source_tokens",
-                                        "logprobs", "input",  "pooling",    "normalize",  "dimensions"};
+    static const char* const kKeys[] = {"id",        "prompt",        "tokens",   "max_tokens",  "samplers",
+                                        "decoder",   "stop",          "seed",     "cache_salt",  "steer",
+                                        "source",    "source_tokens", "logprobs", "input",       "pooling",
+                                        "normalize", "dimensions",    "grammar",  "json_schema", "regex"};
     for (const auto& [key, value] : j.items()) {
         if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
             return "unknown field '" + excerpt(key) +
                    "' (known: id, prompt, tokens, max_tokens, samplers, decoder, stop, seed, cache_salt, steer, "
-                   "source, source_tokens, logprobs, input, pooling, normalize, dimensions)";
+                   "source, source_tokens, logprobs, input, pooling, normalize, dimensions, grammar, json_schema, "
+                   "regex)";
         }
     }
     job.id = j.contains("id") ? j["id"] : json(job.line);
@@ -196,6 +198,23 @@ std::string parse_fields(const json& j, Job& job) {
                                            job.spec.steer);
             !why.empty())
             return why;
+    }
+    // Structured output (docs/structured-output.md): one of a GBNF text, a JSON Schema (an object) or a regex.
+    if (j.contains("grammar") + j.contains("json_schema") + j.contains("regex") > 1)
+        return "give one of 'grammar', 'json_schema' and 'regex'";
+    if (j.contains("grammar")) {
+        if (!j["grammar"].is_string()) return "'grammar' must be a GBNF text (a string)";
+        job.spec.grammar_kind = BASALT_GRAMMAR_GBNF;
+        job.spec.grammar = j["grammar"].get<std::string>();
+    } else if (j.contains("json_schema")) {
+        if (!j["json_schema"].is_object() && !j["json_schema"].is_boolean())
+            return "'json_schema' must be a JSON Schema (an object)";
+        job.spec.grammar_kind = BASALT_GRAMMAR_JSON_SCHEMA;
+        job.spec.grammar = j["json_schema"].dump();
+    } else if (j.contains("regex")) {
+        if (!j["regex"].is_string()) return "'regex' must be a regular expression (a string)";
+        job.spec.grammar_kind = BASALT_GRAMMAR_REGEX;
+        job.spec.grammar = j["regex"].get<std::string>();
     }
     if (j.contains("logprobs")) {  // N: each token's log-probability and N alternatives (0..20)
         int64_t n = 0;

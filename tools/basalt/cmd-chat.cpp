@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "engine-setup.hpp"
+#include "grammar-options.hpp"
 #include "request-spec.hpp"
 #include "serve/chat-tokens.hpp"
 #include "serve/served-model.hpp"
@@ -78,6 +79,7 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
         spec.max_tokens = static_cast<int32_t>(vm["max-tokens"].as<long long>());
         spec.stop = served.chat.stop_strings();
         spec.stop_tokens = served.chat_stop_tokens;
+        apply_grammar_options(vm, spec);
         std::string reply;
         cpp::Request req;
         try {
@@ -116,6 +118,7 @@ const Registrar kChat{Command{
             "seed of the first reply's draws (the n-th reply uses seed + n); -1: random")(
             "max-tokens,n", int_option("max-tokens", -1, INT32_MAX)->default_value(256),
             "longest reply in tokens (-1: until the context is full)");
+        add_grammar_options(d);
         add_session_options(d);
     },
     run_chat}};

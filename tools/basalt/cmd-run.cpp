@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "engine-setup.hpp"
+#include "grammar-options.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -107,6 +108,7 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     rq.seed = vm.count("seed") != 0 ? vm["seed"].as<long long>() : -1;
     if (vm.count("stop") != 0) rq.stop = vm["stop"].as<std::vector<std::string>>();
     if (vm.count("steer") != 0) rq.steer = vm["steer"].as<std::vector<std::string>>();
+    apply_grammar_options(vm, rq);
     // The chain and decoder were checked above: what submit refuses now (a corrupt steering file, a prompt too
     // long) is a runtime error, as every other load failure.
     cpp::Request request = e.engine.submit(rq, as_json ? collect_text : print_text, &streamed);
@@ -204,6 +206,7 @@ const Registrar kRun{Command{
             "print one JSON object instead of streaming: text, tokens, finish_reason, hypotheses (n-best with "
             "scores), decoder figures, usage, timings");
         add_decoder_options(d);
+        add_grammar_options(d);
         add_session_options(d);
     },
     run_run}};

@@ -641,7 +641,22 @@ typedef struct basalt_request_params {
     uint32_t dimensions; /* keep the first this many values of each vector before normalising (Matryoshka models);
                             0: all; more than n_embd is refused */
     uint32_t reserved2;
+    /* since 1.5: structured output. The generated text is constrained to `grammar` (NUL-terminated, copied), read
+       as grammar_kind says (BASALT_GRAMMAR_*; docs/structured-output.md); a grammar that does not compile is
+       refused at submit naming the position or keyword. NULL / BASALT_GRAMMAR_NONE: unconstrained. */
+    const char* grammar;
+    int32_t grammar_kind;
+    int32_t reserved3;
 } basalt_request_params;
+
+/* since 1.5: how basalt_request_params.grammar is read. */
+enum {
+    BASALT_GRAMMAR_NONE = 0,
+    BASALT_GRAMMAR_GBNF = 1,        /* llama.cpp's GBNF dialect, start rule `root` */
+    BASALT_GRAMMAR_JSON_SCHEMA = 2, /* a JSON Schema (text), compiled to GBNF */
+    BASALT_GRAMMAR_REGEX = 3,       /* a regular expression the whole output matches */
+    BASALT_GRAMMAR_JSON = 4         /* any JSON object (OpenAI's json_object); grammar is ignored */
+};
 
 /* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */
 typedef struct basalt_decoder_needs {

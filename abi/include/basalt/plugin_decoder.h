@@ -116,6 +116,11 @@ typedef struct basalt_decoder_host {
     /* Records a figure of the request's decoding under name (e.g. "accepted", "acceptance_rate"); the last value
      * per name is kept and readable through basalt_request_decoder_stat. name is copied. */
     basalt_status (*set_stat)(void* ctx, const char* name, double value);
+
+    /* since 1.5 (check struct_size) */
+    /* Forgets the last n tokens accepted into sequence seq's chain (drafts a speculative decoder accepted to
+     * advance stateful samplers such as a grammar, before verifying them). */
+    basalt_status (*rollback)(void* ctx, int32_t seq, size_t n);
 } basalt_decoder_host;
 
 /* The request as the decoder sees it at begin. Borrowed for the begin call (copy the prompt). */

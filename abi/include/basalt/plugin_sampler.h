@@ -22,8 +22,36 @@ enum {
     /* May be applied to a draft model's distribution during speculative decoding. */
     BASALT_SAMPLER_DRAFT_SAFE = 1u << 1,
     /* Sets `selected` (a terminal sampler: greedy, dist). */
-    BASALT_SAMPLER_SELECTS = 1u << 2
+    BASALT_SAMPLER_SELECTS = 1u << 2,
+    /* since 1.5: its history is the generated output only: the engine does not accept prompt tokens into it
+     * (a grammar constrains what is generated, not the prompt). */
+    BASALT_SAMPLER_GENERATED_ONLY = 1u << 3,
+    /* since 1.5: needs the model's vocabulary (set_vocab) before its first apply; a chain made without a model
+     * refuses it. */
+    BASALT_SAMPLER_NEEDS_VOCAB = 1u << 4
 };
+
+/* since 1.5: per-token flags of basalt_vocab_view.token_flags. */
+enum {
+    BASALT_VOCAB_TOKEN_EOG = 1u << 0,    /* ends generation (EOS, EOT, ...) */
+    BASALT_VOCAB_TOKEN_CONTROL = 1u << 1 /* a control token: no output text of its own */
+};
+
+/*
+ * since 1.5: the model's vocabulary as a sampler sees it: for every token id the bytes it adds to the output
+ * (byte-level BPE decoded, SentencePiece's U+2581 as a space, <0xXX> byte tokens as their byte; a piece may end
+ * inside a UTF-8 character) and its flags. Owned by the host, valid until the instance it was given to is
+ * destroyed; read-only, safe to read from any thread.
+ */
+typedef struct basalt_vocab_view {
+    uint32_t struct_size;
+    uint32_t reserved0;
+    size_t n_tokens;
+    const char* const* texts;    /* n_tokens entries, texts[i] holds text_lens[i] bytes (not NUL-terminated) */
+    const size_t* text_lens;     /* n_tokens entries */
+    const uint32_t* token_flags; /* n_tokens entries, BASALT_VOCAB_TOKEN_* */
+    uint64_t fingerprint;        /* equal for equal vocabularies (texts and flags): a key for caches over it */
+} basalt_vocab_view;
 
 /*
  * Interface table of a sampler component. Entries marked optional may be NULL
@@ -50,6 +78,14 @@ typedef struct basalt_sampler_iface {
     /* Optional (NULL: the host creates a fresh instance from the same params). Deep-copies an instance,
      * state included; *out_instance is owned by the caller. */
     basalt_status (*clone)(const void* instance, void** out_instance);
+
+    /* since 1.5 (check struct_size) */
+    /* Optional (NULL: the sampler needs no vocabulary). Gives the instance the model's vocabulary (borrowed,
+     * valid until destroy) right after create, before any other call; clones keep it. */
+    basalt_status (*set_vocab)(void* instance, const basalt_vocab_view* vocab);
+    /* Optional (NULL: unsupported; the host refuses a rollback). Forgets the last n_tokens accepted tokens, as if
+     * they had never been accepted (a rejected speculative draft). n_tokens larger than what it holds fails. */
+    basalt_status (*rollback)(void* instance, size_t n_tokens);
 } basalt_sampler_iface;
 
 /* The smallest struct_size the host accepts for a sampler table (through `apply`). */

@@ -147,7 +147,8 @@ class RequestParams(Structure):
                 ("steer", POINTER(c_char_p)), ("n_steer", c_size_t),  # since 1.3
                 ("source", c_char_p), ("source_tokens", POINTER(c_int32)), ("n_source_tokens", c_size_t),  # 1.4
                 ("n_top_logprobs", c_int32), ("reserved1", c_int32),  # 1.4
-                ("pooling", c_int32), ("normalize", c_int32), ("dimensions", c_uint32), ("reserved2", c_uint32)]
+                ("pooling", c_int32), ("normalize", c_int32), ("dimensions", c_uint32), ("reserved2", c_uint32),
+                ("grammar", c_char_p), ("grammar_kind", c_int32), ("reserved3", c_int32)]  # since 1.5
 
 
 class DecoderNeeds(Structure):

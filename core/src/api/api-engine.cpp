@@ -265,6 +265,18 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
             spec.n_top_logprobs = params->n_top_logprobs;
         }
         read_embed_fields(*params, spec);
+        if (BASALT_HAS_FIELD(params, basalt_request_params, grammar_kind)) {
+            if (params->grammar_kind < BASALT_GRAMMAR_NONE || params->grammar_kind > BASALT_GRAMMAR_JSON) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "grammar_kind {} is not a BASALT_GRAMMAR_* value",
+                     params->grammar_kind);
+            }
+            if (params->grammar_kind != BASALT_GRAMMAR_NONE && params->grammar_kind != BASALT_GRAMMAR_JSON &&
+                params->grammar == nullptr) {
+                fail(BASALT_ERR_INVALID_ARGUMENT, "grammar_kind {} needs a grammar text", params->grammar_kind);
+            }
+            spec.grammar_kind = params->grammar_kind;
+            if (params->grammar != nullptr) spec.grammar = params->grammar;
+        }
         spec.callback = params->callback;
         spec.user_data = params->user_data;
         auto h = std::make_unique<basalt_request>();

@@ -117,6 +117,13 @@ basalt_status host_accept(void* ctx, int32_t seq, int32_t token) {
     });
 }
 
+basalt_status host_rollback(void* ctx, int32_t seq, size_t n) {
+    return call([&] {
+        Request& r = req(ctx);
+        r.engine->chain(r, seq).rollback(n);
+    });
+}
+
 basalt_status host_seq_fork(void* ctx, int32_t model, int32_t src, int32_t dst) {
     return call([&] { req(ctx).engine->fork(req(ctx), model, src, dst); });
 }
@@ -185,6 +192,7 @@ void make_decoder_host(Request& r) {
     h.emit = host_emit;
     h.is_end_of_generation = host_is_eog;
     h.set_stat = host_set_stat;
+    h.rollback = host_rollback;
 }
 
 }  // namespace basalt::engine

@@ -25,6 +25,7 @@ std::shared_ptr<Request> Engine::submit(RequestSpec spec, basalt_request* handle
     r->chain_spec = SamplerChainSpec::parse(r->spec.samplers);
     r->chain_spec.seed_dist(r->spec.seed);
     check_chain_tokens(r->chain_spec);
+    add_grammar(r->chain_spec, r->spec);
     // Steering vectors are loaded (and refused) now; the identity joins the salt so no K/V computed under one
     // steering is ever attached to a request under another (or none).
     if (!r->spec.steer.empty()) {
@@ -97,12 +98,29 @@ void Engine::check_chain_tokens(const SamplerChainSpec& chain) const {
     }
 }
 
+// A request's grammar (structured output) becomes the chain's first sampler, so every later one sees only the
+// tokens it allows. The text travels as a parameter value (never through the chain's text syntax).
+void Engine::add_grammar(SamplerChainSpec& chain, const RequestSpec& spec) {
+    static const char* const kKinds[] = {"", "gbnf", "json_schema", "regex", "json"};
+    if (spec.grammar_kind == BASALT_GRAMMAR_NONE) return;
+    SamplerSpec g{"grammar", {{"kind", kKinds[spec.grammar_kind]}}};
+    if (spec.grammar_kind != BASALT_GRAMMAR_JSON) g.params.emplace_back("text", spec.grammar);
+    chain.entries.insert(chain.entries.begin(), std::move(g));
+}
+
 // The chain of sequence 0 (others are forked from it), created now so a bad chain fails the submit.
 void Engine::prepare_chain(Request& r) {
-    auto chain0 = SamplerChain::create(runtime_.plugins, r.chain_spec);
+    // The vocabulary view is built (once per model) only for chains with a sampler that needs it.
+    bool needs_vocab = false;
+    for (const SamplerSpec& e : r.chain_spec.entries) {
+        needs_vocab = needs_vocab || (sampler_vtable(basalt_sampler::find_component(runtime_.plugins, e.name)).flags &
+                                      BASALT_SAMPLER_NEEDS_VOCAB) != 0;
+    }
+    auto chain0 = SamplerChain::create(runtime_.plugins, r.chain_spec, needs_vocab ? model_.sampler_vocab() : nullptr);
     // The prompt is the chain's history before the first draw (penalties, no_repeat_ngram count it), as in
     // llama.cpp's generation loop and Hugging Face's input_ids; sequences forked later inherit it with the chain.
-    for (const int32_t t : r.spec.prompt) chain0->accept(t);
+    // Samplers of the generated output only (a grammar) do not see it.
+    for (const int32_t t : r.spec.prompt) chain0->accept_prompt(t);
     r.chains.push_back(std::move(chain0));
 }
 

@@ -105,6 +105,7 @@ class Engine {
     // ---- submit (engine-submit.cpp): checks that throw before anything is queued ----
     void check_tokens(RequestSpec& spec) const;
     void check_chain_tokens(const SamplerChainSpec& chain) const;
+    static void add_grammar(SamplerChainSpec& chain, const RequestSpec& spec);
     void prepare_chain(Request& r);
     void create_request_decoder(Request& r);
     void enqueue(const std::shared_ptr<Request>& r);

@@ -43,9 +43,11 @@ struct RequestSpec {
     int32_t n_top_logprobs = 0;  // and this many most likely alternatives (0..kMaxTopLogprobs)
     // An embedding request (docs/embeddings.md): the prompt is embedded, not continued.
     bool embed = false;
-    int32_t pooling = -1;     // Pooling (exec/pooling.hpp); -1: the model's
-    bool normalize = true;    // L2
-    uint32_t dimensions = 0;  // keep the first this many values before normalising (0: all)
+    int32_t pooling = -1;      // Pooling (exec/pooling.hpp); -1: the model's
+    bool normalize = true;     // L2
+    uint32_t dimensions = 0;   // keep the first this many values before normalising (0: all)
+    int32_t grammar_kind = 0;  // BASALT_GRAMMAR_*: submit puts a `grammar` sampler first in the chain
+    std::string grammar;       // its text
 };
 
 constexpr int32_t kMaxTopLogprobs = 20;

@@ -8,10 +8,18 @@
 using basalt::fail;
 
 std::unique_ptr<basalt_sampler_chain> basalt_sampler_chain::create(const basalt::PluginHost& plugins,
-                                                                   const basalt::SamplerChainSpec& spec) {
+                                                                   const basalt::SamplerChainSpec& spec,
+                                                                   const basalt_vocab_view* vocab) {
     auto chain = std::make_unique<basalt_sampler_chain>();
     for (const basalt::SamplerSpec& entry : spec.entries) {
         chain->samplers.push_back(basalt_sampler::create(plugins, entry.name, entry.params));
+        basalt_sampler& s = *chain->samplers.back();
+        if ((s.flags() & BASALT_SAMPLER_NEEDS_VOCAB) != 0 && vocab == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "sampler '{}' needs the model's vocabulary: use it in a request's chain, not a model-less chain",
+                 s.name);
+        }
+        s.set_vocab(vocab);
     }
     if (chain->samplers.empty()) fail(BASALT_ERR_FORMAT, "bad sampler chain: no samplers");
     if ((chain->samplers.back()->flags() & BASALT_SAMPLER_SELECTS) == 0) {
@@ -62,6 +70,18 @@ int32_t basalt_sampler_chain::sample(const float* logits, size_t n_vocab) {
 
 void basalt_sampler_chain::accept(int32_t token) {
     for (auto& s : samplers) s->accept(token);
+}
+
+void basalt_sampler_chain::accept_prompt(int32_t token) {
+    for (auto& s : samplers) {
+        if ((s->flags() & BASALT_SAMPLER_GENERATED_ONLY) == 0) s->accept(token);
+    }
+}
+
+void basalt_sampler_chain::rollback(size_t n) {
+    for (auto& s : samplers) {
+        if (s->vt.accept != nullptr) s->rollback(n);
+    }
 }
 
 void basalt_sampler_chain::reset() {

@@ -17,8 +17,11 @@ struct basalt_sampler_chain {
 
     // Instantiates every entry of spec; throws Error for an unknown sampler, a refused parameter, or a last
     // sampler that selects no token.
+    // vocab (borrowed, must outlive the chain and its clones): the model's vocabulary for samplers that take one;
+    // NULL refuses samplers flagged BASALT_SAMPLER_NEEDS_VOCAB.
     static std::unique_ptr<basalt_sampler_chain> create(const basalt::PluginHost& plugins,
-                                                        const basalt::SamplerChainSpec& spec);
+                                                        const basalt::SamplerChainSpec& spec,
+                                                        const basalt_vocab_view* vocab = nullptr);
     // Draws a token from a logits row of n_vocab entries (all samplers, then accept); throws Error when a sampler
     // fails or selects outside the candidates or the vocabulary.
     int32_t sample(const float* logits, size_t n_vocab);
@@ -28,6 +31,12 @@ struct basalt_sampler_chain {
     void apply_filters(basalt_candidates& candidates);
     // Records an accepted token with every sampler; throws Error.
     void accept(int32_t token);
+    // Records a prompt token with every sampler whose history includes the prompt (not the
+    // BASALT_SAMPLER_GENERATED_ONLY ones, e.g. a grammar); throws Error.
+    void accept_prompt(int32_t token);
+    // Forgets the last n tokens accepted (by sample or accept) with every sampler that keeps history; throws
+    // Error UNSUPPORTED naming a stateful sampler that cannot roll back.
+    void rollback(size_t n);
     // Resets every sampler's history; throws Error.
     void reset();
     // A copy with every sampler's state; throws Error.

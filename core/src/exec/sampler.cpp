@@ -126,12 +126,27 @@ void basalt_sampler::reset() {
     basalt::call_plugin(*this, "reset", [&] { return vt.reset(instance); });
 }
 
+void basalt_sampler::set_vocab(const basalt_vocab_view* v) {
+    vocab = v;
+    if (vt.set_vocab == nullptr || v == nullptr) return;
+    basalt::call_plugin(*this, "set_vocab", [&] { return vt.set_vocab(instance, v); });
+}
+
+void basalt_sampler::rollback(size_t n) {
+    if (n == 0) return;
+    if (vt.rollback == nullptr) {
+        fail(BASALT_ERR_UNSUPPORTED, "{}: cannot roll back accepted tokens (no rollback entry)", basalt::label(*this));
+    }
+    basalt::call_plugin(*this, "rollback", [&] { return vt.rollback(instance, n); });
+}
+
 std::unique_ptr<basalt_sampler> basalt_sampler::clone() const {
     auto copy = std::make_unique<basalt_sampler>();
     copy->name = name;
     copy->iface = iface;
     copy->vt = vt;
     copy->params = params;
+    copy->vocab = vocab;
     void* inst = nullptr;
     if (vt.clone != nullptr) {
         basalt::call_plugin(*this, "clone", [&] { return vt.clone(instance, &inst); });
@@ -142,5 +157,6 @@ std::unique_ptr<basalt_sampler> basalt_sampler::clone() const {
     }
     if (inst == nullptr) fail(BASALT_ERR_PLUGIN, "{}: clone returned success but no instance", basalt::label(*this));
     copy->instance = inst;
+    if (vt.clone == nullptr) copy->set_vocab(vocab);  // a fresh instance needs the vocabulary again
     return copy;
 }

@@ -16,7 +16,8 @@ struct basalt_sampler {
     const void* iface = nullptr;  // identifies the component (batches must not mix components)
     basalt::SamplerVtable vt;
     void* instance = nullptr;
-    basalt::ParamPairs params;  // kept so the host can clone a sampler whose table has no clone entry
+    basalt::ParamPairs params;                 // kept so the host can clone a sampler whose table has no clone entry
+    const basalt_vocab_view* vocab = nullptr;  // given by set_vocab (borrowed)
 
     basalt_sampler() = default;
     basalt_sampler(const basalt_sampler&) = delete;
@@ -39,6 +40,11 @@ struct basalt_sampler {
     void reset();
     // A copy with the same state (the plugin's clone, or a fresh instance from the same params); throws Error.
     std::unique_ptr<basalt_sampler> clone() const;
+    // Gives the instance the model's vocabulary (borrowed; must outlive the instance and its clones) when the
+    // sampler takes one; kept so clones made by create get it too. Throws Error.
+    void set_vocab(const basalt_vocab_view* vocab);
+    // Forgets the last n accepted tokens; throws Error UNSUPPORTED when the sampler cannot.
+    void rollback(size_t n);
     // BASALT_SAMPLER_* flags of the component.
     uint32_t flags() const { return vt.flags; }
 };

@@ -152,6 +152,8 @@ SamplerVtable sampler_vtable(const Component& c) {
     vt.accept = read_entry<decltype(vt.accept)>(t, size, offsetof(basalt_sampler_iface, accept));
     vt.reset = read_entry<decltype(vt.reset)>(t, size, offsetof(basalt_sampler_iface, reset));
     vt.clone = read_entry<decltype(vt.clone)>(t, size, offsetof(basalt_sampler_iface, clone));
+    vt.set_vocab = read_entry<decltype(vt.set_vocab)>(t, size, offsetof(basalt_sampler_iface, set_vocab));
+    vt.rollback = read_entry<decltype(vt.rollback)>(t, size, offsetof(basalt_sampler_iface, rollback));
     return vt;
 }
 

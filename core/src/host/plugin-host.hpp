@@ -39,6 +39,8 @@ struct SamplerVtable {
     decltype(basalt_sampler_iface::accept) accept = nullptr;
     decltype(basalt_sampler_iface::reset) reset = nullptr;
     decltype(basalt_sampler_iface::clone) clone = nullptr;
+    decltype(basalt_sampler_iface::set_vocab) set_vocab = nullptr;  // since 1.5
+    decltype(basalt_sampler_iface::rollback) rollback = nullptr;    // since 1.5
 };
 
 // Reads a sampler component's table without touching bytes past its struct_size.

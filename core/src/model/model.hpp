@@ -12,6 +12,7 @@
 #include "model/gguf.hpp"
 #include "model/model-hparams.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "tokenizer/vocab-view.hpp"
 
 struct basalt_model {
     basalt::gguf::MappedGguf gguf;
@@ -29,4 +30,13 @@ struct basalt_model {
         if (!tokenizer) tokenizer = basalt::Tokenizer::create(gguf.file);
         return *tokenizer;
     }
+    // The vocabulary as samplers see it (basalt_vocab_view, for samplers that take it), built on first use and
+    // kept with the model; throws as tok(). Thread-safe.
+    const basalt_vocab_view* sampler_vocab() const {
+        const basalt::Tokenizer& t = tok();
+        std::lock_guard lock(tokenizer_mutex);
+        if (!vocab_view) vocab_view = std::make_unique<basalt::VocabView>(t);
+        return vocab_view->view();
+    }
+    mutable std::unique_ptr<basalt::VocabView> vocab_view;  // guarded by tokenizer_mutex
 };

@@ -1,6 +1,7 @@
 #include "openai-request.hpp"
 
 #include "../json-limits.hpp"
+#include "structured-output.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -78,7 +79,7 @@ const std::set<std::string>& common_keys() {
 void common(const json& body, const ServedModel& model, GenerationRequest& g, cli::RequestSpec& spec,
             const std::set<std::string>& own_keys, int64_t default_max_tokens) {
     for (const auto& [key, value] : body.items()) {
-        if (common_keys().count(key) == 0 && own_keys.count(key) == 0)
+        if (common_keys().count(key) == 0 && own_keys.count(key) == 0 && structured_output_keys().count(key) == 0)
             bad(key,
                 "unknown field '" + cli::excerpt(key) + "' (docs/server.md lists the parameters this server takes)");
     }
@@ -174,6 +175,7 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
         for (const auto& n : named) spec.steer.push_back(steer_spec(n, model));
     }
     if (present(body, "ignore_eos") && boolean(body, "ignore_eos")) spec.flags |= BASALT_REQUEST_IGNORE_EOG;
+    if (!g.chat) read_structured_output(body, false, spec);  // chat reads it with response_format
 
     // The sampler chain: `samplers` as given, or built from the OpenAI parameters.
     static const char* const kSampling[] = {
@@ -388,12 +390,7 @@ GenerationRequest parse_chat(const json& body, const ServedModel& model) {
             throw ApiError(400, std::string("'") + k + "' (tool calling) is not supported by this server", k,
                            "invalid_request_error", "unsupported_parameter");
     }
-    if (present(body, "response_format")) {
-        const json& rf = body["response_format"];
-        if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text")
-            throw ApiError(400, "'response_format' other than {\"type\": \"text\"} is not supported by this server",
-                           "response_format", "invalid_request_error", "unsupported_parameter");
-    }
+    read_structured_output(body, true, spec);
     if (!present(body, "messages")) bad("messages", "'messages' is required");
     const json& ms = body["messages"];
     if (!ms.is_array() || ms.empty()) bad("messages", "'messages' must be a non-empty array of {role, content}");

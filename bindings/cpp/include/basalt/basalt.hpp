@@ -234,7 +234,9 @@ struct RequestParams {
     // With BASALT_REQUEST_EMBED (docs/embeddings.md):
     int32_t pooling = BASALT_POOLING_MODEL;
     int32_t normalize = BASALT_NORMALIZE_L2;
-    uint32_t dimensions = 0;  // 0: all
+    uint32_t dimensions = 0;                     // 0: all
+    int32_t grammar_kind = BASALT_GRAMMAR_NONE;  // structured output: BASALT_GRAMMAR_*
+    std::string grammar;                         // its text (GBNF, JSON Schema, regex)
 
     // The C struct with callback and user_data as given (borrowed by the engine until the request finishes),
     // pointing into *this: valid until *this is modified, moved or destroyed.
@@ -276,6 +278,8 @@ struct RequestParams {
         rp.n_steer = steer_ptrs_.size();
         rp.callback = callback;
         rp.user_data = user_data;
+        rp.grammar_kind = grammar_kind;
+        rp.grammar = grammar_kind != BASALT_GRAMMAR_NONE ? grammar.c_str() : nullptr;
         return rp;
     }
 

@@ -1,0 +1,123 @@
+// sampler-grammar ("grammar"): constrains generation to a grammar. Parameters: kind = gbnf (llama.cpp's GBNF,
+// the default), json_schema, regex or json (any JSON object), and the grammar as text = ... or file = PATH (a bare
+// value is a file). The grammar is compiled at create, so a bad one fails the chain (a request's submit) naming
+// the position or keyword. With the model's vocabulary (set_vocab, from the host) every apply sets -inf on each
+// candidate whose token text cannot continue the output, and on end-of-generation tokens unless the grammar may
+// end there. State per sequence: the parse positions after each accepted token (accept pushes, rollback pops,
+// reset forgets, clone copies; the compiled matcher and its mask cache are shared). Draft-safe (depends on the
+// logits and the accepted tokens only); its history is the generated output, not the prompt.
+#include <basalt/sdk/sampler-plugin.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "grammar-source.hpp"
+#include "matcher.hpp"
+#include "token-trie.hpp"
+
+namespace {
+
+namespace g = basalt::grammar;
+
+constexpr basalt::sdk::sampler_spec kGrammar = {
+    "grammar",
+    "structured output: masks tokens that cannot continue a GBNF grammar, a JSON Schema or a regex",
+    BASALT_SAMPLER_DRAFT_SAFE | BASALT_SAMPLER_GENERATED_ONLY | BASALT_SAMPLER_NEEDS_VOCAB,
+};
+
+struct GrammarSampler {
+    std::string key;  // kind + text: the matcher cache's key
+    std::shared_ptr<const g::Grammar> grammar;
+    std::shared_ptr<g::Matcher> matcher;
+    std::vector<g::State> history;  // history[0]: before any output; back(): now
+
+    explicit GrammarSampler(const basalt::sdk::params& p) {
+        p.expect_only({"kind", "text", "file", "value"});
+        const std::string kind(p.find("kind").value_or("gbnf"));
+        std::string text;
+        if (auto t = p.find("text")) {
+            text = std::string(*t);
+        } else if (auto f = p.find("file").has_value() ? p.find("file") : p.find("value")) {
+            std::ifstream in{std::string(*f), std::ios::binary};
+            if (!in) kGrammar.fail(BASALT_ERR_IO, "cannot read grammar file '" + std::string(*f) + "'");
+            std::ostringstream ss;
+            ss << in.rdbuf();
+            text = ss.str();
+        } else if (kind != "json") {
+            kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, "give the grammar as text=... or file=PATH");
+        }
+        try {
+            grammar = std::make_shared<const g::Grammar>(g::compile_source(kind, text));
+        } catch (const g::GrammarError& e) {
+            kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, e.what());
+        } catch (const g::UnknownKind&) {
+            p.bad("kind", kind, "gbnf, json_schema, regex or json");
+        }
+        key = kind + '\n' + text;
+    }
+
+    void set_vocab(const basalt_vocab_view& v) {
+        if (v.struct_size < sizeof(basalt_vocab_view) || v.texts == nullptr || v.text_lens == nullptr)
+            kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, "set_vocab: an incomplete vocabulary view");
+        matcher = g::shared_matcher(key, grammar, g::TokenTrie::shared(v));
+        history.assign(1, matcher->initial());
+    }
+
+    void need_vocab() const {
+        if (!matcher)
+            kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT,
+                          "needs the model's vocabulary: use it in a request's chain (or a chain made for a model)");
+    }
+
+    void apply(basalt_candidates& c) {
+        need_vocab();
+        c.selected = -1;
+        bool changed = false;
+        const size_t n_vocab = matcher->trie().n_vocab;
+        matcher->with_mask(history.back(), [&](const std::vector<uint64_t>& words) {
+            for (size_t i = 0; i < c.size; ++i) {
+                basalt_token_data& d = c.data[i];
+                const auto id = static_cast<uint32_t>(d.id);
+                const bool ok = d.id >= 0 && id < n_vocab && ((words[id >> 6] >> (id & 63)) & 1u) != 0;
+                if (ok || (std::isinf(d.logit) && d.logit < 0)) continue;
+                d.logit = -INFINITY;
+                d.p = 0.f;
+                changed = true;
+            }
+        });
+        if (changed) {
+            c.sorted = 0;
+            c.probs_valid = 0;
+        }
+    }
+
+    void accept(int32_t token) {
+        need_vocab();
+        g::State next;
+        if (!matcher->accept_token(history.back(), token, next)) {
+            kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT,
+                          "token " + std::to_string(token) + " cannot continue the output under the grammar");
+        }
+        history.push_back(next);
+    }
+
+    void rollback(size_t n) {
+        if (n >= history.size())
+            kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, "rollback of " + std::to_string(n) + " tokens, but only " +
+                                                           std::to_string(history.size() - 1) + " were accepted");
+        history.resize(history.size() - n);
+    }
+
+    void reset() {
+        if (matcher) history.assign(1, matcher->initial());
+    }
+};
+
+}  // namespace
+
+BASALT_DECLARE_PLUGIN("sampler-grammar", basalt::sdk::sampler<GrammarSampler, kGrammar>)

@@ -1,0 +1,24 @@
+// The grammar forms the sampler accepts, compiled to one Grammar: GBNF as it is, a JSON Schema and a regex through
+// their GBNF generators, "json" as any JSON object.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "grammar.hpp"
+
+namespace basalt::grammar {
+
+// A kind that is none of gbnf, json_schema, regex, json.
+struct UnknownKind : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
+// The GBNF text for `text` read as `kind`. Throws GrammarError or UnknownKind.
+std::string source_to_gbnf(std::string_view kind, std::string_view text);
+
+// Compiles `text` read as `kind`. Throws GrammarError or UnknownKind.
+Grammar compile_source(std::string_view kind, std::string_view text);
+
+}  // namespace basalt::grammar

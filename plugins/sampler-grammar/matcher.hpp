@@ -1,0 +1,105 @@
+// The grammar's matcher over bytes, and the token masks it derives from the vocabulary trie.
+//
+// A parse position is a set of pushdown stacks (llama.cpp's representation): each stack's top is a character
+// element still to match, the rest is where to continue when its rule ends; the empty stack means the grammar
+// has matched a complete output. Stacks are hash-consed (a node is (element, parent)), so a stack is an id, a
+// right-recursive repetition stays one node deep, and a set of stacks is interned too: a State is that set id
+// plus a partial UTF-8 character (the bytes of a character that a token split). Transitions are memoised
+// (a dense table for ASCII bytes per set, a hash map for complete code points), and the mask of the tokens
+// allowed in a state is computed by one preorder walk of the token trie that skips every subtree whose prefix
+// dies, then cached per state. One Matcher serves every sequence and request with the same grammar and
+// vocabulary; its public calls lock an internal mutex, so instances on different threads may share it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar.hpp"
+#include "token-trie.hpp"
+
+namespace basalt::grammar {
+
+// A parse position: an interned stack set and a partial UTF-8 character (value so far, continuation bytes left).
+struct State {
+    uint32_t set = 0;
+    uint32_t partial = 0;
+    uint32_t remaining = 0;
+    uint32_t length = 0;  // bytes of the partial character's encoding (2..4), to refuse overlong forms
+    bool operator==(const State& o) const {
+        return set == o.set && partial == o.partial && remaining == o.remaining && length == o.length;
+    }
+};
+
+class Matcher {
+  public:
+    Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
+
+    // The position before any output.
+    State initial() const { return initial_; }
+    // The position after `token` (an id of the vocabulary); false when the grammar does not allow it (EOG tokens:
+    // allowed where the grammar may end, the state unchanged).
+    bool accept_token(const State& s, int32_t token, State& out);
+    // The position after bytes; false when they cannot continue the grammar.
+    bool accept_bytes(const State& s, const uint8_t* bytes, size_t n, State& out);
+    // Whether the output may end here (a complete match, no partial character).
+    bool can_end(const State& s);
+    // Calls fn(words) with the bitset (one bit per token id, 64 per word) of the tokens allowed in s: those whose
+    // text continues the grammar, and the EOG tokens where it may end. The words are valid during the call.
+    template <typename Fn>
+    void with_mask(const State& s, Fn&& fn) {
+        const std::lock_guard<std::mutex> lock(mu_);
+        fn(mask_locked(s));
+    }
+    // Computes the mask of s without the cache (for the benchmark's cold figures); returns the allowed count.
+    size_t compute_mask_uncached(const State& s, std::vector<uint64_t>& out);
+    // Drops the cached masks (for the benchmark).
+    void clear_mask_cache();
+
+    const TokenTrie& trie() const { return *trie_; }
+    const Grammar& grammar() const { return *g_; }
+
+  private:
+    static constexpr uint32_t kEmptyStack = 0;
+    static constexpr uint32_t kDead = UINT32_MAX;
+    static constexpr uint32_t kUnknown = UINT32_MAX - 1;
+
+    struct Node {
+        uint32_t pos;     // element index (UINT32_MAX for the empty stack)
+        uint32_t parent;  // node id
+    };
+
+    std::shared_ptr<const Grammar> g_;
+    std::shared_ptr<const TokenTrie> trie_;
+    std::mutex mu_;
+    std::vector<Node> nodes_;
+    std::unordered_map<uint64_t, uint32_t> node_ids_;
+    std::vector<std::vector<uint32_t>> sets_;                      // set id -> sorted stack ids
+    std::unordered_map<uint64_t, std::vector<uint32_t>> set_ids_;  // hash -> candidate set ids
+    std::vector<std::vector<uint32_t>> ascii_;                     // set id -> 128 next set ids (lazy)
+    std::unordered_map<uint64_t, uint32_t> cp_next_;               // (set, code point) -> next set
+    std::unordered_map<uint64_t, std::vector<uint32_t>> advance_;  // (stack, code point) -> stacks
+    std::unordered_map<uint64_t, std::vector<uint64_t>> masks_;    // State key -> allowed bitset
+    State initial_;
+    uint32_t dead_set_ = 0;
+
+    uint32_t intern_node(uint32_t pos, uint32_t parent);
+    uint32_t intern_set(std::vector<uint32_t>& stacks);
+    void normalise(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, std::vector<uint64_t>& seen);
+    const std::vector<uint32_t>& advance_stack(uint32_t stack, uint32_t cp);
+    uint32_t next_set(uint32_t set, uint32_t cp);
+    bool any_match(uint32_t set, uint32_t lo, uint32_t hi) const;
+    bool step(State& s, uint8_t byte);
+    bool can_end_locked(const State& s) const;
+    const std::vector<uint64_t>& mask_locked(const State& s);
+    size_t walk(const State& s, std::vector<uint64_t>& out);
+};
+
+// The Matcher for a grammar (by its cache key, e.g. the kind and text) and vocabulary, shared with every other
+// user of the same pair while one lives. Thread-safe.
+std::shared_ptr<Matcher> shared_matcher(const std::string& key, const std::shared_ptr<const Grammar>& grammar,
+                                        const std::shared_ptr<const TokenTrie>& trie);
+
+}  // namespace basalt::grammar
