@@ -1,0 +1,34 @@
+// The errors of template parsing and rendering: every one names the template position (line:column, 1-based).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace basalt::tmpl {
+
+// A template that cannot be parsed or rendered (syntax error, raise_exception, a type error, a limit exceeded).
+class TemplateError : public std::runtime_error {
+  public:
+    TemplateError(int line, int column, const std::string& message)
+        : std::runtime_error("chat template " + std::to_string(line) + ":" + std::to_string(column) + ": " + message),
+          line_(line),
+          column_(column),
+          message_(message) {}
+    int line() const { return line_; }
+    int column() const { return column_; }
+    const std::string& message() const { return message_; }
+
+  private:
+    int line_;
+    int column_;
+    std::string message_;
+};
+
+// An error inside a built-in (filter, test, method) without a position; the renderer adds the position of the
+// expression that called it.
+class EvalError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace basalt::tmpl
