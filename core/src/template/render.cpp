@@ -80,19 +80,19 @@ Interpreter::Interpreter(const Dict& ctx, const RenderOptions& opts)
 
 void Interpreter::tick() {
     if (++steps > options.limits.max_steps)
-        throw EvalError("the template ran more than " + std::to_string(options.limits.max_steps) +
-                        " steps (an endless loop?)");
+        throw LimitError("the template ran more than " + std::to_string(options.limits.max_steps) +
+                         " steps (an endless loop?)");
     if ((steps & 1023) == 0) {
         const auto ms =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
         if (ms > static_cast<int64_t>(options.limits.max_ms))
-            throw EvalError("rendering took longer than " + std::to_string(options.limits.max_ms) + " ms");
+            throw LimitError("rendering took longer than " + std::to_string(options.limits.max_ms) + " ms");
     }
 }
 
 void Interpreter::check_size(size_t bytes) const {
     if (bytes > options.limits.max_output)
-        throw EvalError("the rendering grew past " + std::to_string(options.limits.max_output) + " bytes");
+        throw LimitError("the rendering grew past " + std::to_string(options.limits.max_output) + " bytes");
 }
 
 Value Interpreter::lookup(const std::string& name) const {
@@ -239,6 +239,8 @@ Interpreter::Flow Interpreter::exec_node(const Node& n) {
                 throw EvalError("internal: expression node in statement position");
             }
         }
+    } catch (const LimitError& e) {
+        throw TemplateError(n.line, n.column, e.what(), true);
     } catch (const EvalError& e) {
         throw TemplateError(n.line, n.column, e.what());
     } catch (const std::invalid_argument& e) {
@@ -329,8 +331,8 @@ Value Interpreter::make_macro(const Node& n, const Node* caller_of) {
     return Value::callable(name, [def, closure, name](Interpreter& in, const Args& args) {
         if (++in.depth > in.options.limits.max_depth) {
             --in.depth;
-            throw EvalError("macro calls nested deeper than " + std::to_string(in.options.limits.max_depth) +
-                            " (endless recursion?)");
+            throw LimitError("macro calls nested deeper than " + std::to_string(in.options.limits.max_depth) +
+                             " (endless recursion?)");
         }
         const auto saved = in.frame;
         auto f = std::make_shared<Frame>();
@@ -380,6 +382,8 @@ Value Interpreter::eval(const Node& n) {
     try {
         tick();
         return eval_node(n);
+    } catch (const LimitError& e) {
+        throw TemplateError(n.line, n.column, e.what(), true);
     } catch (const EvalError& e) {
         throw TemplateError(n.line, n.column, e.what());
     } catch (const std::invalid_argument& e) {
