@@ -361,6 +361,7 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
                                          : (blank != nullptr && blank->truthy()) || !lines[i].text.empty();
             if (pad_line) out.append_markup(pad);
             out.append(lines[i]);
+            in.check_size(out.text.size());
         }
         return Value::of(std::move(out));
     }

@@ -25,6 +25,9 @@ void add_globals(Interpreter& in) {
             throw EvalError("range expected at least 1 argument");
         }
         if (step == 0) throw EvalError("range() arg 3 must not be zero");
+        const int64_t span = step > 0 ? stop - start : start - stop;
+        if (span > 0)
+            it.check_items(static_cast<size_t>((span + (step > 0 ? step : -step) - 1) / (step > 0 ? step : -step)));
         List out;
         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
             it.tick();

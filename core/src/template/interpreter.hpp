@@ -39,6 +39,8 @@ struct Interpreter {
     void tick();
     // Checks a string about to be built or written against the output limit (throws EvalError).
     void check_size(size_t bytes) const;
+    // Checks a list about to be built against the item limit (the output limit / 64; throws LimitError).
+    void check_items(size_t n) const;
     Value lookup(const std::string& name) const;
     void assign(const std::string& name, Value v);
     // Calls a callable value (macros, loop.cycle, globals, bound methods).

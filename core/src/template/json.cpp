@@ -266,6 +266,8 @@ std::string key_text(const Value& k) {
 }
 
 void dump(std::string& out, const Value& v, const JsonStyle& st, int level) {
+    if (level > 512) throw std::invalid_argument("a value nested deeper than 512 levels");
+    check_string_limit(out.size());
     const auto newline = [&](int lvl) {
         if (st.indent < 0) return;
         out += '\n';

@@ -179,7 +179,7 @@ Value str_format(const Value& fmt, const Args& a) {
     return Value::of(std::move(out));
 }
 
-Value string_method(const Value& s, const std::string& name, const Args& a) {
+Value string_method(Interpreter& in, const Value& s, const std::string& name, const Args& a) {
     const std::string& t = s.text();
     if (name == "strip") return strip(s, a.get(0, "chars"), true, true);
     if (name == "lstrip") return strip(s, a.get(0, "chars"), true, false);
@@ -206,6 +206,11 @@ Value string_method(const Value& s, const std::string& name, const Args& a) {
         Str out;
         size_t pos = 0;
         if (from.empty()) return s;
+        size_t hits = 0;
+        for (size_t k = t.find(from); k != std::string::npos && (left < 0 || static_cast<int64_t>(hits) < left);
+             k = t.find(from, k + from.size()))
+            ++hits;
+        if (to.str->text.size() > from.size()) in.check_size(t.size() + hits * (to.str->text.size() - from.size()));
         while (left != 0) {
             const size_t k = t.find(from, pos);
             if (k == std::string::npos) break;
@@ -241,10 +246,15 @@ Value string_method(const Value& s, const std::string& name, const Args& a) {
             if (!items[i].is_string())
                 throw EvalError("sequence item " + std::to_string(i) + ": expected str instance");
             out.append(*items[i].str);
+            in.check_size(out.text.size());
         }
         return Value::of(std::move(out));
     }
-    if (name == "format") return str_format(s, a);
+    if (name == "format") {
+        Value v = str_format(s, a);
+        in.check_size(v.text().size());
+        return v;
+    }
     const auto all = [&](int (*f)(int)) {
         return Value::of(!t.empty() && std::all_of(t.begin(), t.end(),
                                                    [&](char c) { return f(static_cast<unsigned char>(c)) != 0; }));
@@ -325,7 +335,8 @@ List iterate(const Value& v) {
 
 Value bound_method(const Value& obj, const std::string& name) {
     if (obj.is_string() && in_list(kStringMethods, name))
-        return Value::callable(name, [obj, name](Interpreter&, const Args& a) { return string_method(obj, name, a); });
+        return Value::callable(name,
+                               [obj, name](Interpreter& in, const Args& a) { return string_method(in, obj, name, a); });
     if (obj.kind == Value::Kind::Map && in_list(kDictMethods, name)) {
         return Value::callable(name, [obj, name](Interpreter&, const Args& a) -> Value {
             if (name == "get") {

@@ -71,6 +71,18 @@ Value percent_format(Interpreter& in, const Value& fmt, const Value& args) {
     return Value::of(std::move(out));
 }
 
+bool holds_namespace(const Value& v, int depth) {
+    if (depth > 512) throw EvalError("a value nested deeper than 512 levels");
+    if (v.kind == Value::Kind::Namespace) return true;
+    if (v.is_list())
+        for (const auto& x : *v.list)
+            if (holds_namespace(x, depth + 1)) return true;
+    if (v.kind == Value::Kind::Map)
+        for (const auto& [k, x] : v.dict->items)
+            if (holds_namespace(x, depth + 1)) return true;
+    return false;
+}
+
 }  // namespace
 
 Interpreter::Interpreter(const Dict& ctx, const RenderOptions& opts)
@@ -88,6 +100,12 @@ void Interpreter::tick() {
         if (ms > static_cast<int64_t>(options.limits.max_ms))
             throw LimitError("rendering took longer than " + std::to_string(options.limits.max_ms) + " ms");
     }
+}
+
+void Interpreter::check_items(size_t n) const {
+    // a value costs some 100 bytes: lists are bounded by the output limit / 64 items
+    if (n > options.limits.max_output / 64)
+        throw LimitError("a list grew past " + std::to_string(options.limits.max_output / 64) + " items");
 }
 
 void Interpreter::check_size(size_t bytes) const {
@@ -168,6 +186,9 @@ Interpreter::Flow Interpreter::exec_node(const Node& n) {
                     if (ns.kind != Value::Kind::Namespace)
                         throw EvalError("cannot assign attribute '" + n.targets[0] + "' of '" + n.name +
                                         "': only a namespace() takes attributes");
+                    // A namespace is the one mutable value: one inside another could make a cycle.
+                    if (holds_namespace(v, 0))
+                        throw EvalError("a namespace cannot hold a namespace (or the loop object)");
                     ns.dict->set(Str::markup(n.targets[0]), std::move(v));
                     return Flow::Normal;
                 }
@@ -578,6 +599,7 @@ Value Interpreter::binary(const Node& n) {
             return r;
         }
         if (a.is_list() && b.is_list() && !a.generator && !b.generator) {
+            check_items(a.list->size() + b.list->size());
             List l = *a.list;
             l.insert(l.end(), b.list->begin(), b.list->end());
             return Value::of(std::move(l), a.tuple);
@@ -603,7 +625,7 @@ Value Interpreter::binary(const Node& n) {
                 for (int64_t i = 0; i < k; ++i) s.append(*seq->str);
                 return Value::of(std::move(s));
             }
-            check_size(seq->list->size() * static_cast<size_t>(k));
+            check_items(seq->list->size() * static_cast<size_t>(k));
             List l;
             for (int64_t i = 0; i < k; ++i) l.insert(l.end(), seq->list->begin(), seq->list->end());
             return Value::of(std::move(l));
@@ -647,6 +669,11 @@ Template Template::parse(std::string_view source) {
 }
 
 Str Template::render(const Dict& context, const RenderOptions& options) const {
+    struct LimitScope {
+        size_t saved;
+        explicit LimitScope(size_t limit) : saved(string_limit()) { string_limit() = limit; }
+        ~LimitScope() { string_limit() = saved; }
+    } scope(options.limits.max_output);
     Interpreter in(context, options);
     Str out;
     in.out = &out;

@@ -6,7 +6,19 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "error.hpp"
+
 namespace basalt::tmpl {
+
+size_t& string_limit() {
+    thread_local size_t limit = SIZE_MAX;
+    return limit;
+}
+
+void check_string_limit(size_t bytes) {
+    if (bytes > string_limit())
+        throw LimitError("the rendering grew past " + std::to_string(string_limit()) + " bytes");
+}
 
 Str Str::from_data(std::string s) {
     Str out{std::move(s), {}};
@@ -253,7 +265,34 @@ std::string string_repr(const std::string& s) {
     return out;
 }
 
+namespace {
+
+constexpr int kMaxNesting = 512;  // values nested deeper (a list built into itself in a loop) are refused
+
+void check_nesting(int depth) {
+    if (depth > kMaxNesting)
+        throw std::invalid_argument("a value nested deeper than " + std::to_string(kMaxNesting) + " levels");
+}
+
+std::string repr_at(const Value& v, int depth);
+bool less_at(const Value& a, const Value& b, int depth);
+
+}  // namespace
+
 std::string Value::repr() const {
+    return repr_at(*this, 0);
+}
+
+namespace {
+
+std::string repr_at(const Value& self, int depth) {
+    check_nesting(depth);
+    using Kind = Value::Kind;
+    const auto& kind = self.kind;
+    const auto& str = self.str;
+    const auto& list = self.list;
+    const auto& dict = self.dict;
+    const bool tuple = self.tuple;
     switch (kind) {
         case Kind::String:
             return string_repr(str->text);
@@ -261,7 +300,8 @@ std::string Value::repr() const {
             std::string out = tuple ? "(" : "[";
             for (size_t i = 0; i < list->size(); ++i) {
                 if (i) out += ", ";
-                out += (*list)[i].repr();
+                out += repr_at((*list)[i], depth + 1);
+                check_string_limit(out.size());
             }
             if (tuple && list->size() == 1) out += ",";
             return out + (tuple ? ")" : "]");
@@ -270,7 +310,8 @@ std::string Value::repr() const {
             std::string out = "{";
             for (size_t i = 0; i < dict->items.size(); ++i) {
                 if (i) out += ", ";
-                out += dict->items[i].first.repr() + ": " + dict->items[i].second.repr();
+                out += repr_at(dict->items[i].first, depth + 1) + ": " + repr_at(dict->items[i].second, depth + 1);
+                check_string_limit(out.size());
             }
             return out + "}";
         }
@@ -278,14 +319,17 @@ std::string Value::repr() const {
             std::string out = "<Namespace {";
             for (size_t i = 0; i < dict->items.size(); ++i) {
                 if (i) out += ", ";
-                out += dict->items[i].first.repr() + ": " + dict->items[i].second.repr();
+                out += repr_at(dict->items[i].first, depth + 1) + ": " + repr_at(dict->items[i].second, depth + 1);
+                check_string_limit(out.size());
             }
             return out + "}>";
         }
         default:
-            return to_str().text;
+            return self.to_str().text;
     }
 }
+
+}  // namespace
 
 Str Value::to_str() const {
     switch (kind) {
@@ -308,18 +352,19 @@ Str Value::to_str() const {
         case Kind::Namespace: {
             // Reprs of containers print the data they hold: all of it is data when any of it is.
             bool data = false;
-            std::function<void(const Value&)> scan = [&](const Value& v) {
+            std::function<void(const Value&, int)> scan = [&](const Value& v, int depth) {
+                check_nesting(depth);
                 if (data) return;
                 if (v.kind == Kind::String && v.str->has_data()) data = true;
                 if (v.kind == Kind::Array)
-                    for (const auto& x : *v.list) scan(x);
+                    for (const auto& x : *v.list) scan(x, depth + 1);
                 if (v.kind == Kind::Map || v.kind == Kind::Namespace)
                     for (const auto& [k, x] : v.dict->items) {
-                        scan(k);
-                        scan(x);
+                        scan(k, depth + 1);
+                        scan(x, depth + 1);
                     }
             };
-            scan(*this);
+            scan(*this, 0);
             return data ? Str::from_data(repr()) : Str::markup(repr());
         }
     }
@@ -351,7 +396,20 @@ void Dict::set(Value key, Value v) {
     items.emplace_back(std::move(key), std::move(v));
 }
 
+namespace {
+
+bool equal_at(const Value& a, const Value& b, int depth);
+
+}  // namespace
+
 bool equal(const Value& a, const Value& b) {
+    return equal_at(a, b, 0);
+}
+
+namespace {
+
+bool equal_at(const Value& a, const Value& b, int depth) {
+    check_nesting(depth);
     if (a.is_number() && b.is_number()) {
         if (a.kind == Value::Kind::Float || b.kind == Value::Kind::Float) return a.as_double() == b.as_double();
         return a.integer == b.integer;
@@ -366,14 +424,14 @@ bool equal(const Value& a, const Value& b) {
         case Value::Kind::Array: {
             if (a.list->size() != b.list->size()) return false;
             for (size_t i = 0; i < a.list->size(); ++i)
-                if (!equal((*a.list)[i], (*b.list)[i])) return false;
+                if (!equal_at((*a.list)[i], (*b.list)[i], depth + 1)) return false;
             return true;
         }
         case Value::Kind::Map: {
             if (a.dict->items.size() != b.dict->items.size()) return false;
             for (const auto& [k, v] : a.dict->items) {
                 const Value* w = b.dict->find(k);
-                if (w == nullptr || !equal(v, *w)) return false;
+                if (w == nullptr || !equal_at(v, *w, depth + 1)) return false;
             }
             return true;
         }
@@ -382,7 +440,16 @@ bool equal(const Value& a, const Value& b) {
     }
 }
 
+}  // namespace
+
 bool less(const Value& a, const Value& b) {
+    return less_at(a, b, 0);
+}
+
+namespace {
+
+bool less_at(const Value& a, const Value& b, int depth) {
+    check_nesting(depth);
     if (a.is_number() && b.is_number()) {
         if (a.kind == Value::Kind::Float || b.kind == Value::Kind::Float) return a.as_double() < b.as_double();
         return a.integer < b.integer;
@@ -391,13 +458,15 @@ bool less(const Value& a, const Value& b) {
     if (a.is_list() && b.is_list()) {
         const size_t n = std::min(a.list->size(), b.list->size());
         for (size_t i = 0; i < n; ++i) {
-            if (less((*a.list)[i], (*b.list)[i])) return true;
-            if (less((*b.list)[i], (*a.list)[i])) return false;
+            if (less_at((*a.list)[i], (*b.list)[i], depth + 1)) return true;
+            if (less_at((*b.list)[i], (*a.list)[i], depth + 1)) return false;
         }
         return a.list->size() < b.list->size();
     }
     throw std::invalid_argument(std::string("'<' not supported between instances of '") + a.type_name() + "' and '" +
                                 b.type_name() + "'");
 }
+
+}  // namespace
 
 }  // namespace basalt::tmpl

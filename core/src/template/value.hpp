@@ -112,6 +112,11 @@ struct Dict {
 bool equal(const Value& a, const Value& b);
 // Python's < for numbers, strings and lists; throws std::invalid_argument for other pairs.
 bool less(const Value& a, const Value& b);
+// The byte bound on text that repr() and tojson build on this thread: the render's output limit while a template
+// renders here (Template::render sets and restores it), else unbounded. Exceeding it throws LimitError.
+size_t& string_limit();
+// Throws LimitError when bytes exceed string_limit().
+void check_string_limit(size_t bytes);
 // Python's repr of a float (shortest round-trip digits, "1.0", "1e-05", "inf").
 std::string float_repr(double d);
 // markupsafe's escape: & < > " ' as HTML entities.
