@@ -270,6 +270,18 @@ PIN(basalt_moe_stats, passes, 8);
 PIN(basalt_moe_stats, dropped, 32);
 PIN(basalt_moe_stats, rerouted, 40);
 PIN(basalt_moe_stats, imbalance, 48);
+// since 1.4: chat templates
+PIN(basalt_chat_render_params, max_depth, 4);
+PIN(basalt_chat_render_params, context_json, 8);
+PIN(basalt_chat_render_params, model, 16);
+PIN(basalt_chat_render_params, bos_token, 24);
+PIN(basalt_chat_render_params, eos_token, 32);
+PIN(basalt_chat_render_params, now_unix, 40);
+PIN(basalt_chat_render_params, max_steps, 48);
+PIN(basalt_chat_render_params, max_output_bytes, 56);
+PIN(basalt_chat_render_params, max_ms, 64);
+PIN(basalt_chat_render_params, reserved0, 68);
+PIN_SIZE(basalt_chat_render_params, 72);
 PIN_SIZE(basalt_moe_stats, 56);
 
 PIN(basalt_activations, layer, 4);

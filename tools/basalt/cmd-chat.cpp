@@ -29,6 +29,13 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
     cpp::EngineOptions options = engine_options(vm, g);
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
+    if (vm.count("chat-template-kwargs") != 0) {
+        try {
+            served.chat.kwargs = serve::parse_template_kwargs(vm["chat-template-kwargs"].as<std::string>());
+        } catch (const std::invalid_argument& err) {
+            throw UsageError(std::string("basalt chat: ") + err.what());
+        }
+    }
     options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& model, cpp::EngineParams& p) {
         try {  // refused at start, not at the first turn
             const cpp::SamplerChain check(rt, vm["samplers"].as<std::string>());
@@ -103,25 +110,29 @@ int run_chat(const po::variables_map& vm, const GlobalOptions& g) {
     return kExitOk;
 }
 
-const Registrar kChat{Command{
-    "chat", "interactive chat in the terminal (streaming, multi-turn; /reset, /exit)",
-    "basalt chat [-m MODEL] [--chat-template NAME] [--system TEXT] [--samplers CHAIN] [--seed N] [-n N]",
-    [](po::options_description& d, po::positional_options_description&) {
-        d.add_options()("model,m", po::value<std::string>()->default_value("target"),
-                        "GGUF model file, or a shipped model's name (target, draft)")(
-            "chat-template", po::value<std::string>(),
-            "chat template family: plain, chatml, llama3, gemma, mistral, phi3 (default: the model's, plain when "
-            "it has none)")("system", po::value<std::string>(), "a system message that opens the conversation")(
-            "samplers", po::value<std::string>()->default_value("top_k:40;top_p:0.95;temp:0.8;dist"),
-            "sampler chain (docs/samplers.md); \"greedy\" for deterministic replies")(
-            "seed", int_option("seed", -1, INT64_MAX)->default_value(-1),
-            "seed of the first reply's draws (the n-th reply uses seed + n); -1: random")(
-            "max-tokens,n", int_option("max-tokens", -1, INT32_MAX)->default_value(256),
-            "longest reply in tokens (-1: until the context is full)");
-        add_grammar_options(d);
-        add_session_options(d);
-    },
-    run_chat}};
+const Registrar kChat{
+    Command{"chat", "interactive chat in the terminal (streaming, multi-turn; /reset, /exit)",
+            "basalt chat [-m MODEL] [--chat-template NAME|FILE] [--chat-template-kwargs JSON] [--system TEXT] "
+            "[--samplers CHAIN] [--seed N] [-n N]",
+            [](po::options_description& d, po::positional_options_description&) {
+                d.add_options()("model,m", po::value<std::string>()->default_value("target"),
+                                "GGUF model file, or a shipped model's name (target, draft)")(
+                    "chat-template", po::value<std::string>(),
+                    "chat template: a family (plain, chatml, llama3, gemma, mistral, phi3) or a Jinja template FILE "
+                    "(default: the model's tokenizer.chat_template; plain when "
+                    "it has none)")("chat-template-kwargs", po::value<std::string>(),
+                                    "JSON object of template variables, e.g. '{\"enable_thinking\": false}'")(
+                    "system", po::value<std::string>(), "a system message that opens the conversation")(
+                    "samplers", po::value<std::string>()->default_value("top_k:40;top_p:0.95;temp:0.8;dist"),
+                    "sampler chain (docs/samplers.md); \"greedy\" for deterministic replies")(
+                    "seed", int_option("seed", -1, INT64_MAX)->default_value(-1),
+                    "seed of the first reply's draws (the n-th reply uses seed + n); -1: random")(
+                    "max-tokens,n", int_option("max-tokens", -1, INT32_MAX)->default_value(256),
+                    "longest reply in tokens (-1: until the context is full)");
+                add_grammar_options(d);
+                add_session_options(d);
+            },
+            run_chat}};
 
 }  // namespace
 }  // namespace basalt::cli

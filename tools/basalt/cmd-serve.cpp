@@ -63,6 +63,13 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
     served.trust_client_special_tokens = vm["trust-client-special-tokens"].as<bool>();
+    if (vm.count("chat-template-kwargs") != 0) {
+        try {
+            served.chat.kwargs = serve::parse_template_kwargs(vm["chat-template-kwargs"].as<std::string>());
+        } catch (const std::invalid_argument& err) {
+            throw UsageError(std::string("basalt serve: ") + err.what());
+        }
+    }
     options.prepare = [&](const cpp::Runtime&, const cpp::Model& model, cpp::EngineParams& p) {
         if (auto why = serve::describe_served_model(model.get(), id, tmpl, p.n_ctx, served); !why.empty()) {
             if (!tmpl.empty()) throw UsageError("basalt serve: " + why);  // an unknown --chat-template
@@ -129,8 +136,11 @@ const Registrar kServe{Command{
             "(repeatable)")("steer-dir", po::value<std::string>(),
                             "load every regular *.gguf control vector in DIR at start, each named by its file's stem")(
             "chat-template", po::value<std::string>(),
-            "chat template family: plain, chatml, llama3, gemma, mistral, phi3 (default: recognised from the "
-            "model's tokenizer.chat_template; plain when it has none)")(
+            "chat template: a family (plain, chatml, llama3, gemma, mistral, phi3: Basalt's native renderer) or a "
+            "Jinja template FILE (default: the model's tokenizer.chat_template, rendered by the Jinja interpreter; "
+            "plain when it has none)")("chat-template-kwargs", po::value<std::string>(),
+                                       "JSON object of template variables for every chat, e.g. "
+                                       "'{\"enable_thinking\": false}' (a request's chat_template_kwargs add to it)")(
             "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests the engine runs at once")(
             "max-queue", int_option("max-queue", 0, 1 << 20)->default_value(256),
             "generations that may wait beyond the running ones; more answer 429 with Retry-After")(

@@ -961,6 +961,66 @@ BASALT_API basalt_status basalt_session_embed(basalt_session* session, const bas
  */
 BASALT_API basalt_status basalt_request_embedding(const basalt_request* request, float* out, size_t capacity,
                                                   size_t* out_n);
+/*
+ * since 1.4. Chat templates (docs/chat-templates.md): a sandboxed Jinja interpreter renders a conversation with a
+ * model's own template (tokenizer.chat_template) or any other, byte for byte as Hugging Face's jinja2 setup does.
+ * Rendering reads no file, calls nothing outside the interpreter and is bounded (steps, macro depth, output bytes,
+ * time). The rendered prompt keeps apart the data the caller passed (message content, tools) from the template's
+ * own markup, so that only markup becomes control tokens.
+ */
+typedef struct basalt_chat_template basalt_chat_template;
+typedef struct basalt_chat_prompt basalt_chat_prompt;
+
+/* since 1.4. Parses Jinja source (source_len bytes; SIZE_MAX: NUL-terminated) into *out_template, which the caller
+ * frees with basalt_chat_template_destroy. BASALT_ERR_FORMAT names line:column of a syntax error; *out_template is
+ * then untouched. The template is immutable: thread-safe. */
+BASALT_API basalt_status basalt_chat_template_create(const char* source, size_t source_len,
+                                                     basalt_chat_template** out_template);
+/* since 1.4. Frees a template; NULL is ignored. Prompts rendered from it stay valid. */
+BASALT_API void basalt_chat_template_destroy(basalt_chat_template* chat_template);
+
+typedef struct basalt_chat_render_params {
+    uint32_t struct_size;
+    uint32_t max_depth;        /* nested macro calls; 0: 100 */
+    const char* context_json;  /* NUL-terminated JSON object whose keys are the template's variables: messages,
+                                  tools, add_generation_prompt, chat_template_kwargs keys (enable_thinking,
+                                  reasoning_effort...); borrowed for the call. NULL: {} */
+    const basalt_model* model; /* optional: bos_token / eos_token default to its vocabulary's, and markup is cut
+                                  at its special tokens (BASALT_CHAT_PIECE_CONTROL) */
+    const char* bos_token;     /* optional: overrides the model's (NUL-terminated, markup) */
+    const char* eos_token;     /* optional: overrides the model's */
+    int64_t now_unix;          /* strftime_now's clock (UTC seconds); 0: the current time */
+    uint64_t max_steps;        /* statements, expressions and loop iterations; 0: 10 000 000 */
+    uint64_t max_output_bytes; /* 0: 16 MiB */
+    uint32_t max_ms;           /* wall-clock limit; 0: 2000 */
+    uint32_t reserved0;
+} basalt_chat_render_params;
+
+/* since 1.4. Kinds of the pieces of a rendered prompt. */
+typedef enum basalt_chat_piece_kind {
+    BASALT_CHAT_PIECE_TEXT = 0,   /* data the caller passed (message content, tools): tokenize as plain text */
+    BASALT_CHAT_PIECE_MARKUP = 1, /* the template's own text */
+    BASALT_CHAT_PIECE_CONTROL = 2 /* the template's own text spelling one special token of params->model */
+} basalt_chat_piece_kind;
+
+/* since 1.4. Renders the template with params (NULL fields take their defaults) into *out_prompt, which the caller
+ * frees with basalt_chat_prompt_destroy. BASALT_ERR_INVALID_ARGUMENT for context_json that is not a JSON object,
+ * BASALT_ERR_FORMAT naming line:column for a rendering error (raise_exception's message, a type error) and
+ * BASALT_ERR_CAPACITY naming line:column and the limit when a limit is reached. Thread-safe. */
+BASALT_API basalt_status basalt_chat_template_render(const basalt_chat_template* chat_template,
+                                                     const basalt_chat_render_params* params,
+                                                     basalt_chat_prompt** out_prompt);
+/* since 1.4. The rendered text (NUL-terminated, borrowed until the prompt is destroyed); its length into *out_len
+ * when non-NULL. NULL for a NULL prompt. Thread-safe. */
+BASALT_API const char* basalt_chat_prompt_text(const basalt_chat_prompt* prompt, size_t* out_len);
+/* since 1.4. The number of pieces of the prompt (they cover its text in order); 0 for NULL. Thread-safe. */
+BASALT_API size_t basalt_chat_prompt_n_pieces(const basalt_chat_prompt* prompt);
+/* since 1.4. Piece `index`: its byte offset and length in the text and its basalt_chat_piece_kind.
+ * BASALT_ERR_INVALID_ARGUMENT for an index past the end (outputs untouched). Thread-safe. */
+BASALT_API basalt_status basalt_chat_prompt_piece(const basalt_chat_prompt* prompt, size_t index, size_t* out_offset,
+                                                  size_t* out_length, int32_t* out_kind);
+/* since 1.4. Frees a prompt; NULL is ignored. */
+BASALT_API void basalt_chat_prompt_destroy(basalt_chat_prompt* prompt);
 
 BASALT_END_DECLS
 

@@ -48,6 +48,7 @@ The package is split by concern; this file only re-exports (each name below is b
 """
 from . import _capi  # noqa: F401 -- basalt._capi: the C declarations (the tests pin their layouts)
 from ._capi import SAMPLER_ARGMAX_INVARIANT, SAMPLER_DRAFT_SAFE, SAMPLER_SELECTS, TokenData
+from .chat_template import ChatTemplate
 from .engine import Engine, decoder_requirements
 from .errors import BasaltError, RequestError, SamplerError
 from .generation import generate, generate_tokens
@@ -58,7 +59,7 @@ from .samplers import Candidates, Sampler, SamplerChain
 from .session import Session
 
 __all__ = [
-    "BasaltError", "RequestError", "Runtime", "Model", "Session", "SamplerChain", "Engine", "Request", "Sampler",
+    "BasaltError", "RequestError", "Runtime", "Model", "ChatTemplate", "Session", "SamplerChain", "Engine", "Request", "Sampler",
     "SamplerError", "Candidates", "generate", "generate_tokens", "decoder_requirements", "version", "library_path",
     "SAMPLER_ARGMAX_INVARIANT", "SAMPLER_DRAFT_SAFE", "SAMPLER_SELECTS", "TokenData"
 ]

@@ -201,6 +201,12 @@ class SamplerIface(Structure):
 _SONAME = "libbasalt.so.1"
 
 
+class ChatRenderParams(Structure):  # since 1.4
+    _fields_ = [("struct_size", c_uint32), ("max_depth", c_uint32), ("context_json", c_char_p), ("model", c_void_p),
+                ("bos_token", c_char_p), ("eos_token", c_char_p), ("now_unix", c_int64), ("max_steps", c_uint64),
+                ("max_output_bytes", c_uint64), ("max_ms", c_uint32), ("reserved0", c_uint32)]
+
+
 def find_library():
     """Where libbasalt is loaded from: $BASALT_LIBRARY; else the library of the tree this package lies in
     (<prefix>/lib/python3/dist-packages/basalt -> <prefix>/lib/libbasalt.so.1; the build tree mirrors that
@@ -296,6 +302,13 @@ def _declare(lib):
     fn("basalt_session_set_moe_stats", st, c_void_p, c_int32)  # since 1.4
     fn("basalt_session_moe_stats", st, c_void_p, c_uint32, P(MoeStats), P(c_uint64), c_size_t)  # since 1.4
     fn("basalt_engine_moe_stats", st, c_void_p, c_uint32, P(MoeStats), P(c_uint64), c_size_t)  # since 1.4
+    fn("basalt_chat_template_create", st, c_char_p, c_size_t, P(c_void_p))  # since 1.4
+    fn("basalt_chat_template_destroy", None, c_void_p)  # since 1.4
+    fn("basalt_chat_template_render", st, c_void_p, P(ChatRenderParams), P(c_void_p))  # since 1.4
+    fn("basalt_chat_prompt_text", c_void_p, c_void_p, P(c_size_t))  # since 1.4
+    fn("basalt_chat_prompt_n_pieces", c_size_t, c_void_p)  # since 1.4
+    fn("basalt_chat_prompt_piece", st, c_void_p, c_size_t, P(c_size_t), P(c_size_t), P(c_int32))  # since 1.4
+    fn("basalt_chat_prompt_destroy", None, c_void_p)  # since 1.4
 
 
 def lib():

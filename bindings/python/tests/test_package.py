@@ -18,6 +18,7 @@ HOMES = {
     "errors": ["BasaltError", "RequestError", "SamplerError"],
     "runtime": ["Runtime", "version", "library_path"],
     "model": ["Model"],
+    "chat_template": ["ChatTemplate"],
     "session": ["Session"],
     "samplers": ["SamplerChain", "Sampler", "Candidates"],
     "engine": ["Engine", "decoder_requirements"],

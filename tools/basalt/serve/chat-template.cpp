@@ -28,6 +28,7 @@ void check_roles(const std::vector<ChatMessage>& messages, const char* family) {
 }  // namespace
 
 const char* ChatTemplate::name() const {
+    if (jinja) return "jinja";
     switch (family) {
         case TemplateFamily::Plain:
             return "plain";
@@ -84,6 +85,7 @@ bool template_from_jinja(const std::string& jinja, ChatTemplate& out) {
 }
 
 const char* ChatTemplate::end_of_turn() const {
+    if (jinja && family == TemplateFamily::Plain) return "";
     switch (family) {
         case TemplateFamily::ChatML:
             return "<|im_end|>";
@@ -101,7 +103,7 @@ const char* ChatTemplate::end_of_turn() const {
 }
 
 std::vector<std::string> ChatTemplate::stop_strings() const {
-    if (family == TemplateFamily::Plain) return {"\nUser:"};
+    if (family == TemplateFamily::Plain && !jinja) return {"\nUser:"};
     return {};
 }
 
@@ -111,8 +113,40 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
     return out;
 }
 
+std::vector<ChatPiece> ChatTemplate::render_conversation(const nlohmann::json& messages, const nlohmann::json& tools,
+                                                         const nlohmann::json& request_kwargs,
+                                                         bool add_generation_prompt) const {
+    if (!jinja) {
+        if (!tools.is_null())
+            throw std::invalid_argument(std::string("the ") + name() + " template cannot render tools");
+        std::vector<ChatMessage> plain;
+        for (const auto& m : messages) {
+            ChatMessage c;
+            c.role = m.value("role", "");
+            if (m.contains("content") && m["content"].is_string()) c.content = m["content"].get<std::string>();
+            plain.push_back(std::move(c));
+        }
+        return render_pieces(plain, add_generation_prompt);
+    }
+    // Hugging Face's call: render(messages=..., tools=..., add_generation_prompt=..., **kwargs); the vocabulary's
+    // bos_token / eos_token are added by libbasalt.
+    nlohmann::json context = nlohmann::json::object();
+    for (const auto& [k, v] : kwargs.items()) context[k] = v;
+    if (request_kwargs.is_object())
+        for (const auto& [k, v] : request_kwargs.items()) context[k] = v;
+    context["messages"] = messages;
+    if (!tools.is_null()) context["tools"] = tools;
+    context["add_generation_prompt"] = add_generation_prompt;
+    return jinja->render(model, context);
+}
+
 std::vector<ChatPiece> ChatTemplate::render_pieces(const std::vector<ChatMessage>& messages,
                                                    bool add_generation_prompt) const {
+    if (jinja) {
+        nlohmann::json ms = nlohmann::json::array();
+        for (const auto& m : messages) ms.push_back({{"role", m.role}, {"content", m.content}});
+        return render_conversation(ms, nullptr, nullptr, add_generation_prompt);
+    }
     std::vector<ChatPiece> out;
     const auto control = [&](std::string text) { out.push_back({std::move(text), true}); };
     const auto text = [&](std::string t) {

@@ -1,10 +1,16 @@
-// Chat templates: the GGUF's tokenizer.chat_template is recognised by signature as one of the common families and
-// rendered natively (no Jinja interpreter). Shared by `basalt serve` and `basalt chat`. docs/server.md, "Chat
-// templates".
+// Chat templates: the GGUF's tokenizer.chat_template (or --chat-template FILE) rendered by libbasalt's Jinja
+// interpreter (jinja-template.hpp); the native family renderers here are the fallback for files without a template
+// and what --chat-template NAME picks. Shared by `basalt serve` and `basalt chat`. docs/chat-templates.md.
 #pragma once
 
+#include <basalt/basalt.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "jinja-template.hpp"
 
 namespace basalt::serve {
 
@@ -29,8 +35,20 @@ enum class TemplateFamily { Plain, ChatML, Llama3, Gemma, Mistral, Phi3 };
 // What rendering needs to know about a family. All members are static strings.
 struct ChatTemplate {
     TemplateFamily family = TemplateFamily::Plain;
-    // The family's name as --chat-template takes it ("plain", "chatml", "llama3", "gemma", "mistral", "phi3").
+    // The Jinja template rendered for every chat (the file's, or --chat-template FILE); null: the family's native
+    // renderer. With a Jinja template, family is only the family recognised from it (its end-of-turn token).
+    std::shared_ptr<const JinjaTemplate> jinja;
+    const basalt_model* model = nullptr;  // the vocabulary the Jinja template renders for (bos/eos, control pieces)
+    nlohmann::json kwargs = nlohmann::json::object();  // --chat-template-kwargs: variables of every rendering
+    // "jinja" with a Jinja template, else the family's name as --chat-template takes it ("plain", "chatml", ...).
     const char* name() const;
+    // Renders an OpenAI-shaped conversation: messages (a JSON array of {role, content, tool_calls, tool_call_id,
+    // reasoning_content, name}), tools (null: none), request_kwargs (the request's chat_template_kwargs object,
+    // or null; over kwargs). A Jinja template gets them as Hugging Face passes them; a family renderer takes role
+    // and content and refuses tools. Throws std::invalid_argument (the template's error, naming line:column, or
+    // the family's). Thread-safe.
+    std::vector<ChatPiece> render_conversation(const nlohmann::json& messages, const nlohmann::json& tools,
+                                               const nlohmann::json& request_kwargs, bool add_generation_prompt) const;
     // Renders messages (the conversation so far) and, when add_generation_prompt, the opening of the assistant's
     // reply. The text holds control-token text (e.g. "<|im_start|>"): tokenized with special-token parsing it also
     // turns such text inside message content into control tokens, so only a trusted client's chat is tokenized

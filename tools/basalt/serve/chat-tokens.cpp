@@ -88,6 +88,8 @@ std::vector<int32_t> tokenize_chat(const basalt_model* model, const std::vector<
         strip_front = c.rstrip;
     }
     flush(false);
+    // A template that writes {{ bos_token }} itself: one BOS, not the vocabulary's and the template's.
+    if (sp.add_bos != 0 && sp.bos >= 0 && out.size() >= 2 && out[1] == sp.bos) out.erase(out.begin());
     if (sp.add_eos != 0 && sp.eos >= 0) out.push_back(sp.eos);
     return out;
 }

@@ -2,6 +2,7 @@
 #include <ctime>
 
 #include "server.hpp"
+#include "template-routes.hpp"
 
 namespace basalt::serve {
 
@@ -46,7 +47,7 @@ void Server::handle(const std::shared_ptr<HttpSession>& s, HttpRequest&& req) {
         res.body() = metrics_.render(engine_, inflight());
         return s->respond(std::move(res));
     }
-    if (is_v1 && !cfg_.api_key.empty()) {
+    if ((is_v1 || is_template_route(target)) && !cfg_.api_key.empty()) {
         const auto auth_field = req[http::field::authorization];
         const std::string_view auth(auth_field.data(), auth_field.size());
         if (!starts_with(auth, "Bearer ") || !same_secret(auth.substr(7), cfg_.api_key))
@@ -65,6 +66,15 @@ void Server::handle(const std::shared_ptr<HttpSession>& s, HttpRequest&& req) {
                               ApiError(404, "the model '" + target.substr(11) + "' does not exist", "model",
                                        "invalid_request_error", "model_not_found"));
         return send_json(s, endpoint, 200, m);
+    }
+    if (is_template_route(target)) {  // llama-server's /apply-template, /tokenize, /detokenize (template-routes.hpp)
+        if (method != http::verb::post)
+            return send_json(s, target, 405, error_object(ApiError(405, target + " takes POST")), {{"Allow", "POST"}});
+        try {
+            return send_json(s, target, 200, template_route(target, parse_body(req.body()), served_, model_));
+        } catch (const ApiError& e) {
+            return send_error(s, target, e);
+        }
     }
     if (target != "/v1/completions" && target != "/v1/chat/completions" && target != "/v1/embeddings" &&
         target != "/v1/rerank")

@@ -1,6 +1,9 @@
 #include "served-model.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace basalt::serve {
 
@@ -12,22 +15,42 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
     out.id = id;
     out.n_vocab = info.n_vocab;
     out.n_ctx = n_ctx != 0 ? n_ctx : std::min<uint32_t>(info.n_ctx_train == 0 ? 4096 : info.n_ctx_train, 4096);
-    if (!template_name.empty()) {
-        if (!template_from_name(template_name, out.chat))
-            return "unknown chat template '" + template_name + "' (known: " + template_family_names() + ")";
+    const nlohmann::json kwargs = out.chat.kwargs;
+    out.chat = ChatTemplate{};
+    if (!template_name.empty() && template_from_name(template_name, out.chat)) {
+        // a family named on the command line: its native renderer
     } else {
-        const char* jinja = nullptr;
-        const std::string text =
-            basalt_model_meta(model, "tokenizer.chat_template", &jinja) == BASALT_OK ? std::string(jinja) : "";
-        if (!template_from_jinja(text, out.chat)) {
-            std::string head = text.substr(0, 120);
-            std::replace(head.begin(), head.end(), '\n', ' ');
-            return "the model's chat template (tokenizer.chat_template: \"" + head +
-                   (text.size() > 120 ? "...\"" : "\"") +
-                   ") is not one Basalt recognises; choose its family with --chat-template NAME (" +
-                   template_family_names() + ")";
+        // The Jinja template rendered for every chat: --chat-template FILE, else the file's own. The native
+        // families remain the fallback for a file without a template.
+        std::string text, origin;
+        if (!template_name.empty()) {
+            std::error_code ec;
+            if (!std::filesystem::is_regular_file(template_name, ec))
+                return "unknown chat template '" + template_name + "' (known: " + template_family_names() +
+                       ") and no Jinja template file of that name";
+            std::ifstream f(template_name, std::ios::binary);
+            std::stringstream ss;
+            ss << f.rdbuf();
+            if (!f) return "cannot read chat template file '" + template_name + "'";
+            text = ss.str();
+            origin = template_name;
+        } else {
+            const char* jinja = nullptr;
+            text = basalt_model_meta(model, "tokenizer.chat_template", &jinja) == BASALT_OK ? std::string(jinja) : "";
+            origin = "the model's tokenizer.chat_template";
+        }
+        if (!template_from_jinja(text, out.chat)) out.chat.family = TemplateFamily::Plain;
+        if (text.find_first_not_of(" \t\r\n") != std::string::npos) {
+            try {
+                out.chat.jinja = std::make_shared<const JinjaTemplate>(text, origin);
+            } catch (const std::invalid_argument& e) {
+                return std::string(e.what()) + "; choose another with --chat-template NAME|FILE (" +
+                       template_family_names() + ")";
+            }
+            out.chat.model = model;
         }
     }
+    out.chat.kwargs = kwargs;
     // The end-of-turn marker stops generation when it is one token of the vocabulary (a control token).
     out.chat_stop_tokens.clear();
     const std::string eot = out.chat.end_of_turn();
@@ -39,6 +62,14 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
             out.chat_stop_tokens.push_back(ids[0]);
     }
     return {};
+}
+
+nlohmann::json parse_template_kwargs(const std::string& text) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        throw std::invalid_argument(
+            "--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'");
+    return j;
 }
 
 }  // namespace basalt::serve

@@ -11,9 +11,15 @@
 namespace basalt::serve {
 
 // Fills out for model: id, vocabulary size, per-request context n_ctx (0: the model's, at most 4096), the chat
-// template (template_name "" : the file's). Returns "" or why not (an unrecognised template names
-// --chat-template; an unknown NAME lists the families). Thread-safe (reads the model only).
+// template: template_name a family NAME (its native renderer), a Jinja template FILE, or "" for the file's own
+// tokenizer.chat_template (the native plain renderer when it has none); out.chat.kwargs (--chat-template-kwargs)
+// is kept. Returns "" or why not (a template that does not parse, naming line:column and --chat-template; an
+// unknown NAME lists the families). Thread-safe (reads the model only).
 std::string describe_served_model(const basalt_model* model, const std::string& id, const std::string& template_name,
                                   uint32_t n_ctx, ServedModel& out);
+
+// Parses --chat-template-kwargs JSON (an object: template variables such as {"enable_thinking": false}); throws
+// std::invalid_argument saying what is wrong.
+nlohmann::json parse_template_kwargs(const std::string& text);
 
 }  // namespace basalt::serve
