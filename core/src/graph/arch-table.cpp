@@ -36,6 +36,15 @@ constexpr ArchSpec kArchs[] = {
      .build = build_t5,
      .rope = false,
      .rel_buckets = 32},
+    // Hybrid: Gated DeltaNet layers with a per-sequence recurrent state, every 4th layer gated full attention with
+    // partial neox rope (arch-qwen35.cpp).
+    {.name = "qwen35",
+     .label = "qwen35",
+     .experts = ArchExperts::NONE,
+     .build = build_qwen35,
+     .rope_freq_base = 1e7,
+     .recurrent = true,
+     .full_attention_interval = 4},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
 };
@@ -47,7 +56,8 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
     return a.kind == b.kind && a.rope == b.rope && a.rope_freq_base == b.rope_freq_base &&
            a.sliding_pattern == b.sliding_pattern && a.learned_positions == b.learned_positions &&
            a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets && a.sliding_window == b.sliding_window &&
-           a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap;
+           a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap && a.recurrent == b.recurrent &&
+           a.full_attention_interval == b.full_attention_interval;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

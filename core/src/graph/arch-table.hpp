@@ -47,6 +47,10 @@ struct ArchSpec {
     uint32_t sliding_window = 0;               // default of attention.sliding_window (0: none)
     float attn_soft_cap = 0.f;   // default of attn_logit_softcapping; 0: not read (the builder applies no soft-cap)
     float final_soft_cap = 0.f;  // default of final_logit_softcapping; 0: not read (the builder applies no soft-cap)
+    // Hybrid recurrent models (qwen35): reads <arch>.ssm.* and full_attention_interval; every layer but each
+    // interval-th is a recurrent (Gated DeltaNet) layer with per-sequence state (docs/kv-cache.md).
+    bool recurrent = false;
+    uint32_t full_attention_interval = 0;  // default of <arch>.full_attention_interval
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

@@ -65,6 +65,11 @@ struct ForwardContext {
     int32_t cross_lists = -1;      // decoder pass: I32 [2 * n_vis_cross, n_lists], (row, position) pairs
     std::vector<int32_t> cross_k;  // per decoder layer: [n_embd_k_gqa, n_cross_rows]
     std::vector<int32_t> cross_v;  // per decoder layer: [n_embd_v_gqa, n_cross_rows]
+    // Hybrid recurrent models: each token's (state slot, fresh) I32 [2, T], and per layer the per-sequence state
+    // (-1: an attention layer): conv F32 [conv_state_floats, n_seq_max], delta-rule F32 [delta_state_floats, ...].
+    int32_t state_rows = -1;
+    std::vector<int32_t> conv_state;
+    std::vector<int32_t> delta_state;
 
     // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
     // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
@@ -139,6 +144,8 @@ void build_qwen3(ForwardContext& c);
 void build_qwen3moe(ForwardContext& c);
 void build_smollm3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
+// qwen35: Gated DeltaNet layers (SSM_CONV, GATED_DELTA over the session's recurrent state) and gated attention.
+void build_qwen35(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);
 // T5's relative position bucket of distance (key position - query position), as in the T5 reference code.
