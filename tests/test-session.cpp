@@ -368,7 +368,7 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             CHECK(after.kv_bytes == plan.kv_bytes);
         }
     }
-    CHECK(models == 42);  // 26 before issue 29, + qwen3, qwen3moe, gemma2, smollm3 x 4 variants
+    CHECK(models == 46);  // 26 before issue 29, + qwen3, qwen3moe, gemma2, smollm3 x 4 variants, + qwen35 x 4
 }
 
 TEST_CASE("session: a context the machine cannot hold is refused before anything is allocated", "[session]") {

@@ -29,13 +29,6 @@ constexpr ArchSpec kArchs[] = {
      .final_soft_cap = 30.f},
     // No rope on every 4th layer (arch-smollm3.cpp).
     {.name = "smollm3", .label = "smollm3", .build = build_smollm3},
-    // Relative position buckets instead of rope.
-    {.name = "t5",
-     .label = "t5",
-     .kind = ArchKind::ENCODER_DECODER,
-     .build = build_t5,
-     .rope = false,
-     .rel_buckets = 32},
     // Hybrid: Gated DeltaNet layers with a per-sequence recurrent state, every 4th layer gated full attention with
     // partial neox rope (arch-qwen35.cpp).
     {.name = "qwen35",
@@ -45,6 +38,13 @@ constexpr ArchSpec kArchs[] = {
      .rope_freq_base = 1e7,
      .recurrent = true,
      .full_attention_interval = 4},
+    // Relative position buckets instead of rope.
+    {.name = "t5",
+     .label = "t5",
+     .kind = ArchKind::ENCODER_DECODER,
+     .build = build_t5,
+     .rope = false,
+     .rel_buckets = 32},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
 };
