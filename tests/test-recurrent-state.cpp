@@ -107,7 +107,7 @@ TEST_CASE("recurrent state: interleaved sequences in one batch equal each decode
     }
 }
 
-TEST_CASE("recurrent state: a fork continues from a copy; a dropped sequence starts from zero", "[recurrent]") {
+TEST_CASE("recurrent state: a fork continues from a copy, a dropped sequence starts from zero", "[recurrent]") {
     const std::vector<int32_t> head(kPrompt.begin(), kPrompt.begin() + 9), x = {300, 301, 302}, y = {400, 401};
     std::vector<int32_t> full_x = head, full_y = head;
     full_x.insert(full_x.end(), x.begin(), x.end());
@@ -139,7 +139,7 @@ TEST_CASE("recurrent state: a fork continues from a copy; a dropped sequence sta
     CHECK(max_abs(restart.data(), want_y.data(), V * full_y.size()) <= 1e-5);
 }
 
-TEST_CASE("recurrent state: cutting a sequence back is refused naming why; prefixes are not reused", "[recurrent]") {
+TEST_CASE("recurrent state: cutting a sequence back is refused naming why, prefixes are not reused", "[recurrent]") {
     Hybrid h(2);
     h.decode(kPrompt, 0);
     CHECK(basalt_session_seq_truncate(h.session, 0, 10) == BASALT_ERR_UNSUPPORTED);
