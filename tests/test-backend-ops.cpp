@@ -683,6 +683,134 @@ Case attention_residual_case(Rng& rng, basalt_dtype kt, basalt_dtype vt) {
     return b.done(e, std::max(kv_type_tol(kt), kv_type_tol(vt)));
 }
 
+// SOFTPLUS, SLICE and the recurrent ops (since ABI 1.4, hybrid architectures). SSM_CONV and GATED_DELTA each get
+// two cases: their output, and (a COPY of) the state they leave, from a random initial state with tokens of three
+// slots interleaved and fresh starts.
+std::vector<Case> recurrent_cases(Rng& rng) {
+    std::vector<Case> cs;
+    for (auto ne : {std::vector<int64_t>{1, 1}, {5, 3}, {333, 7}, {16, 2, 3}}) {
+        cs.push_back(unary_case(rng, BASALT_OP_SOFTPLUS, "SOFTPLUS", ne, {}, [](const double* x, double* y, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) y[i] = std::log1p(std::exp(x[i]));
+        }));
+    }
+    {
+        Builder b(rng, "SOFTPLUS wide range 515x1");
+        std::vector<float> xs = uniform(rng, 512, -30.0f, 30.0f);
+        xs.insert(xs.end(), {-100.0f, 100.0f, 0.0f});
+        const int x = b.input_data("x", BASALT_DTYPE_F32, {515, 1}, bytes_of(xs));
+        const int o = b.output("out", BASALT_DTYPE_F32, {515, 1});
+        b.node(BASALT_OP_SOFTPLUS, o, {x});
+        std::vector<double> e;
+        for (float v : xs) e.push_back(v > 20.0f ? double{v} : std::log1p(std::exp(double{v})));
+        cs.push_back(b.done(e, 1e-7));
+    }
+    for (auto [n, m, off, r1, r2] : {std::tuple{12, 5, 4, 5, 1}, {40, 16, 0, 3, 2}, {40, 8, 32, 2, 3}}) {
+        Builder b(rng,
+                  "SLICE " + shape_str({n, r1, r2}) + " [" + std::to_string(off) + ", +" + std::to_string(m) + "]");
+        const int x = b.input("x", BASALT_DTYPE_F32, {n, r1, r2});
+        const int o = b.output("out", BASALT_DTYPE_F32, {m, r1, r2});
+        b.node(BASALT_OP_SLICE, o, {x}, {off});
+        const auto X = b.vals(x);
+        std::vector<double> e;
+        for (int r = 0; r < r1 * r2; ++r)
+            for (int i = 0; i < m; ++i) e.push_back(X[static_cast<size_t>(r * n + off + i)]);
+        cs.push_back(b.done(e, 0));
+    }
+    const std::vector<int32_t> slot_of{1, 1, 0, 1, 2, 2, 0, 1};
+    const std::vector<int32_t> fresh_of{0, 0, 1, 0, 1, 0, 0, 0};
+    const int64_t T = static_cast<int64_t>(slot_of.size()), S = 3;
+    std::vector<int32_t> rows;
+    for (size_t t = 0; t < slot_of.size(); ++t) rows.insert(rows.end(), {slot_of[t], fresh_of[t]});
+    for (bool state_out : {false, true}) {
+        const int64_t C = 24, K = 4;
+        Builder b(rng, std::string("SSM_CONV ") + shape_str({C, T}) + " K=4" + (state_out ? " state" : ""));
+        const int x = b.input("x", BASALT_DTYPE_F32, {C, T});
+        const int w = b.input("w", BASALT_DTYPE_F32, {K, C});
+        const int st = b.input("state", BASALT_DTYPE_F32, {(K - 1) * C, S});
+        const int r = b.ints("rows", {2, T}, rows);
+        const int y = state_out ? b.intermediate("y", {C, T}) : b.output("y", BASALT_DTYPE_F32, {C, T});
+        b.node(BASALT_OP_SSM_CONV, y, {x, w, st, r});
+        const auto X = b.vals(x), W = b.vals(w);
+        auto St = b.vals(st);
+        std::vector<double> e(static_cast<size_t>(C * T));
+        for (int64_t t = 0; t < T; ++t) {
+            double* s = &St[static_cast<size_t>(slot_of[static_cast<size_t>(t)] * (K - 1) * C)];
+            for (int64_t ch = 0; ch < C; ++ch) {
+                if (fresh_of[static_cast<size_t>(t)] != 0)
+                    for (int64_t j = 0; j + 1 < K; ++j) s[j * C + ch] = 0;
+                const double xt = X[static_cast<size_t>(t * C + ch)];
+                double acc = W[static_cast<size_t>(ch * K + K - 1)] * xt;
+                for (int64_t j = 0; j + 1 < K; ++j) acc += W[static_cast<size_t>(ch * K + j)] * s[j * C + ch];
+                e[static_cast<size_t>(t * C + ch)] = acc;
+                for (int64_t j = 0; j + 2 < K; ++j) s[j * C + ch] = s[(j + 1) * C + ch];
+                s[(K - 2) * C + ch] = xt;
+            }
+        }
+        if (state_out) {
+            const int o = b.output("state_after", BASALT_DTYPE_F32, {(K - 1) * C, S});
+            b.node(BASALT_OP_COPY, o, {st});
+            cs.push_back(b.done(St, 1e-7));
+        } else {
+            cs.push_back(b.done(e, 1e-7));
+        }
+    }
+    for (bool state_out : {false, true}) {
+        const int64_t dk = 16, nk = 2, dv = 8, nv = 4;
+        Builder b(rng, std::string("GATED_DELTA ") + shape_str({dk, nk, dv, nv, T}) + (state_out ? " state" : ""));
+        // Unit-length q and k (as the architecture normalises them), decays in (e^-2, 1), beta in (0, 1).
+        auto unit_rows = [&](int64_t n, int64_t count) {
+            auto v = uniform(rng, n * count);
+            for (int64_t r = 0; r < count; ++r) {
+                double ss = 0;
+                for (int64_t i = 0; i < n; ++i)
+                    ss += double{v[static_cast<size_t>(r * n + i)]} * v[static_cast<size_t>(r * n + i)];
+                for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(r * n + i)] /= static_cast<float>(std::sqrt(ss));
+            }
+            return bytes_of(v);
+        };
+        const int q = b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
+        const int k = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
+        const int v = b.input("v", BASALT_DTYPE_F32, {dv, nv, T});
+        const int g = b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, -2.0f, 0.0f)));
+        const int be = b.input_data("beta", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, 0.0f, 1.0f)));
+        const int st = b.input("state", BASALT_DTYPE_F32, {dv * dk * nv, S});
+        const int r = b.ints("rows", {2, T}, rows);
+        const int y = state_out ? b.intermediate("y", {dv, nv, T}) : b.output("y", BASALT_DTYPE_F32, {dv, nv, T});
+        b.node(BASALT_OP_GATED_DELTA, y, {q, k, v, g, be, st, r});
+        const auto Q = b.vals(q), Kv = b.vals(k), V = b.vals(v), G = b.vals(g), B = b.vals(be);
+        auto St = b.vals(st);
+        std::vector<double> e(static_cast<size_t>(dv * nv * T));
+        for (int64_t t = 0; t < T; ++t) {
+            for (int64_t h = 0; h < nv; ++h) {
+                const int64_t hk = h % nk;
+                double* s = &St[static_cast<size_t>((slot_of[static_cast<size_t>(t)] * nv + h) * dv * dk)];
+                if (fresh_of[static_cast<size_t>(t)] != 0) std::fill(s, s + dv * dk, 0.0);
+                const double* kt = &Kv[static_cast<size_t>((t * nk + hk) * dk)];
+                const double* qt = &Q[static_cast<size_t>((t * nk + hk) * dk)];
+                const double decay = std::exp(G[static_cast<size_t>(t * nv + h)]),
+                             bt = B[static_cast<size_t>(t * nv + h)];
+                for (int64_t i = 0; i < dv; ++i) {
+                    double* si = s + i * dk;
+                    double sk = 0;
+                    for (int64_t j = 0; j < dk; ++j) sk += (si[j] *= decay) * kt[j];
+                    const double d = bt * (V[static_cast<size_t>((t * nv + h) * dv + i)] - sk);
+                    double o = 0;
+                    for (int64_t j = 0; j < dk; ++j) o += (si[j] += d * kt[j]) * qt[j];
+                    e[static_cast<size_t>((t * nv + h) * dv + i)] = o;
+                }
+            }
+        }
+        if (state_out) {
+            const int o = b.output("state_after", BASALT_DTYPE_F32, {dv * dk * nv, S});
+            b.node(BASALT_OP_COPY, o, {st});
+            cs.push_back(b.done(St, 1e-7));
+        } else {
+            cs.push_back(b.done(e, 1e-7));
+        }
+    }
+    return cs;
+}
+
 std::vector<Case> all_cases() {
     Rng rng(1234);
     std::vector<Case> cs;
@@ -1400,6 +1528,7 @@ std::vector<Case> all_cases() {
         for (float v : xs) e.push_back(tanh_op ? std::tanh(double{v}) : 1.0 / (1.0 + std::exp(-double{v})));
         cs.push_back(b.done(e, 1e-7));
     }
+    for (auto& c : recurrent_cases(rng)) cs.push_back(std::move(c));
     return cs;
 }
 

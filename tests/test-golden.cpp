@@ -394,6 +394,18 @@ TEST_CASE("golden: gemma2 f32, f16, q8_0, q4_0", "[golden]") {
 TEST_CASE("golden: gemma2 f32 with sliding-window rings", "[golden]") {
     run_case({"tiny-gemma2-f32", "tiny-gemma2-f32.ref", &kGemmaPrompt, 0.03, 0, nullptr, 4});
 }
+// qwen35 (hybrid: Gated DeltaNet layers with per-sequence recurrent state, every 4th layer gated attention). F32:
+// llama.cpp's own chunked prefill vs its recurrent decode differ by 3.9e-5 and numpy by 5.6e-5 (README); measured
+// 3.0e-5, so 1e-4. Q8_0/Q4_0 (activations quantized like ggml) measured 1e-6: 1e-4. F16: measured 0.0054 (the README's
+// "f16 act. effect" is 0.15, the recurrence amplifying rounding): 0.012. Batches of 5: the prompt in 4 passes, the
+// conv and delta-rule states carried from pass to pass.
+TEST_CASE("golden: qwen35 f32, f16, q8_0, q4_0", "[golden]") {
+    run_case({"tiny-qwen35-f32", "tiny-qwen35-f32.ref", &kBpePrompt, 1e-4});
+    run_case({"tiny-qwen35-f32", "tiny-qwen35-f32.ref", &kBpePrompt, 1e-4, 0, nullptr, 5});
+    run_case({"tiny-qwen35-f16", "tiny-qwen35-f16.ref", &kBpePrompt, 0.012});
+    run_case({"tiny-qwen35-q8_0", "tiny-qwen35-q8_0.ref", &kBpePrompt, 1e-4});
+    run_case({"tiny-qwen35-q4_0", "tiny-qwen35-q4_0.ref", &kBpePrompt, 1e-4});
+}
 // The greedy steps of qwen3 and smollm3 Q4_0 (prompt, then the golden continuation one token per step) equal the
 // rows of the same 54 tokens decoded as one batch: the decode path is the prefill path.
 TEST_CASE("golden: qwen3 and smollm3 q4_0 greedy steps equal one batch of the same tokens", "[golden]") {
@@ -521,6 +533,14 @@ TEST_CASE("golden vulkan: t5 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
 TEST_CASE("golden vulkan: llama256 q4_k, q6_k", "[golden][.vulkan]") {
     run_vulkan("tiny-llama256-q4_k", "tiny-llama256-q4_k-deq.ref", &kLlamaPrompt, 2e-4);
     run_vulkan("tiny-llama256-q6_k", "tiny-llama256-q6_k-deq.ref", &kLlamaPrompt, 2e-4);
+}
+// qwen35 on Vulkan (F32 activations, no quantization of them: against `-deq.ref`); measured 3e-5 .. 1.9e-4.
+TEST_CASE("golden vulkan: qwen35 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+    run_vulkan("tiny-qwen35-f32", "tiny-qwen35-f32.ref", &kBpePrompt, 2e-4);
+    run_vulkan("tiny-qwen35-f32", "tiny-qwen35-f32.ref", &kBpePrompt, 2e-4, 5);
+    run_vulkan("tiny-qwen35-f16", "tiny-qwen35-f16-deq.ref", &kBpePrompt, 4e-4);  // measured 1.9e-4
+    run_vulkan("tiny-qwen35-q8_0", "tiny-qwen35-q8_0-deq.ref", &kBpePrompt, 2e-4);
+    run_vulkan("tiny-qwen35-q4_0", "tiny-qwen35-q4_0-deq.ref", &kBpePrompt, 2e-4);
 }
 TEST_CASE("golden vulkan: qwen3 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-qwen3-f32", "tiny-qwen3-f32.ref", &kBpePrompt, 2e-4);

@@ -195,6 +195,15 @@ inline constexpr auto check_copy = &check_contract;
 void run_copy(NodeCtx&);
 inline constexpr auto check_steer = &check_contract;
 void run_steer(NodeCtx&);
+inline constexpr auto check_softplus = &check_contract;
+void run_softplus(NodeCtx&);
+// ops-recurrent.cpp: SLICE and the recurrent ops (their state is read and written in place).
+inline constexpr auto check_slice = &check_contract;
+void run_slice(NodeCtx&);
+inline constexpr auto check_ssm_conv = &check_contract;
+void run_ssm_conv(NodeCtx&);
+inline constexpr auto check_gated_delta = &check_contract;
+void run_gated_delta(NodeCtx&);
 
 // Entry points used by backend.cpp. Both throw sdk::error naming the node.
 void graph_compute(Backend& be, const basalt_graph* graph);

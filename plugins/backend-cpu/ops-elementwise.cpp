@@ -1,4 +1,5 @@
-// Row-wise F32 ops: ADD, MUL, SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, TANH, SIGMOID, SWIGLU,
+// Row-wise F32 ops: ADD, MUL, SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, TANH, SIGMOID, SOFTPLUS,
+// SWIGLU,
 // GEGLU, ROPE.
 // Reductions accumulate in double: these are the reference numerics and cost little next to the matmuls.
 #include <algorithm>
@@ -150,6 +151,13 @@ void run_tanh(NodeCtx& c) {
 void run_sigmoid(NodeCtx& c) {
     unary(c, [](const float* x, float* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    });
+}
+
+// ln(1 + e^x), and x itself past 20 where the two agree in float (ggml's threshold).
+void run_softplus(NodeCtx& c) {
+    unary(c, [](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 20.0f ? x[i] : std::log1p(std::exp(x[i]));
     });
 }
 

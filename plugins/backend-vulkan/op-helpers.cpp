@@ -21,7 +21,8 @@ void check_contract(const NodeCtx& c) {
 }
 
 void need_fit_all(const NodeCtx& c) {
-    static const char* const kRoles[] = {"input 0", "input 1", "input 2", "input 3", "input 4", "input 5"};
+    static const char* const kRoles[] = {"input 0", "input 1", "input 2", "input 3",
+                                         "input 4", "input 5", "input 6", "input 7"};
     for (int i = 0; i < c.n_in; ++i) need_fit(c, c.in[i], kRoles[i]);
     need_fit(c, c.out, "output");
 }

@@ -31,7 +31,7 @@ void binary(NodeCtx& c, uint32_t op) {
     run(c, "binary", kElemWg, {a, b, o}, pc, elem_groups(static_cast<uint64_t>(c.out.nelements())), 1, 1);
 }
 
-// unary.comp's ops: SCALE (0, by `factor`), SILU (1), GELU (2), GELU_ERF (3), TANH (4), SIGMOID (5).
+// unary.comp's ops: SCALE (0, by `factor`), SILU (1), GELU (2), GELU_ERF (3), TANH (4), SIGMOID (5), SOFTPLUS (6).
 void unary(NodeCtx& c, uint32_t op, float factor) {
     const Placed a = c.be->place(c.in[0]);
     const Placed o = c.be->place(c.out);
@@ -105,6 +105,9 @@ void record_tanh(NodeCtx& c) {
 }
 void record_sigmoid(NodeCtx& c) {
     unary(c, 5, 0.0f);
+}
+void record_softplus(NodeCtx& c) {
+    unary(c, 6, 0.0f);
 }
 
 void record_rms_norm(NodeCtx& c) {

@@ -75,4 +75,15 @@ void record_cast(NodeCtx& c);
 inline constexpr auto check_copy = &check_contract;
 void record_copy(NodeCtx& c);
 
+// SOFTPLUS (unary.comp, ops-elementwise.cpp); ops-recurrent.cpp: SLICE (slice.comp), SSM_CONV (ssm_conv.comp),
+// GATED_DELTA (gated_delta.comp; its state read and written in place).
+inline constexpr auto check_softplus = &check_contract;
+void record_softplus(NodeCtx& c);
+inline constexpr auto check_slice = &check_contract;
+void record_slice(NodeCtx& c);
+void check_ssm_conv(const NodeCtx& c);
+void record_ssm_conv(NodeCtx& c);
+void check_gated_delta(const NodeCtx& c);
+void record_gated_delta(NodeCtx& c);
+
 }  // namespace basalt::vk::ops

@@ -118,7 +118,25 @@ enum {
      * built before them reports the node unsupported. */
     BASALT_OP_TANH = 25,    /* tanh(x) */
     BASALT_OP_SIGMOID = 26, /* 1 / (1 + exp(-x)) */
-    BASALT_OP_COUNT = 27    /* number of op values (not an op) */
+    /* since 1.4. ln(1 + exp(x)) element-wise (x itself past 20, as ggml), out shaped as in0. */
+    BASALT_OP_SOFTPLUS = 27,
+    /* since 1.4. A slab along dim 0: out[i, r] = in0[ip[0] + i, r] for i < out.ne[0]; in0 F32 [n, ...] with
+     * ip[0] + out.ne[0] <= n, out F32 with in0's other dims (a fused projection split into its parts). */
+    BASALT_OP_SLICE = 28,
+    /* since 1.4. Short causal depthwise convolution with a rolling per-sequence state (Gated DeltaNet, Mamba).
+     * in0 x F32 [C, T]; in1 weights F32 [K, C] (tap j of channel c at j + K c); in2 state F32 [(K-1) C, S], one
+     * row per state slot holding the slot's last K-1 inputs (input t-K+1+j of channel c at j C + c), READ AND
+     * UPDATED IN PLACE; in3 I32 [2, T]: each token's (state slot, fresh), fresh != 0 starting the slot from zeros.
+     * Tokens of one slot run in row order: out[c, t] = sum_j w[j, c] * window[j] with window = the slot's K-1
+     * previous inputs then x[c, t]; the slot's state then holds the last K-1 of them. out F32 [C, T]. */
+    BASALT_OP_SSM_CONV = 29,
+    /* since 1.4. The gated delta rule (Gated DeltaNet), recurrent form. in0 q F32 [dk, nk, T]; in1 k F32
+     * [dk, nk, T]; in2 v F32 [dv, nv, T] (nv a multiple of nk; value head h uses key head h % nk); in3 log-decay
+     * F32 [nv, T]; in4 beta F32 [nv, T]; in5 state F32 [dv dk nv, S] (per slot and value head a dv x dk matrix,
+     * row i at (h dv + i) dk), READ AND UPDATED IN PLACE; in6 I32 [2, T] (slot, fresh) as SSM_CONV. Per token in
+     * row order: S = exp(g) S; S += beta (v - S k) k^T; out = S q. out F32 [dv, nv, T]. */
+    BASALT_OP_GATED_DELTA = 30,
+    BASALT_OP_COUNT = 31 /* number of op values (not an op) */
 };
 
 /* Opaque device buffer, created and destroyed by the backend that owns it. */

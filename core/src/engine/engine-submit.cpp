@@ -149,6 +149,13 @@ void Engine::create_request_decoder(Request& r) {
                  r.spec.decoder, unsafe);
         }
     }
+    if (BASALT_HAS_FIELD(&r.info, basalt_decoder_info, flags) && (r.info.flags & BASALT_DECODER_NEEDS_DRAFT_SAFE) &&
+        model_.hparams.recurrent()) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "decoder '{}' verifies drafts and cuts rejected ones back, and the hybrid model '{}' keeps a recurrent "
+             "state that cannot be cut back: use decoder 'sample' or 'beam'",
+             r.spec.decoder, model_.hparams.arch);
+    }
     if (r.info.n_seq > n_seq_max_) {
         fail(BASALT_ERR_CAPACITY, "decoder '{}' needs {} sequences, the engine has {} (n_seq_max)", r.spec.decoder,
              r.info.n_seq, n_seq_max_);

@@ -302,6 +302,19 @@ void SessionResources::allocate_caches() {
             alloc(v_residual, 4ull * hp.n_embd_v_gqa() * res_rows, "buffer_alloc(KV residual)");
         }
     }
+    for (uint32_t il = 0; il < hp.layer_recurrent.size(); ++il) {
+        // Hybrid models: each sequence's recurrent state (one row per sequence) beside the K/V.
+        const bool r = hp.layer_recurrent[il];
+        conv_state.emplace_back();
+        delta_state.emplace_back();
+        if (!r) continue;
+        const uint64_t conv = 4ull * hp.conv_state_floats() * n_seq_max;
+        const uint64_t delta = 4ull * hp.delta_state_floats() * n_seq_max;
+        conv_state.back() = DeviceBuffer(backend, conv, BASALT_BUFFER_KV, "buffer_alloc(conv state)");
+        delta_state.back() = DeviceBuffer(backend, delta, BASALT_BUFFER_KV, "buffer_alloc(delta-rule state)");
+        kv_bytes += conv + delta;
+        state_bytes += conv + delta;
+    }
     if (hp.encoder_decoder) {
         // Cross-attention K/V of encoded sources: n_ctx rows per decoder layer (the plan counts them with the
         // decoder's own cache), handed out per source.
@@ -356,6 +369,20 @@ void SessionResources::bind_storage(ForwardContext& c, bool encoder_pass) const 
                                             "residual_v." + std::to_string(il), v_residual[il].get(), 0));
         }
     }
+    if (!encoder_pass && hp.recurrent()) {
+        const auto seqs = static_cast<int64_t>(n_seq_max);
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            const bool r = hp.layer_recurrent[il];
+            const std::string n = std::to_string(il);
+            c.conv_state.push_back(r ? g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.conv_state_floats()), seqs},
+                                                "state_conv." + n, conv_state[il].get(), 0)
+                                     : -1);
+            c.delta_state.push_back(r ? g.tensor(BASALT_DTYPE_F32,
+                                                 {static_cast<int64_t>(hp.delta_state_floats()), seqs},
+                                                 "state_delta." + n, delta_state[il].get(), 0)
+                                      : -1);
+        }
+    }
     for (uint32_t il = 0; il < cross_k.size(); ++il) {
         c.cross_k.push_back(g.tensor(layout.k_type, {hp.n_embd_k_gqa(), static_cast<int64_t>(n_ctx)},
                                      "cross_k." + std::to_string(il), cross_k[il].get(), 0));
@@ -380,6 +407,22 @@ void SessionResources::copy_residual_rows(int32_t src, int32_t dst) const {
     }
 }
 
+void SessionResources::copy_state_rows(int32_t src, int32_t dst) const {
+    const auto& be = backend.iface();
+    for (size_t il = 0; il < conv_state.size(); ++il) {
+        if (conv_state[il].get() == nullptr) continue;
+        for (int which = 0; which < 2; ++which) {
+            basalt_buffer* b = which == 0 ? conv_state[il].get() : delta_state[il].get();
+            const uint64_t row = 4ull * (which == 0 ? hp.conv_state_floats() : hp.delta_state_floats());
+            std::vector<uint8_t> tmp(row);
+            backend.check(be.buffer_read(backend.get(), b, row * static_cast<uint64_t>(src), tmp.data(), row),
+                          "buffer_read(recurrent state)");
+            backend.check(be.buffer_write(backend.get(), b, row * static_cast<uint64_t>(dst), tmp.data(), row),
+                          "buffer_write(recurrent state)");
+        }
+    }
+}
+
 MemoryPlan SessionResources::allocated(uint64_t logits_floats, uint64_t io_logits_bytes) const {
     MemoryPlan m;
     m.n_ctx = n_ctx;
@@ -390,6 +433,7 @@ MemoryPlan SessionResources::allocated(uint64_t logits_floats, uint64_t io_logit
     m.kv_residual = residual;
     m.kv_residual_bytes = static_cast<uint64_t>(k_residual.size()) * residual * n_seq_max * 4ull *
                           (static_cast<uint64_t>(hp.n_embd_k_gqa()) + hp.n_embd_v_gqa());
+    m.state_bytes = state_bytes;
     m.n_params = plan.n_params;
     m.types = plan.types;
     m.weight_bytes = weights.bytes;

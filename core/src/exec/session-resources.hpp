@@ -52,6 +52,8 @@ struct SessionResources {
     void bind_storage(ForwardContext& c, bool encoder_pass) const;
     // Copies the residual-window rows of sequence src to dst (a fork of an open unit).
     void copy_residual_rows(int32_t src, int32_t dst) const;
+    // Copies sequence src's recurrent state (every recurrent layer's conv and delta-rule rows) to dst (a fork).
+    void copy_state_rows(int32_t src, int32_t dst) const;
     // What was allocated, in the plan's terms (the host logits of `logits_floats` floats, the largest logits region
     // a step used in the IO buffer).
     MemoryPlan allocated(uint64_t logits_floats, uint64_t io_logits_bytes) const;
@@ -83,6 +85,10 @@ struct SessionResources {
     std::vector<DeviceBuffer> k, v, k_residual, v_residual;
     // Encoder-decoder: per decoder layer the cross-attention K/V of encoded sources (n_ctx rows each).
     std::vector<DeviceBuffer> cross_k, cross_v;
+    // Hybrid recurrent models: per layer (empty buffer: an attention layer) each sequence's conv state and delta-rule
+    // state, F32 [hp.conv_state_floats() / delta_state_floats(), n_seq_max]: row s is sequence s's (docs/kv-cache.md).
+    std::vector<DeviceBuffer> conv_state, delta_state;
+    uint64_t state_bytes = 0;
     DeviceBuffer io;
     uint64_t io_bytes = 0;
 

@@ -107,6 +107,8 @@ void Session::seq_fork(int32_t src, int32_t dst) {
     if (!sources.empty()) sources[static_cast<size_t>(dst)] = sources[static_cast<size_t>(src)];
     // The fork shares the source's sealed units (blocks); its open unit lives in the residual rows: copy them.
     if (res_.residual != 0 && len % res_.residual != 0) res_.copy_residual_rows(src, dst);
+    // A hybrid model's recurrent state sums up the whole sequence: the fork gets a copy.
+    if (model_.hparams.recurrent()) res_.copy_state_rows(src, dst);
 }
 
 int32_t Session::steer_acquire(const std::vector<float>& vectors, const std::vector<uint8_t>& layers) {
@@ -179,6 +181,14 @@ void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
              len);
     }
     if (n_keep == len) return;
+    // The recurrent state of a hybrid model sums up every token so far and keeps no earlier version: it can only be
+    // started again (n_keep 0), never cut back.
+    if (model_.hparams.recurrent() && n_keep != 0) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "cannot truncate sequence {} to {} of its {} tokens: the recurrent state of the hybrid model '{}' keeps "
+             "no earlier version to go back to (only a truncation to 0 is possible)",
+             seq, n_keep, len, model_.hparams.arch);
+    }
     // A sealed unit of the residual window no longer has its F32 rows: a cut may end only on a unit boundary or
     // inside the open unit.
     const uint32_t R = res_.residual;
@@ -200,7 +210,9 @@ uint32_t Session::prefix_attach(int32_t seq, const int32_t* tokens, size_t n) {
     if (tokens == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: tokens is NULL");
     const auto& kv = res_.kv.iface();
     // An encoder-decoder decoder's K/V depend on the source (through cross-attention): no sharing by tokens.
-    if (kv.prefix_attach == nullptr || n == 0 || model_.hparams.encoder_decoder) return 0;
+    // A hybrid model's recurrent state is not in the blocks: a cached prefix would come without it (no reuse; the
+    // engine reports 0 cached tokens).
+    if (kv.prefix_attach == nullptr || n == 0 || model_.hparams.encoder_decoder || model_.hparams.recurrent()) return 0;
     size_t matched = 0;
     clear_plugin_error();
     const basalt_status st = kv.prefix_attach(res_.kv.get(), seq, tokens, std::min<size_t>(n, res_.n_ctx), &matched);

@@ -82,9 +82,11 @@ class Session {
     void seq_fork(int32_t src, int32_t dst);
     // Forgets positions >= n_keep of seq (rejected draft tokens). Fails naming the manager when its table lacks
     // seq_truncate, and naming both figures when n_keep exceeds the sequence's length; n_keep == length: no-op.
+    // Hybrid recurrent models: only n_keep 0 (UNSUPPORTED otherwise: the state has no earlier version).
     void seq_truncate(int32_t seq, uint32_t n_keep);
     // Attaches to empty sequence seq the longest chain of cached full blocks holding a prefix of tokens (at most
-    // n tokens); returns the tokens now held (0 when the manager has no prefix_attach or nothing matches).
+    // n tokens); returns the tokens now held (0 when the manager has no prefix_attach or nothing matches, and always
+    // for encoder-decoder and hybrid recurrent models).
     uint32_t prefix_attach(int32_t seq, const int32_t* tokens, size_t n);
     // Sets an empty sequence's prefix-cache salt (0: none). A salt other than 0 fails naming the manager when its
     // table lacks seq_set_salt (an ABI 1.2 entry).

@@ -19,6 +19,7 @@ std::unique_ptr<StepInput> make_cross_lists_input();         // inputs/cross-lis
 std::unique_ptr<StepInput> make_output_rows_input();         // inputs/output-rows.cpp
 std::unique_ptr<StepInput> make_residual_rows_input();       // inputs/residual-rows.cpp
 std::unique_ptr<StepInput> make_residual_table_input();      // inputs/residual-table.cpp
+std::unique_ptr<StepInput> make_state_rows_input();          // inputs/state-rows.cpp
 std::unique_ptr<StepInput> make_logits_readback();           // inputs/logits-readback.cpp
 std::unique_ptr<StepInput> make_observed_layers_readback();  // inputs/observed-layers.cpp
 std::unique_ptr<StepInput> make_moe_record_readback();       // inputs/moe-record.cpp
@@ -46,6 +47,7 @@ std::vector<std::unique_ptr<StepInput>> make_step_inputs() {
              make_output_rows_input,
              make_residual_rows_input,
              make_residual_table_input,
+             make_state_rows_input,
              make_logits_readback,
              make_observed_layers_readback,
              make_moe_record_readback,

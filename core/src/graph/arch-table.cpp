@@ -45,6 +45,15 @@ constexpr ArchSpec kArchs[] = {
      .soft_caps = true},
     // No rope on every 4th layer (arch-smollm3.cpp).
     {.name = "smollm3", .label = "smollm3", .build = build_smollm3},
+    // Hybrid: Gated DeltaNet layers with a per-sequence recurrent state, every 4th layer gated full attention with
+    // partial neox rope (arch-qwen35.cpp).
+    {.name = "qwen35",
+     .label = "qwen35",
+     .experts = ArchExperts::NONE,
+     .build = build_qwen35,
+     .rope_freq_base = 1e7,
+     .recurrent = true,
+     .full_attention_interval = 4},
     // Relative position buckets instead of rope.
     {.name = "t5",
      .label = "t5",
@@ -92,7 +101,8 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
            a.ffn_mats == b.ffn_mats && a.rel_buckets == b.rel_buckets && a.sliding_window == b.sliding_window &&
            a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap && a.rope_freqs == b.rope_freqs &&
            a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
-           a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys;
+           a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys &&
+           a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

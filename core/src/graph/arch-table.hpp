@@ -59,6 +59,10 @@ struct ArchSpec {
     // Reads rope.scaling.yarn_beta_fast/slow and yarn_log_multiplier (elsewhere refused unless llama.cpp's
     // defaults) and attention.temperature_scale (mistral3).
     bool rope_yarn_keys = false;
+    // Hybrid recurrent models (qwen35): reads <arch>.ssm.* and full_attention_interval; every layer but each
+    // interval-th is a recurrent (Gated DeltaNet) layer with per-sequence state (docs/kv-cache.md).
+    bool recurrent = false;
+    uint32_t full_attention_interval = 0;  // default of <arch>.full_attention_interval
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

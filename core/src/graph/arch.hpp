@@ -72,6 +72,11 @@ struct ForwardContext {
     int32_t embd_out = -1;
     int32_t pool_rows = -1;
     int32_t rank_out = -1;
+    // Hybrid recurrent models: each token's (state slot, fresh) I32 [2, T], and per layer the per-sequence state
+    // (-1: an attention layer): conv F32 [conv_state_floats, n_seq_max], delta-rule F32 [delta_state_floats, ...].
+    int32_t state_rows = -1;
+    std::vector<int32_t> conv_state;
+    std::vector<int32_t> delta_state;
 
     // A graph tensor for a weight (declared once per graph). Throws Error(FORMAT) naming the file and the tensor when
     // it is missing or has a zero-sized dimension, or, given `want`, when its shape is another (trailing 1s aside).
@@ -160,6 +165,8 @@ void build_bert(ForwardContext& c);
 // The rank (classifier) head of llama.cpp's files on pooled rows x [n_embd, n]: cls.weight/bias then tanh when the
 // file has them, then cls.output.weight/bias (scores [n_cls_out, n]); writes c.rank_out.
 void rank_head(ForwardContext& c, int32_t x);
+// qwen35: Gated DeltaNet layers (SSM_CONV, GATED_DELTA over the session's recurrent state) and gated attention.
+void build_qwen35(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);
 // T5's relative position bucket of distance (key position - query position), as in the T5 reference code.

@@ -35,6 +35,16 @@ void check_runnable(const gguf::File& file, const ModelHparams& hp) {
         c.k_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_k_gqa()), 1}, "cache_k"));
         c.v_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_v_gqa()), 1}, "cache_v"));
     }
+    if (hp.recurrent()) {
+        c.state_rows = g.tensor(BASALT_DTYPE_I32, {2, 1}, "inp_state_rows");
+        for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            const bool r = hp.layer_recurrent[il];
+            c.conv_state.push_back(
+                r ? g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.conv_state_floats()), 1}, "state_conv") : -1);
+            c.delta_state.push_back(
+                r ? g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.delta_state_floats()), 1}, "state_delta") : -1);
+        }
+    }
     if (hp.encoder_decoder) {
         // Both passes: the encoder's (its cross K/V writes) and the decoder's.
         c.rel_index = g.tensor(BASALT_DTYPE_I32, {2 * static_cast<int64_t>(hp.rel_max_distance) + 1}, "inp_rel_index");

@@ -111,6 +111,12 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         p.kv_residual_bytes = static_cast<uint64_t>(hp.n_layer) * p.n_seq_max * req.kv_residual * 4ull *
                               (static_cast<uint64_t>(hp.n_embd_k_gqa()) + hp.n_embd_v_gqa());
         p.kv_bytes += p.kv_residual_bytes;
+        // Recurrent layers (hybrid models): each sequence's conv and delta-rule state, F32.
+        for (uint32_t il = 0; il < hp.layer_recurrent.size(); ++il) {
+            if (hp.layer_recurrent[il])
+                p.state_bytes += 4ull * p.n_seq_max * (hp.conv_state_floats() + hp.delta_state_floats());
+        }
+        p.kv_bytes += p.state_bytes;
     }
 
     // Scratch: f32 activations of one layer for n_batch tokens (the backends place intermediates in an arena
@@ -127,6 +133,11 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     floats += T * qkv;                                               // q, k, v
     floats += T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_v;  // attention context
     floats += ffn_mats * T * hp.n_ff * experts + T * hp.n_expert;    // ffn (+ router)
+    if (hp.recurrent()) {
+        // A recurrent layer: projection, conv, q/k/v (twice: sliced, normed), z, output; gate of attention layers.
+        floats += T * (3ull * hp.ssm_conv_channels() + 3ull * hp.ssm_d_inner + 4ull * hp.ssm_dt_rank) +
+                  T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_k;
+    }
     // Inputs: token ids, positions, slots (and window slots), query table, output rows; the visible (slot,
     // position) lists of up to min(n_seq_max, T) sequences, full and window.
     const uint64_t lists = std::min<uint64_t>(p.n_seq_max, T);
@@ -134,7 +145,8 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     // A residual window adds each token's residual row and per list (base row, open position), 2 x 63 aligned.
     const uint64_t inputs = 4 * T * (p.kv_cells_window != 0 && p.kv_cells_window != ctx ? 7 : 6) +
                             8 * lists * (ctx + (p.kv_cells_window != ctx ? p.kv_cells_window : 0)) + 8 * 63 +
-                            (req.kv_residual != 0 ? 4 * T + 8 * lists + 2 * 63 : 0);
+                            (req.kv_residual != 0 ? 4 * T + 8 * lists + 2 * 63 : 0) +
+                            (hp.recurrent() ? 8 * T + 63 : 0);  // (state slot, fresh) per token
     // Every row of the batch may ask for logits (an embedding model: its hidden state).
     const uint64_t logits = 4 * T * (hp.encoder_only ? hp.n_embd : hp.n_vocab);
     p.logits_bytes = 2 * logits;

@@ -43,6 +43,7 @@ struct MemoryPlan {
     uint64_t kv_cells_window = 0;     // cells held by each sliding-window layer (0 when none)
     uint64_t kv_bytes = 0;            // the whole cache for n_ctx (window layers capped, see window_cells)
     uint64_t kv_residual_bytes = 0;   // of kv_bytes: the F32 residual windows (n_layer x n_seq_max x R x (K + V))
+    uint64_t state_bytes = 0;         // of kv_bytes: recurrent layers' per-sequence state (hybrid models)
     uint64_t scratch_bytes = 0;       // activations of one layer for n_batch tokens + logits + inputs
     uint64_t logits_bytes = 0;        // of scratch_bytes: logits of every batch row (host copy + IO buffer)
     uint64_t io_bytes = 0;            // the largest IO buffer a step needs: its inputs and the logits of all rows

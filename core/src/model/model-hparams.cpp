@@ -141,6 +141,23 @@ ModelHparams read_hparams(const gguf::File& f) {
         }
     }
 
+    if (spec.recurrent) {
+        h.ssm_conv_kernel = require_u32(f, A + "ssm.conv_kernel");
+        h.ssm_d_state = require_u32(f, A + "ssm.state_size");
+        h.ssm_n_group = require_u32(f, A + "ssm.group_count");
+        h.ssm_dt_rank = require_u32(f, A + "ssm.time_step_rank");
+        h.ssm_d_inner = require_u32(f, A + "ssm.inner_size");
+        const uint32_t interval = optional_u32(f, A + "full_attention_interval", spec.full_attention_interval);
+        if (h.ssm_conv_kernel < 2 || h.ssm_d_inner % h.ssm_dt_rank != 0 || h.ssm_dt_rank % h.ssm_n_group != 0 ||
+            interval == 0) {
+            fail(BASALT_ERR_FORMAT,
+                 "{}: {}ssm.conv_kernel {} (>= 2), inner_size {} / time_step_rank {} / group_count {} (each a multiple "
+                 "of the next) or full_attention_interval {} (>= 1) is invalid",
+                 f.source(), A, h.ssm_conv_kernel, h.ssm_d_inner, h.ssm_dt_rank, h.ssm_n_group, interval);
+        }
+        h.layer_recurrent.assign(h.n_layer, false);
+        for (uint32_t il = 0; il < h.n_layer; ++il) h.layer_recurrent[il] = (il + 1) % interval != 0;
+    }
     h.learned_positions = spec.learned_positions;
     h.ffn_mats = spec.ffn_mats;
     h.encoder_only = spec.kind == ArchKind::ENCODER;

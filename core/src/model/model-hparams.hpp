@@ -51,6 +51,24 @@ struct ModelHparams {
     std::string rope_description;  // what sessions apply, in words (basalt inspect)
     // Math the file asks for that no builder implements (naming the key), or empty; check_runnable refuses it.
     std::string unimplemented;
+    // Hybrid recurrent models (qwen35; arch table `recurrent`): the Gated DeltaNet layers' shape (<arch>.ssm.*) and
+    // which layers are recurrent (all but every full_attention_interval-th); empty layer_recurrent: none.
+    uint32_t ssm_conv_kernel = 0;  // ssm.conv_kernel: taps of the short causal convolution
+    uint32_t ssm_d_state = 0;      // ssm.state_size: key head size dk
+    uint32_t ssm_n_group = 0;      // ssm.group_count: key heads nk
+    uint32_t ssm_dt_rank = 0;      // ssm.time_step_rank: value heads nv
+    uint32_t ssm_d_inner = 0;      // ssm.inner_size: nv * dv
+    std::vector<bool> layer_recurrent;
+
+    // Whether the model has recurrent layers (and so per-sequence state beside its KV cache).
+    bool recurrent() const noexcept { return !layer_recurrent.empty(); }
+    // Channels of the convolution: q, k (nk * dk each) and v (d_inner).
+    uint32_t ssm_conv_channels() const noexcept { return 2 * ssm_n_group * ssm_d_state + ssm_d_inner; }
+    // Floats of one sequence's state in one recurrent layer: the conv's last K-1 inputs, the delta rule's matrices.
+    uint64_t conv_state_floats() const noexcept {
+        return static_cast<uint64_t>(ssm_conv_kernel - 1) * ssm_conv_channels();
+    }
+    uint64_t delta_state_floats() const noexcept { return static_cast<uint64_t>(ssm_d_state) * ssm_d_inner; }
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }

@@ -1,5 +1,5 @@
 #version 450
-// SCALE (0), SILU (1), GELU (2), GELU_ERF (3), TANH (4), SIGMOID (5), element-wise over rows (UnaryPush).
+// SCALE (0), SILU (1), GELU (2), GELU_ERF (3), TANH (4), SIGMOID (5), SOFTPLUS (6), element-wise over rows (UnaryPush).
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
 #include "common.glsl"
@@ -28,8 +28,10 @@ void main() {
             y = 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
         } else if (op == 4u) {
             y = tanh_safe(x);
-        } else {
+        } else if (op == 5u) {
             y = sigmoid(x);
+        } else {
+            y = x > 20.0 ? x : log(1.0 + exp(x));
         }
         b1f.d[(tensor_row(pc.dst, r) >> 2) + i] = y;
     }

@@ -24,7 +24,8 @@ struct TensorRef {
     uint nb3;
 };
 
-// unary.comp: SCALE (0), SILU (1), GELU (2), GELU_ERF (3), TANH (4), SIGMOID (5) over n x rows elements.
+// unary.comp: SCALE (0), SILU (1), GELU (2), GELU_ERF (3), TANH (4), SIGMOID (5), SOFTPLUS (6) over n x rows
+// elements.
 struct UnaryPush {
     uint op;
     uint n;
@@ -224,6 +225,47 @@ struct AttentionSinksPush {
     float freq_scale;
 };
 
+// slice.comp: dst row r = src row r from element `offset` on, n elements.
+struct SlicePush {
+    uint n;
+    uint rows;
+    uint offset;
+    TensorRef src;
+    TensorRef dst;
+};
+
+// ssm_conv.comp (SSM_CONV, packed tensors; byte offsets in their bindings): one invocation per channel.
+struct SsmConvPush {
+    uint channels;
+    uint tokens;
+    uint kernel;
+    uint x_offset;
+    uint w_offset;
+    uint state_offset;
+    uint state_nb1;  // bytes per state slot
+    uint rows_offset;
+    uint dst_offset;
+};
+
+// gated_delta.comp (GATED_DELTA, packed tensors; byte offsets in their bindings): one invocation per row of a value
+// head's state matrix.
+struct GatedDeltaPush {
+    uint dk;
+    uint nk;
+    uint dv;
+    uint nv;
+    uint tokens;
+    uint q_offset;
+    uint k_offset;
+    uint v_offset;
+    uint g_offset;
+    uint beta_offset;
+    uint state_offset;
+    uint state_nb1;  // bytes per state slot
+    uint rows_offset;
+    uint dst_offset;
+};
+
 #ifdef __cplusplus
 inline constexpr std::size_t kPushBytes = 128;  // the pipeline layout's push-constant range
 
@@ -244,6 +286,9 @@ BASALT_PUSH_FITS(CopyPush, 16);
 BASALT_PUSH_FITS(RoutingPush, 25);
 BASALT_PUSH_FITS(AttentionPush, 30);
 BASALT_PUSH_FITS(AttentionSinksPush, 31);
+BASALT_PUSH_FITS(SlicePush, 15);
+BASALT_PUSH_FITS(SsmConvPush, 9);
+BASALT_PUSH_FITS(GatedDeltaPush, 14);
 #undef BASALT_PUSH_FITS
 static_assert(offsetof(UnaryPush, src) == 16 && offsetof(BinaryPush, dst) == 64 && offsetof(NormPush, fused_mul) == 68);
 static_assert(offsetof(MatmulPush, first_row) == 68 && offsetof(MatmulPush, x_vec4) == 100);

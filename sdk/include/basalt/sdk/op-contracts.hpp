@@ -47,8 +47,8 @@ void binary(const C& c) {
     }
 }
 
-// SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, TANH, SIGMOID: F32, output shaped as the input; norms'
-// epsilon >= 0.
+// SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, TANH, SIGMOID, SOFTPLUS: F32, output shaped as the input;
+// norms' epsilon >= 0.
 template <class C>
 void unary(const C& c) {
     c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
@@ -426,6 +426,68 @@ void steer(const C& c) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
                "slots " + c.in[2].shape() + " do not give one slot per row of input 0 " + c.in[0].shape());
     }
+}
+
+// SLICE: F32 in0 [n, ...] -> F32 out [m, ...] (same other dims), 0 <= offset, offset + m <= n.
+template <class C>
+void slice(const C& c) {
+    c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    const int32_t off = c.ip(op::slice::offset);
+    const bool rows = c.in[0].ne[1] == c.out.ne[1] && c.in[0].ne[2] == c.out.ne[2] && c.in[0].ne[3] == c.out.ne[3];
+    if (!rows || off < 0 || off + c.out.ne[0] > c.in[0].ne[0]) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "output " + c.out.shape() + " at offset ip[0] = " + std::to_string(off) +
+                                                " is not a slab of input 0 " + c.in[0].shape() + " along dim 0");
+    }
+}
+
+// The (slot, fresh) table of a recurrent op: packed I32 [2, T].
+template <class C, class V>
+void state_rows(const C& c, const V& rows, int64_t tokens) {
+    c.expect_type(rows, "state rows", BASALT_DTYPE_I32);
+    if (rows.ne[0] != 2 || rows.nrows() != tokens || !rows.rows_packed()) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "state rows " + rows.shape() + " must be packed [2, T] with T = " + std::to_string(tokens));
+    }
+}
+
+// SSM_CONV: x F32 [C, T], weights F32 [K, C] (K >= 2), state F32 [(K-1) C, S], rows I32 [2, T], out F32 [C, T].
+template <class C>
+void ssm_conv(const C& c) {
+    c.expect_type(c.in[0], "x", BASALT_DTYPE_F32);
+    c.expect_type(c.in[1], "weights", BASALT_DTYPE_F32);
+    c.expect_type(c.in[2], "state", BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "x", c.out, "output");
+    const int64_t ch = c.in[0].ne[0], k = c.in[1].ne[0];
+    if (c.in[0].ne[2] != 1 || c.in[0].ne[3] != 1 || k < 2 || c.in[1].ne[1] != ch || c.in[1].ne[2] != 1 ||
+        c.in[2].ne[0] != (k - 1) * ch || c.in[2].ne[2] != 1 || c.in[2].ne[3] != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "x " + c.in[0].shape() + ", weights " + c.in[1].shape() + ", state " +
+                                                c.in[2].shape() + " are not [C, T], [K, C], [(K-1) C, slots]");
+    }
+    state_rows(c, c.in[3], c.in[0].ne[1]);
+}
+
+// GATED_DELTA: q, k F32 [dk, nk, T]; v F32 [dv, nv, T] with nv a multiple of nk; log-decay and beta F32 [nv, T];
+// state F32 [dv dk nv, S]; rows I32 [2, T]; out F32 [dv, nv, T].
+template <class C>
+void gated_delta(const C& c) {
+    static const char* const kRoles[] = {"q", "k", "v", "log-decay", "beta", "state"};
+    for (int i = 0; i < 6; ++i) c.expect_type(c.in[i], kRoles[i], BASALT_DTYPE_F32);
+    c.expect_type(c.out, "output", BASALT_DTYPE_F32);
+    c.expect_same_shape(c.in[0], "q", c.in[1], "k");
+    c.expect_same_shape(c.in[2], "v", c.out, "output");
+    c.expect_same_shape(c.in[3], "log-decay", c.in[4], "beta");
+    const int64_t dk = c.in[0].ne[0], nk = c.in[0].ne[1], T = c.in[0].ne[2];
+    const int64_t dv = c.in[2].ne[0], nv = c.in[2].ne[1];
+    if (c.in[0].ne[3] != 1 || c.in[2].ne[2] != T || c.in[2].ne[3] != 1 || nk < 1 || nv % nk != 0 ||
+        c.in[3].ne[0] != nv || c.in[3].ne[1] != T || c.in[3].ne[2] != 1 || c.in[5].ne[0] != dv * dk * nv ||
+        c.in[5].ne[2] != 1 || c.in[5].ne[3] != 1) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "q " + c.in[0].shape() + ", v " + c.in[2].shape() + ", log-decay " +
+                                                c.in[3].shape() + ", state " + c.in[5].shape() +
+                                                " are not [dk, nk, T], [dv, nv, T], [nv, T], [dv dk nv, slots]");
+    }
+    state_rows(c, c.in[6], T);
 }
 
 // Runs the contract ops.def names for c's op (its return value, where it has one, is dropped); an op the

@@ -1,0 +1,115 @@
+// SLICE and the recurrent ops of hybrid architectures (qwen35's Gated DeltaNet layers): SSM_CONV (short causal
+// convolution with a rolling state) and GATED_DELTA (the gated delta rule, recurrent form). Their per-sequence state
+// is an input read and written in place; each token's (slot, fresh) pair says which state it continues. Tokens of
+// one slot run in row order; channels (conv) and value heads (delta rule) run in parallel.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "graph.hpp"
+
+namespace basalt::cpu {
+namespace {
+
+// Checks every token's state slot against the state's rows before anything is written.
+const int32_t* state_rows(NodeCtx& c, const TensorView& rows, const TensorView& state, int64_t tokens) {
+    const auto* r = reinterpret_cast<const int32_t*>(rows.data);
+    for (int64_t t = 0; t < tokens; ++t) {
+        if (r[2 * t] < 0 || r[2 * t] >= state.nrows()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "state slot " + std::to_string(r[2 * t]) + " of token " +
+                                                    std::to_string(t) + " is outside the state's " +
+                                                    std::to_string(state.nrows()) + " slots");
+        }
+    }
+    return r;
+}
+
+// Splits [0, n) over the pool: body(begin, end).
+template <typename F>
+void over(NodeCtx& c, int64_t n, F&& body) {
+    const int64_t tasks = chunk_count(n, c.be->pool->size(), 1);
+    const int64_t per = (n + tasks - 1) / tasks;
+    c.be->pool->parallel_for(tasks, [&](int64_t task, int) {
+        const int64_t b = task * per;
+        body(b, std::min(n, b + per));
+    });
+}
+
+}  // namespace
+
+void run_slice(NodeCtx& c) {
+    const int64_t off = c.ip(op::slice::offset);
+    const int64_t m = c.out.ne[0];
+    for (int64_t r = 0; r < c.out.nrows(); ++r) {
+        const float* x = c.in[0].frow(r) + off;
+        std::copy(x, x + m, c.out.frow(r));
+    }
+}
+
+void run_ssm_conv(NodeCtx& c) {
+    const TensorView& x = c.in[0];
+    const TensorView& w = c.in[1];
+    const TensorView& state = c.in[2];
+    const int64_t C = x.ne[0], T = x.ne[1], K = w.ne[0];
+    const int32_t* rows = state_rows(c, c.in[3], state, T);
+    over(c, C, [&](int64_t c0, int64_t c1) {
+        std::vector<float> win(static_cast<size_t>(K));
+        for (int64_t ch = c0; ch < c1; ++ch) {
+            const float* wc = w.frow(ch);
+            for (int64_t t = 0; t < T; ++t) {
+                float* s = state.frow(rows[2 * t]);
+                if (rows[2 * t + 1] != 0) {
+                    for (int64_t j = 0; j + 1 < K; ++j) s[j * C + ch] = 0.0f;
+                }
+                double acc = 0;
+                for (int64_t j = 0; j + 1 < K; ++j) acc += double{wc[j]} * s[j * C + ch];
+                const float xt = x.frow(t)[ch];
+                acc += double{wc[K - 1]} * xt;
+                c.out.frow(t)[ch] = static_cast<float>(acc);
+                for (int64_t j = 0; j + 2 < K; ++j) s[j * C + ch] = s[(j + 1) * C + ch];
+                s[(K - 2) * C + ch] = xt;
+            }
+        }
+    });
+}
+
+void run_gated_delta(NodeCtx& c) {
+    const TensorView& q = c.in[0];
+    const TensorView& k = c.in[1];
+    const TensorView& v = c.in[2];
+    const TensorView& g = c.in[3];
+    const TensorView& beta = c.in[4];
+    const TensorView& state = c.in[5];
+    const int64_t dk = q.ne[0], nk = q.ne[1], T = q.ne[2], dv = v.ne[0], nv = v.ne[1];
+    const int32_t* rows = state_rows(c, c.in[6], state, T);
+    // Every row i of a head's matrix evolves on its own: S_i = e^g S_i; S_i += beta (v_i - S_i . k) k; o_i = S_i . q.
+    over(c, nv * dv, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t h = r / dv, i = r % dv, hk = h % nk;
+            for (int64_t t = 0; t < T; ++t) {
+                float* s = state.frow(rows[2 * t]) + (h * dv + i) * dk;
+                if (rows[2 * t + 1] != 0) std::fill(s, s + dk, 0.0f);
+                const auto* kt = reinterpret_cast<const float*>(k.at(0, hk, t));
+                const auto* qt = reinterpret_cast<const float*>(q.at(0, hk, t));
+                const float decay = std::exp(g.frow(t)[h]);
+                const float b = beta.frow(t)[h];
+                double sk = 0;
+                for (int64_t j = 0; j < dk; ++j) {
+                    s[j] *= decay;
+                    sk += double{s[j]} * kt[j];
+                }
+                const auto vt = reinterpret_cast<const float*>(v.at(0, h, t))[i];
+                const auto delta = static_cast<float>(b * (vt - sk));
+                double o = 0;
+                for (int64_t j = 0; j < dk; ++j) {
+                    s[j] += delta * kt[j];
+                    o += double{s[j]} * qt[j];
+                }
+                reinterpret_cast<float*>(c.out.at(0, h, t))[i] = static_cast<float>(o);
+            }
+        }
+    });
+}
+
+}  // namespace basalt::cpu

@@ -1,0 +1,105 @@
+// SLICE and the recurrent ops of hybrid architectures: SSM_CONV (ssm_conv.comp) and GATED_DELTA (gated_delta.comp),
+// whose per-sequence state (an input) the shaders read and write in place; the barrier after every dispatch
+// (recording.cpp) orders them with the nodes that follow.
+#include <basalt/sdk/op-contracts.hpp>
+
+#include <string>
+
+#include "op-helpers.hpp"
+#include "ops.hpp"
+
+namespace basalt::vk::ops {
+
+namespace {
+
+// The shaders index these tensors as packed arrays (element offsets from their start).
+void need_packed(const NodeCtx& c, std::initializer_list<int> inputs) {
+    for (int i : inputs) {
+        if (!c.in[i].rows_packed()) {
+            c.fail(BASALT_ERR_UNSUPPORTED, "input " + std::to_string(i) + " " + c.in[i].shape() + " is not packed");
+        }
+    }
+    if (!c.out.rows_packed()) c.fail(BASALT_ERR_UNSUPPORTED, "output " + c.out.shape() + " is not packed");
+}
+
+// Workgroups of kElemWg invocations for n invocations (one per channel or state row).
+uint32_t groups_for(int64_t n) {
+    return static_cast<uint32_t>((n + kElemWg - 1) / kElemWg);
+}
+
+}  // namespace
+
+void record_slice(NodeCtx& c) {
+    const Placed a = c.be->place(c.in[0]);
+    const Placed o = c.be->place(c.out);
+    push::SlicePush pc{};
+    pc.n = u32(c.out.ne[0]);
+    pc.rows = u32(c.out.nrows());
+    pc.offset = u32(c.ip(sdk::op::slice::offset));
+    pc.src = tensor_ref(a, c.in[0]);
+    pc.dst = tensor_ref(o, c.out);
+    run(c, "slice", kElemWg, {a, o}, pc, elem_groups(static_cast<uint64_t>(c.out.nelements())), 1, 1);
+}
+
+void check_ssm_conv(const NodeCtx& c) {
+    check_contract(c);
+    need_packed(c, {0, 1, 3});
+    if (c.in[2].ne[0] * 4 != c.in[2].nb[1] || c.in[2].nb[0] != 4) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "state " + c.in[2].shape() + " rows are not contiguous");
+    }
+}
+
+void record_ssm_conv(NodeCtx& c) {
+    const Placed x = c.be->place(c.in[0]);
+    const Placed w = c.be->place(c.in[1]);
+    const Placed s = c.be->place(c.in[2]);
+    const Placed r = c.be->place(c.in[3]);
+    const Placed o = c.be->place(c.out);
+    push::SsmConvPush pc{};
+    pc.channels = u32(c.in[0].ne[0]);
+    pc.tokens = u32(c.in[0].ne[1]);
+    pc.kernel = u32(c.in[1].ne[0]);
+    pc.x_offset = x.delta;
+    pc.w_offset = w.delta;
+    pc.state_offset = s.delta;
+    pc.state_nb1 = u32(c.in[2].nb[1]);
+    pc.rows_offset = r.delta;
+    pc.dst_offset = o.delta;
+    run(c, "ssm_conv", kElemWg, {x, w, s, r, o}, pc, groups_for(c.in[0].ne[0]), 1, 1);
+}
+
+void check_gated_delta(const NodeCtx& c) {
+    check_contract(c);
+    need_packed(c, {0, 1, 2, 3, 4, 6});
+    if (c.in[5].ne[0] * 4 != c.in[5].nb[1] || c.in[5].nb[0] != 4) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "state " + c.in[5].shape() + " rows are not contiguous");
+    }
+    if (c.in[0].ne[0] > 256) {
+        c.fail(BASALT_ERR_UNSUPPORTED, "key head size " + std::to_string(c.in[0].ne[0]) + " is over 256");
+    }
+}
+
+void record_gated_delta(NodeCtx& c) {
+    Placed p[8];
+    for (int i = 0; i < 7; ++i) p[i] = c.be->place(c.in[i]);
+    p[7] = c.be->place(c.out);
+    push::GatedDeltaPush pc{};
+    pc.dk = u32(c.in[0].ne[0]);
+    pc.nk = u32(c.in[0].ne[1]);
+    pc.tokens = u32(c.in[0].ne[2]);
+    pc.dv = u32(c.in[2].ne[0]);
+    pc.nv = u32(c.in[2].ne[1]);
+    pc.q_offset = p[0].delta;
+    pc.k_offset = p[1].delta;
+    pc.v_offset = p[2].delta;
+    pc.g_offset = p[3].delta;
+    pc.beta_offset = p[4].delta;
+    pc.state_offset = p[5].delta;
+    pc.state_nb1 = u32(c.in[5].nb[1]);
+    pc.rows_offset = p[6].delta;
+    pc.dst_offset = p[7].delta;
+    run(c, "gated_delta", kElemWg, {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]}, pc,
+        groups_for(c.in[2].ne[0] * c.in[2].ne[1]), 1, 1);
+}
+
+}  // namespace basalt::vk::ops
