@@ -91,6 +91,10 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     int32_t q = linear(c, h, p + "attn_q.weight", nq, p + "q", o.bias ? p + "attn_q.bias" : "");
     int32_t k = linear(c, h, p + "attn_k.weight", nk, p + "k", o.bias ? p + "attn_k.bias" : "");
     int32_t v = linear(c, h, p + "attn_v.weight", nv, p + "v", o.bias ? p + "attn_v.bias" : "");
+    if (o.qk_norm_full) {
+        q = rms_norm(c, q, p + "attn_q_norm.weight", p + "q.normed");
+        k = rms_norm(c, k, p + "attn_k_norm.weight", p + "k.normed");
+    }
     q = reshape(c, q, {hd_k, hp.n_head, T}, p + "q.heads");
     k = reshape(c, k, {hd_k, hp.n_head_kv, T}, p + "k.heads");
     if (o.qk_norm) {
@@ -116,7 +120,7 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     const int32_t slots = windowed ? c.kv_slots_window : c.kv_slots;
     const int32_t lists = windowed ? c.attn_lists_window : c.attn_lists;
     write_kv(c, il_u, k_rows, v, slots, p);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd_k));
+    const float scale = o.scale != 0.f ? o.scale : 1.0f / std::sqrt(static_cast<float>(hd_k));
     const int32_t att = c.stream_window != 0
                             ? c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
                                      {q, c.k_cache[il_u], c.v_cache[il_u], lists, c.attn_query},

@@ -91,6 +91,8 @@ struct AttentionOptions {
     bool qk_norm = false;  // gemma3: RMS norm of q and k per head
     bool bias = false;     // qwen2: q/k/v biases
     bool rope = true;
+    bool qk_norm_full = false;  // olmo2: RMS norm of the whole q and k projections (all heads at once)
+    float scale = 0.f;          // attention score scale (granite); 0: 1/sqrt(head_dim)
 };
 
 // x [n_embd, T] -> rms_norm(x) * weight.
@@ -122,6 +124,8 @@ void build_qwen2(ForwardContext& c);
 void build_moe(ForwardContext& c);
 void build_gemma3(ForwardContext& c);
 void build_gpt2(ForwardContext& c);
+void build_granite(ForwardContext& c);
+void build_olmo2(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);
 // T5's relative position bucket of distance (key position - query position), as in the T5 reference code.

@@ -99,6 +99,11 @@ ModelHparams read_hparams(const gguf::File& f) {
         for (uint32_t il = 0; il < h.n_layer; ++il) h.layer_sliding[il] = pattern == 1 || (il % pattern) < pattern - 1;
     }
 
+    h.embedding_scale = static_cast<float>(f.get_float(A + "embedding_scale").value_or(0.0));
+    h.residual_scale = static_cast<float>(f.get_float(A + "residual_scale").value_or(0.0));
+    h.attention_scale = static_cast<float>(f.get_float(A + "attention.scale").value_or(0.0));
+    h.logit_scale = static_cast<float>(f.get_float(A + "logit_scale").value_or(0.0));
+
     h.learned_positions = spec.learned_positions;
     h.ffn_mats = spec.ffn_mats;
     if (spec.kind == ArchKind::ENCODER_DECODER) {

@@ -40,6 +40,12 @@ struct ModelHparams {
     // From the architecture table (core/src/graph/arch-table.hpp), so that nothing else asks for the name:
     bool learned_positions = false;  // position embeddings (gpt2): no position at or past n_ctx_train (when set)
     uint32_t ffn_mats = 3;           // FFN weight matrices per expert: 3 gated (gate, up, down), 2 plain (up, down)
+    // Granite's multipliers (0: absent): embeddings times embedding_scale, each residual branch times residual_scale,
+    // attention scores times attention_scale instead of 1/sqrt(head_dim), logits divided by logit_scale.
+    float embedding_scale = 0.f;  // <arch>.embedding_scale
+    float residual_scale = 0.f;   // <arch>.residual_scale
+    float attention_scale = 0.f;  // <arch>.attention.scale
+    float logit_scale = 0.f;      // <arch>.logit_scale
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }
