@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
     j += " \"greedy_top1_top2_margin\": " + list(margins) + ",\n";
     j += " \"greedy_text_utf8_hex\": \"" + hex + "\",\n";
     j += " \"files\": {\n";
-    j += "  \"batch\": {\"file\": " + quoted(stem + ".batch.f32") + ", \"dtype\": \"float32-le\", \"shape\": " + shape_p +
+    j += "  \"batch\": {\"file\": " + quoted(stem + ".batch.f32") +
+         ", \"dtype\": \"float32-le\", \"shape\": " + shape_p +
          ", \"what\": \"logits for every prompt position, whole prompt in one llama_decode\"},\n";
     j += "  \"seq\": {\"file\": " + quoted(stem + ".seq.f32") + ", \"dtype\": \"float32-le\", \"shape\": " + shape_p +
          ", \"what\": \"logits for every prompt position, prompt fed one token per llama_decode\"},\n";
@@ -247,11 +248,11 @@ int main(int argc, char** argv) {
     j += std::string(" \"params\": {\"kv_type\": \"") + (cfg.ref ? "f32" : "f16") + "\", \"flash_attn\": \"" +
          (cfg.ref ? "off" : "auto") +
          "\", \"n_threads\": 2, \"n_ctx\": 128, \"n_batch\": 512, \"n_ubatch\": 512, \"backend\": \"CPU\"},\n";
-    j += " \"batch_vs_seq\": {\"max_abs_diff\": " + num(max_diff) + ", \"max_diff_rel_to_row_maxabs\": " +
-         num(max_rel) + ", \"argmax_mismatches\": " + std::to_string(mismatches) +
-         ", \"max_abs_logit\": " + num(max_logit) + "},\n";
-    j += " \"greedy_distinct_tokens\": " +
-         std::to_string(std::set<llama_token>(greedy.begin(), greedy.end()).size()) + ",\n";
+    j += " \"batch_vs_seq\": {\"max_abs_diff\": " + num(max_diff) +
+         ", \"max_diff_rel_to_row_maxabs\": " + num(max_rel) +
+         ", \"argmax_mismatches\": " + std::to_string(mismatches) + ", \"max_abs_logit\": " + num(max_logit) + "},\n";
+    j += " \"greedy_distinct_tokens\": " + std::to_string(std::set<llama_token>(greedy.begin(), greedy.end()).size()) +
+         ",\n";
     j += " \"system_info\": " + quoted(llama_print_system_info()) + "\n";
     j += "}\n";
     FILE* f = std::fopen((out + ".json").c_str(), "w");

@@ -23,3 +23,22 @@ for m in tiny-granite tiny-olmo2 tiny-mistral3; do
         rm "$here/logits/$m-$v-deq.ref.seq.f32"
     done
 done
+# index.json: one entry per run, as ../shared/testdata/golden/index.json lists them (the engine test reads it).
+/usr/bin/python3 - "$here" <<'PY'
+import json, os, sys
+here = sys.argv[1]
+runs = []
+for m in ["tiny-granite", "tiny-olmo2", "tiny-mistral3"]:
+    for v in ["f32", "f16", "q8_0", "q4_0"]:
+        for cfg in ["ref"] + ([] if v == "f32" else ["deq.ref"]):
+            stem = f"{m}-{v}.ref" if cfg == "ref" else f"{m}-{v}-deq.ref"
+            j = json.load(open(os.path.join(here, "logits", stem + ".json")))
+            runs.append({"model": m, "variant": v if cfg == "ref" else v + "-deq", "config": "ref",
+                         "json": stem + ".json", "prompt_tokens": j["prompt_tokens"],
+                         "greedy_tokens": j["greedy_tokens"],
+                         "batch_vs_seq_max_abs": j["batch_vs_seq"]["max_abs_diff"],
+                         "min_greedy_margin": min(j["greedy_top1_top2_margin"])})
+with open(os.path.join(here, "index.json"), "w") as f:
+    json.dump({"prompt_text": "Once upon a time, the stranger opened the wooden box.", "runs": runs}, f, indent=1)
+    f.write("\n")
+PY
