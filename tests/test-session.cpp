@@ -274,9 +274,14 @@ TEST_CASE("session: sliding-window rings give the logits of full-size window sto
 
 TEST_CASE("session: every golden model allocates the KV cache its memory plan states", "[session]") {
     namespace fs = std::filesystem;
-    const fs::path dir = fs::path(BASALT_TEST_DATA_DIR) / "golden" / "models";
+    // The shared golden set and the one made in this tree (tests/golden: granite, olmo2, mistral3).
+    std::vector<fs::directory_entry> entries;
+    for (const fs::path& dir :
+         {fs::path(BASALT_TEST_DATA_DIR) / "golden" / "models", fs::path(BASALT_TEST_GOLDEN_LOCAL_DIR) / "models"}) {
+        for (const auto& entry : fs::directory_iterator(dir)) entries.push_back(entry);
+    }
     size_t models = 0;
-    for (const auto& entry : fs::directory_iterator(dir)) {
+    for (const auto& entry : entries) {
         const std::string name = entry.path().filename().string();
         if (entry.path().extension() != ".gguf") continue;
         const bool t5 = name.rfind("tiny-t5", 0) == 0;            // encoder-decoder: a source is encoded first
@@ -369,8 +374,8 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             CHECK(after.kv_bytes == plan.kv_bytes);
         }
     }
-    CHECK(models == 58);  // 26 before issues 29/32, + qwen3, qwen3moe, gemma2, smollm3, llama3rope, gemma3scaled, phi3,
-                          // qwen35 x 4 variants
+    CHECK(models == 70);  // 26 before issues 29/32, + qwen3, qwen3moe, gemma2, smollm3, llama3rope, gemma3scaled, phi3,
+                          // qwen35 x 4 variants; tests/golden: granite, olmo2, mistral3 x 4
 }
 
 TEST_CASE("session: a context the machine cannot hold is refused before anything is allocated", "[session]") {

@@ -1,4 +1,4 @@
-// make-model: writes a random-weight llama-architecture (or t5 encoder-decoder) GGUF at a real model's shape, for
+// make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3 or t5), for
 // benchmarks
 // (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1] [--vocab target]
@@ -30,6 +30,18 @@ struct Shape {
     float rope_base;
     bool tied;
     bool t5 = false;  // encoder-decoder (t5 architecture): n_layer encoder and n_layer decoder blocks
+    // Decoder-only architectures other than llama, with the tensors and keys llama.cpp's converter writes for them.
+    const char* arch = "llama";   // general.architecture
+    uint32_t head_dim = 0;        // attention.key_length/value_length (0: n_embd / n_head, keys not written)
+    uint32_t n_rot = 0;           // rope.dimension_count when it is not the head dimension (partial rotary)
+    float eps = 1e-5f;            // attention.layer_norm_rms_epsilon
+    bool qk_norm = false;         // qwen3, gemma3: per-head RMS norm weights attn_q_norm / attn_k_norm [head_dim]
+    bool post_norms = false;      // gemma3: post_attention_norm and post_ffw_norm
+    bool fused = false;           // phi3: attn_qkv [q | k | v] and ffn_up [gate | up]
+    uint32_t sliding_window = 0;  // attention.sliding_window (gemma3; phi3 writes its value as is)
+    float rope_linear = 0.f;      // gemma3 4B+: rope.scaling.type linear with this factor (global layers)
+    bool llama3_rope = false;     // Llama 3.2: rope_freqs.weight (factor 32, low/high 1/4, original context 8192)
+    uint32_t longrope_ctx = 0;    // phi3 longrope: rope_factors_long/short.weight, original_context_length
 };
 
 const Shape kShapes[] = {
@@ -40,7 +52,113 @@ const Shape kShapes[] = {
     {"t5-small", 512, 6, 8, 8, 2048, 32128, 512, 0.f, true, true},
     {"pegasus", 1024, 16, 16, 16, 4096, 96103, 1024, 0.f, false, true},
     {"t5-tiny", 64, 2, 4, 4, 128, 2560, 512, 0.f, false, true},
+    // Today's popular downloads (issue 29): random weights at their shapes, loadable by llama.cpp.
+    {.name = "llama3.2-1b",
+     .n_embd = 2048,
+     .n_layer = 16,
+     .n_head = 32,
+     .n_head_kv = 8,
+     .n_ff = 8192,
+     .n_vocab = 128256,
+     .n_ctx = 131072,
+     .rope_base = 500000.f,
+     .tied = true,
+     .llama3_rope = true},
+    {.name = "qwen3-0.6b",
+     .n_embd = 1024,
+     .n_layer = 28,
+     .n_head = 16,
+     .n_head_kv = 8,
+     .n_ff = 3072,
+     .n_vocab = 151936,
+     .n_ctx = 40960,
+     .rope_base = 1000000.f,
+     .tied = true,
+     .arch = "qwen3",
+     .head_dim = 128,
+     .eps = 1e-6f,
+     .qk_norm = true},
+    {.name = "gemma3-1b",
+     .n_embd = 1152,
+     .n_layer = 26,
+     .n_head = 4,
+     .n_head_kv = 1,
+     .n_ff = 6912,
+     .n_vocab = 262144,
+     .n_ctx = 32768,
+     .rope_base = 1000000.f,
+     .tied = true,
+     .arch = "gemma3",
+     .head_dim = 256,
+     .eps = 1e-6f,
+     .qk_norm = true,
+     .post_norms = true,
+     .sliding_window = 512},
+    {.name = "gemma3-4b",
+     .n_embd = 2560,
+     .n_layer = 34,
+     .n_head = 8,
+     .n_head_kv = 4,
+     .n_ff = 10240,
+     .n_vocab = 262208,
+     .n_ctx = 131072,
+     .rope_base = 1000000.f,
+     .tied = true,
+     .arch = "gemma3",
+     .head_dim = 256,
+     .eps = 1e-6f,
+     .qk_norm = true,
+     .post_norms = true,
+     .sliding_window = 1024,
+     .rope_linear = 8.f},
+    {.name = "smollm3-3b",
+     .n_embd = 2048,
+     .n_layer = 36,
+     .n_head = 16,
+     .n_head_kv = 4,
+     .n_ff = 11008,
+     .n_vocab = 128256,
+     .n_ctx = 65536,
+     .rope_base = 5000000.f,
+     .tied = true,
+     .arch = "smollm3",
+     .eps = 1e-6f},
+    {.name = "phi4-mini",
+     .n_embd = 3072,
+     .n_layer = 32,
+     .n_head = 24,
+     .n_head_kv = 8,
+     .n_ff = 8192,
+     .n_vocab = 200064,
+     .n_ctx = 131072,
+     .rope_base = 10000.f,
+     .tied = true,
+     .arch = "phi3",
+     .n_rot = 96,
+     .fused = true,
+     .sliding_window = 262144,
+     .longrope_ctx = 4096},
 };
+
+// Llama 3.1/3.2 frequency factors (what llama.cpp's converter computes from rope_scaling): per rotated pair i with
+// wavelength 2 pi / base^(-2i/d), 1 above the high-frequency wavelength, `factor` past the low-frequency one, a smooth
+// blend between.
+std::vector<float> llama3_factors(uint32_t head_dim, float base) {
+    const double factor = 32, low = 1, high = 4, old_ctx = 8192;
+    std::vector<float> f;
+    for (uint32_t i = 0; i < head_dim; i += 2) {
+        const double wavelen = 2 * M_PI / std::pow(static_cast<double>(base), -static_cast<double>(i) / head_dim);
+        if (wavelen < old_ctx / high) {
+            f.push_back(1.f);
+        } else if (wavelen > old_ctx / low) {
+            f.push_back(static_cast<float>(factor));
+        } else {
+            const double smooth = (old_ctx / wavelen - low) / (high - low);
+            f.push_back(static_cast<float>(1 / ((1 - smooth) / factor + smooth)));
+        }
+    }
+    return f;
+}
 
 // splitmix64 + Box-Muller: reproducible normal samples independent of the platform's <random>.
 struct Rng {
@@ -301,24 +419,53 @@ int main(int argc, char** argv) {
     const Shape& s = *shape;
     const std::string name = std::string("random-") + s.name;
     if (s.t5) return write_t5(raw, s, type, name, vocab, seed, out) ? 0 : fail();
-    const bool meta_ok =
-        basalt_gguf_writer_set_string(raw, "general.architecture", "llama") == BASALT_OK &&
+    const std::string A = std::string(s.arch) + ".";
+    auto key = [&](const char* k) { return A + k; };
+    bool meta_ok =
+        basalt_gguf_writer_set_string(raw, "general.architecture", s.arch) == BASALT_OK &&
         basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, "llama.context_length", s.n_ctx) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, "llama.embedding_length", s.n_embd) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, "llama.block_count", s.n_layer) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, "llama.feed_forward_length", s.n_ff) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, "llama.attention.head_count", s.n_head) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, "llama.attention.head_count_kv", s.n_head_kv) == BASALT_OK &&
-        basalt_gguf_writer_set_f32(raw, "llama.rope.freq_base", s.rope_base) == BASALT_OK &&
-        basalt_gguf_writer_set_f32(raw, "llama.attention.layer_norm_rms_epsilon", 1e-5f) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, "llama.vocab_size", s.n_vocab) == BASALT_OK;
+        basalt_gguf_writer_set_u32(raw, key("context_length").c_str(), s.n_ctx) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("embedding_length").c_str(), s.n_embd) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("block_count").c_str(), s.n_layer) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("feed_forward_length").c_str(), s.n_ff) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.head_count").c_str(), s.n_head) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.head_count_kv").c_str(), s.n_head_kv) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, key("rope.freq_base").c_str(), s.rope_base) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, key("attention.layer_norm_rms_epsilon").c_str(), s.eps) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("vocab_size").c_str(), s.n_vocab) == BASALT_OK;
+    const uint32_t hd = s.head_dim != 0 ? s.head_dim : s.n_embd / s.n_head;
+    if (meta_ok && s.head_dim != 0) {
+        meta_ok = basalt_gguf_writer_set_u32(raw, key("attention.key_length").c_str(), hd) == BASALT_OK &&
+                  basalt_gguf_writer_set_u32(raw, key("attention.value_length").c_str(), hd) == BASALT_OK;
+    }
+    if (meta_ok && s.n_rot != 0)
+        meta_ok = basalt_gguf_writer_set_u32(raw, key("rope.dimension_count").c_str(), s.n_rot) == BASALT_OK;
+    if (meta_ok && s.sliding_window != 0) {
+        meta_ok =
+            basalt_gguf_writer_set_u32(raw, key("attention.sliding_window").c_str(), s.sliding_window) == BASALT_OK;
+    }
+    if (meta_ok && s.rope_linear != 0.f) {
+        meta_ok = basalt_gguf_writer_set_string(raw, key("rope.scaling.type").c_str(), "linear") == BASALT_OK &&
+                  basalt_gguf_writer_set_f32(raw, key("rope.scaling.factor").c_str(), s.rope_linear) == BASALT_OK;
+    }
+    const uint32_t n_rot = s.n_rot != 0 ? s.n_rot : hd;
+    if (meta_ok && s.longrope_ctx != 0) {
+        // The converter's attention factor for longrope: sqrt(1 + ln(context / original) / ln(original)).
+        const double scale = static_cast<double>(s.n_ctx) / s.longrope_ctx;
+        const auto attn =
+            static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(static_cast<double>(s.longrope_ctx))));
+        meta_ok = basalt_gguf_writer_set_u32(raw, key("rope.scaling.original_context_length").c_str(),
+                                             s.longrope_ctx) == BASALT_OK &&
+                  basalt_gguf_writer_set_f32(raw, key("rope.scaling.attn_factor").c_str(), attn) == BASALT_OK;
+    }
     if (!meta_ok) return fail();
     if (!add_vocabulary(raw, vocab, s.n_vocab)) return 1;
     Rng rng{seed};
-    const int64_t E = s.n_embd, hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
+    const int64_t E = s.n_embd, q = int64_t{hd} * s.n_head, kv = int64_t{hd} * s.n_head_kv;
     const basalt_dtype t = type;
-    basalt::tools::ProgressBar bar("making " + std::string(s.name), 2 + 9 * uint64_t{s.n_layer} + (s.tied ? 0 : 1),
+    const uint64_t per_layer = (s.fused ? 6 : 9) + (s.qk_norm ? 2 : 0) + (s.post_norms ? 2 : 0);
+    basalt::tools::ProgressBar bar("making " + std::string(s.name),
+                                   2 + per_layer * uint64_t{s.n_layer} + (s.tied ? 0 : 1),
                                    basalt::tools::ProgressBar::Unit::kCount, "tensors");
     uint64_t n_made = 0;
     auto put = [&](const std::string& tensor, std::vector<int64_t> ne, float std_dev, bool ones = false) {
@@ -326,14 +473,41 @@ int main(int argc, char** argv) {
         bar.update(++n_made);
         return ok;
     };
+    // Generated rope tensors first, as the converters write them (F32 vectors of n_rot / 2 factors).
+    auto put_f32 = [&](const char* tensor, const std::vector<float>& v) {
+        const int64_t ne = static_cast<int64_t>(v.size());
+        return basalt_gguf_writer_add_tensor_f32(raw, tensor, BASALT_DTYPE_F32, &ne, 1, v.data(), v.size()) ==
+               BASALT_OK;
+    };
+    if (s.llama3_rope && !put_f32("rope_freqs.weight", llama3_factors(n_rot, s.rope_base))) return fail();
+    if (s.longrope_ctx != 0) {
+        std::vector<float> longf(n_rot / 2), shortf(n_rot / 2, 1.f);
+        for (size_t i = 0; i < longf.size(); ++i)
+            longf[i] = 1.f + 31.f * static_cast<float>(i) / static_cast<float>(longf.size());
+        if (!put_f32("rope_factors_long.weight", longf) || !put_f32("rope_factors_short.weight", shortf)) return fail();
+    }
     if (!put("token_embd.weight", {E, s.n_vocab}, 1.0f)) return fail();
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
-        const bool ok = put(p + "attn_norm.weight", {E}, 0, true) && put(p + "attn_q.weight", {E, E}, 0.05f) &&
-                        put(p + "attn_k.weight", {E, kv}, 0.05f) && put(p + "attn_v.weight", {E, kv}, 0.05f) &&
-                        put(p + "attn_output.weight", {E, E}, 0.05f) && put(p + "ffn_norm.weight", {E}, 0, true) &&
-                        put(p + "ffn_gate.weight", {E, s.n_ff}, 0.05f) &&
-                        put(p + "ffn_up.weight", {E, s.n_ff}, 0.05f) && put(p + "ffn_down.weight", {s.n_ff, E}, 0.05f);
+        bool ok = put(p + "attn_norm.weight", {E}, 0, true);
+        if (s.fused) {
+            ok = ok && put(p + "attn_qkv.weight", {E, q + 2 * kv}, 0.05f);
+        } else {
+            ok = ok && put(p + "attn_q.weight", {E, q}, 0.05f) && put(p + "attn_k.weight", {E, kv}, 0.05f) &&
+                 put(p + "attn_v.weight", {E, kv}, 0.05f);
+        }
+        if (s.qk_norm)
+            ok = ok && put(p + "attn_q_norm.weight", {hd}, 0, true) && put(p + "attn_k_norm.weight", {hd}, 0, true);
+        ok = ok && put(p + "attn_output.weight", {q, E}, 0.05f);
+        if (s.post_norms) ok = ok && put(p + "post_attention_norm.weight", {E}, 0, true);
+        ok = ok && put(p + "ffn_norm.weight", {E}, 0, true);
+        if (s.fused) {
+            ok = ok && put(p + "ffn_up.weight", {E, 2 * int64_t{s.n_ff}}, 0.05f);
+        } else {
+            ok = ok && put(p + "ffn_gate.weight", {E, s.n_ff}, 0.05f) && put(p + "ffn_up.weight", {E, s.n_ff}, 0.05f);
+        }
+        ok = ok && put(p + "ffn_down.weight", {s.n_ff, E}, 0.05f);
+        if (s.post_norms) ok = ok && put(p + "post_ffw_norm.weight", {E}, 0, true);
         if (!ok) return fail();
     }
     if (!put("output_norm.weight", {E}, 0, true)) return fail();

@@ -105,6 +105,10 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
         k = linear(c, h, p + "attn_k.weight", nk, p + "k", o.bias ? p + "attn_k.bias" : "");
         v = linear(c, h, p + "attn_v.weight", nv, p + "v", o.bias ? p + "attn_v.bias" : "");
     }
+    if (o.qk_norm_full) {
+        q = rms_norm(c, q, p + "attn_q_norm.weight", p + "q.normed");
+        k = rms_norm(c, k, p + "attn_k_norm.weight", p + "k.normed");
+    }
     q = reshape(c, q, {hd_k, hp.n_head, T}, p + "q.heads");
     k = reshape(c, k, {hd_k, hp.n_head_kv, T}, p + "k.heads");
     if (o.qk_norm) {

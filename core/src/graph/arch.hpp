@@ -103,10 +103,11 @@ struct AttentionOptions {
     bool qk_norm = false;  // gemma3: RMS norm of q and k per head
     bool bias = false;     // qwen2: q/k/v biases
     bool rope = true;
-    bool fused_qkv = false;   // phi3: one attn_qkv.weight [n_embd, q | k | v] (sliced, not copied)
-    bool rope_scaled = true;  // apply the model's rope scaling (false: gemma3's sliding-window layers)
-    float scale = 0.f;        // score = scale * dot(q, k); 0: 1/sqrt(head_dim)
-    float soft_cap = 0.f;     // gemma2: score = soft_cap * tanh(score / soft_cap); 0: none
+    bool fused_qkv = false;     // phi3: one attn_qkv.weight [n_embd, q | k | v] (sliced, not copied)
+    bool rope_scaled = true;    // apply the model's rope scaling (false: gemma3's sliding-window layers)
+    float scale = 0.f;          // score = scale * dot(q, k); 0: 1/sqrt(head_dim)
+    float soft_cap = 0.f;       // gemma2: score = soft_cap * tanh(score / soft_cap); 0: none
+    bool qk_norm_full = false;  // olmo2: RMS norm of the whole q and k projections (all heads at once)
 };
 
 // ROPE of x [head_dim, n_heads, T] at the batch's positions with the model's rope scaling (hp.rope_scaling: freq_scale,
@@ -167,6 +168,8 @@ void build_bert(ForwardContext& c);
 void rank_head(ForwardContext& c, int32_t x);
 // qwen35: Gated DeltaNet layers (SSM_CONV, GATED_DELTA over the session's recurrent state) and gated attention.
 void build_qwen35(ForwardContext& c);
+void build_granite(ForwardContext& c);
+void build_olmo2(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);
 // T5's relative position bucket of distance (key position - query position), as in the T5 reference code.

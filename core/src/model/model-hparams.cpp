@@ -158,6 +158,11 @@ ModelHparams read_hparams(const gguf::File& f) {
         h.layer_recurrent.assign(h.n_layer, false);
         for (uint32_t il = 0; il < h.n_layer; ++il) h.layer_recurrent[il] = (il + 1) % interval != 0;
     }
+    h.embedding_scale = static_cast<float>(f.get_float(A + "embedding_scale").value_or(0.0));
+    h.residual_scale = static_cast<float>(f.get_float(A + "residual_scale").value_or(0.0));
+    h.attention_scale = static_cast<float>(f.get_float(A + "attention.scale").value_or(0.0));
+    h.logit_scale = static_cast<float>(f.get_float(A + "logit_scale").value_or(0.0));
+
     h.learned_positions = spec.learned_positions;
     h.ffn_mats = spec.ffn_mats;
     h.encoder_only = spec.kind == ArchKind::ENCODER;

@@ -69,6 +69,12 @@ struct ModelHparams {
         return static_cast<uint64_t>(ssm_conv_kernel - 1) * ssm_conv_channels();
     }
     uint64_t delta_state_floats() const noexcept { return static_cast<uint64_t>(ssm_d_state) * ssm_d_inner; }
+    // Granite's multipliers (0: absent): embeddings times embedding_scale, each residual branch times residual_scale,
+    // attention scores times attention_scale instead of 1/sqrt(head_dim), logits divided by logit_scale.
+    float embedding_scale = 0.f;  // <arch>.embedding_scale
+    float residual_scale = 0.f;   // <arch>.residual_scale
+    float attention_scale = 0.f;  // <arch>.attention.scale
+    float logit_scale = 0.f;      // <arch>.logit_scale
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Tiny random-weight GGUF models of granite, olmo2 and mistral3 for Basalt's golden tests.
+
+Same generator as ../../../shared/testdata/make_models.py (imported, not copied: its GGUF writer, seeded
+RNG, tokenizers, quantizers and llama-quantize --pure type rule); only the three builders are new. Metadata keys
+and tensor names are the ones llama.cpp's converter writes (conversion/granite.py, olmo.py, mistral3.py on top
+of conversion/base.py and llama.py), shapes the ones src/models/<arch>.cpp loads.
+
+    /usr/bin/python3 tests/golden/make_tiny_models.py [--only tiny-granite,...] [--variants f32,...] [--out DIR]
+
+Writes tests/golden/models/<name>-<variant>.gguf and MANIFEST.json (bytes + sha256). The goldens are then made
+with golden-dump (README.md here).
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "testdata"))
+sys.path.insert(0, SHARED)
+import make_models as mm  # noqa: E402
+
+
+def build_granite(h, seed, g):
+    """granite (IBM Granite 3.x dense, conversion/granite.py = LlamaModel + four multipliers): llama block
+    (RMSNorm, SwiGLU, GQA, rope NORM) with x = embedding_scale * token_embd; each block adds
+    residual_scale * attn and residual_scale * ffn; attention scale `attention.scale` instead of
+    1/sqrt(head_dim); logits / logit_scale. The converter drops head_dim (no key_length)."""
+    A = "granite"
+    b = mm.Builder(seed)
+    E, V, L, F = h["n_embd"], h["n_vocab"], h["n_layer"], h["n_ff"]
+    hd = E // h["n_head"]
+    mm.common_hp(g, A, h)
+    g.f32(f"{A}.rope.freq_base", h.get("rope_base", 10000.0))
+    g.f32(f"{A}.attention.layer_norm_rms_epsilon", 1e-5)
+    g.u32(f"{A}.vocab_size", V)
+    g.u32(f"{A}.rope.dimension_count", hd)
+    g.f32(f"{A}.attention.scale", h["attention_scale"])
+    g.f32(f"{A}.embedding_scale", h["embedding_scale"])
+    g.f32(f"{A}.residual_scale", h["residual_scale"])
+    g.f32(f"{A}.logit_scale", h["logit_scale"])
+    b.w("token_embd.weight", (V, E), h["std_embd"])
+    for i in range(L):
+        p = f"blk.{i}."
+        b.norm(p + "attn_norm.weight", E)
+        b.w(p + "attn_q.weight", (h["n_head"] * hd, E), h["std"])
+        b.w(p + "attn_k.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.w(p + "attn_v.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.w(p + "attn_output.weight", (E, h["n_head"] * hd), h["std"])
+        b.norm(p + "ffn_norm.weight", E)
+        b.w(p + "ffn_gate.weight", (F, E), h["std"])
+        b.w(p + "ffn_down.weight", (E, F), h["std"])
+        b.w(p + "ffn_up.weight", (F, E), h["std"])
+    b.norm("output_norm.weight", E)
+    if not h.get("tied"):
+        b.w("output.weight", (V, E), h["std_out"])
+    mm.tok_spm(g, "llama", V)
+    return A, b.tensors
+
+
+def build_olmo2(h, seed, g):
+    """olmo2 (OLMo 2, conversion/olmo.py Olmo2Model = TextModel): no pre-norms; x += post_attention_norm(attn(x)),
+    x += post_ffw_norm(ffn(x)); q and k RMS-normalised over the whole projection (attn_q_norm [n_head*hd],
+    attn_k_norm [n_head_kv*hd]) before rope NEOX; untied output (required). TextModel writes no
+    rope.dimension_count (n_rot = head_dim)."""
+    A = "olmo2"
+    b = mm.Builder(seed)
+    E, V, L, F = h["n_embd"], h["n_vocab"], h["n_layer"], h["n_ff"]
+    hd = E // h["n_head"]
+    mm.common_hp(g, A, h)
+    g.f32(f"{A}.rope.freq_base", h.get("rope_base", 500000.0))
+    g.f32(f"{A}.attention.layer_norm_rms_epsilon", 1e-6)
+    b.w("token_embd.weight", (V, E), h["std_embd"])
+    for i in range(L):
+        p = f"blk.{i}."
+        b.w(p + "attn_q.weight", (h["n_head"] * hd, E), h["std"])
+        b.w(p + "attn_k.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.w(p + "attn_v.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.norm(p + "attn_q_norm.weight", h["n_head"] * hd, mean=h.get("qk_norm_mean", 1.0))
+        b.norm(p + "attn_k_norm.weight", h["n_head_kv"] * hd, mean=h.get("qk_norm_mean", 1.0))
+        b.w(p + "attn_output.weight", (E, h["n_head"] * hd), h["std"])
+        b.norm(p + "post_attention_norm.weight", E)
+        b.w(p + "ffn_gate.weight", (F, E), h["std"])
+        b.w(p + "ffn_down.weight", (E, F), h["std"])
+        b.w(p + "ffn_up.weight", (F, E), h["std"])
+        b.norm(p + "post_ffw_norm.weight", E)
+    b.norm("output_norm.weight", E)
+    b.w("output.weight", (V, E), h["std_out"])
+    mm.tok_spm(g, "llama", V)
+    return A, b.tensors
+
+
+def build_mistral3(h, seed, g):
+    """mistral3 (Ministral 3 text model, conversion/mistral3.py Ministral3Model = LlamaModel): llama block with
+    head_dim from key_length (q dim != n_embd), YaRN rope scaling (rope.scaling.type yarn, factor,
+    original_context_length, beta_fast/slow as base.py writes them from rope_parameters, yarn_log_multiplier
+    = mscale_all_dim) and the Llama-4 attention temperature (attention.temperature_scale = llama_4_scaling_beta):
+    q *= 1 + beta * ln(1 + floor(pos / original_context_length)). Tied output."""
+    A = "mistral3"
+    b = mm.Builder(seed)
+    E, V, L, F, hd = h["n_embd"], h["n_vocab"], h["n_layer"], h["n_ff"], h["head_dim"]
+    mm.common_hp(g, A, h)
+    y = h["yarn"]
+    g.str(f"{A}.rope.scaling.type", "yarn")
+    g.f32(f"{A}.rope.scaling.factor", y["factor"])
+    g.u32(f"{A}.rope.scaling.original_context_length", y["orig_ctx"])
+    g.f32(f"{A}.rope.scaling.yarn_beta_fast", y["beta_fast"])
+    g.f32(f"{A}.rope.scaling.yarn_beta_slow", y["beta_slow"])
+    g.f32(f"{A}.rope.freq_base", h["rope_base"])
+    g.f32(f"{A}.attention.layer_norm_rms_epsilon", 1e-5)
+    g.u32(f"{A}.attention.key_length", hd)
+    g.u32(f"{A}.attention.value_length", hd)
+    g.u32(f"{A}.vocab_size", V)
+    g.u32(f"{A}.rope.dimension_count", hd)
+    g.f32(f"{A}.rope.scaling.yarn_log_multiplier", y["mscale_all_dim"])
+    g.f32(f"{A}.attention.temperature_scale", h["attn_temp_beta"])
+    b.w("token_embd.weight", (V, E), h["std_embd"])
+    for i in range(L):
+        p = f"blk.{i}."
+        b.norm(p + "attn_norm.weight", E)
+        b.w(p + "attn_q.weight", (h["n_head"] * hd, E), h["std"])
+        b.w(p + "attn_k.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.w(p + "attn_v.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.w(p + "attn_output.weight", (E, h["n_head"] * hd), h["std"])
+        b.norm(p + "ffn_norm.weight", E)
+        b.w(p + "ffn_gate.weight", (F, E), h["std"])
+        b.w(p + "ffn_down.weight", (E, F), h["std"])
+        b.w(p + "ffn_up.weight", (F, E), h["std"])
+    b.norm("output_norm.weight", E)
+    if not h.get("tied"):
+        b.w("output.weight", (V, E), h["std_out"])
+    mm.tok_spm(g, "llama", V)
+    return A, b.tensors
+
+
+TINY = {
+    # Granite 3.x multipliers in kind: embedding 12, residual 0.22, attention 1/head_dim (not 1/sqrt), logits / 8.
+    "tiny-granite": (build_granite, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
+                                         n_ctx=256, std=0.15, std_embd=0.1, std_out=2.0, attention_scale=0.0625,
+                                         embedding_scale=12.0, residual_scale=0.22, logit_scale=8.0), 1242),
+    "tiny-olmo2": (build_olmo2, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
+                                     n_ctx=256, std=0.1, std_embd=1.0, std_out=0.3, rope_base=500000.0), 1282),
+    # Ministral 3 3B in kind (factor 16, beta 32/1, mscale_all_dim 1, temperature beta 0.1, base 1e9), with an
+    # original context of 16 so the golden's positions 16..53 cross the temperature's first two steps.
+    "tiny-mistral3": (build_mistral3, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, head_dim=32,
+                                           n_ff=128, n_ctx=256, std=0.15, std_embd=0.3, tied=True,
+                                           rope_base=1e9, attn_temp_beta=0.1,
+                                           yarn=dict(factor=16.0, orig_ctx=16, beta_fast=32.0, beta_slow=1.0,
+                                                     mscale_all_dim=1.0)), 1263),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(HERE, "models"))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--variants", default="f32,f16,q8_0,q4_0")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    only = set(filter(None, args.only.split(",")))
+    manifest = {}
+    for name, (builder, h, seed) in TINY.items():
+        if only and name not in only:
+            continue
+        for variant in args.variants.split(","):
+            path = mm.make_model(name, builder, h, seed, variant, args.out)
+            manifest[os.path.basename(path)] = {"bytes": os.path.getsize(path), "sha256": mm.sha256(path)}
+            print("wrote %-40s %9d bytes" % (path, os.path.getsize(path)))
+    mpath = os.path.join(args.out, "MANIFEST.json")
+    if os.path.exists(mpath):
+        old = json.load(open(mpath))
+        old.update(manifest)
+        manifest = old
+    with open(mpath, "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
