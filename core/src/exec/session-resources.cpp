@@ -150,15 +150,6 @@ SessionShape session_shape(const basalt_model& model, const SessionConfig& confi
         fail(BASALT_ERR_INVALID_ARGUMENT, "context {} exceeds {}'s {} learned positions", s.n_ctx, hp.arch,
              hp.n_ctx_train);
     }
-    // Llama 4's attention temperature (mistral3) is 1 at positions within the original context; past it, it is not
-    // implemented, so a context that reaches past it is refused naming the key.
-    const RopeScaling& rs = hp.rope_scaling;
-    if (rs.attn_temp_scale != 0.0f && s.n_ctx > rs.n_ctx_orig) {
-        fail(BASALT_ERR_UNSUPPORTED,
-             "{}.attention.temperature_scale = {} scales attention past position {} (the original context), which is "
-             "not implemented: a context of {} reaches past it (use at most {})",
-             hp.arch, rs.attn_temp_scale, rs.n_ctx_orig, s.n_ctx, rs.n_ctx_orig);
-    }
     if (config.n_batch == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "batch size must be at least 1");
     if (config.n_seq_max == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "n_seq_max must be at least 1");
     s.n_batch = std::min(config.n_batch, s.n_ctx);

@@ -6,6 +6,7 @@ namespace basalt {
 
 std::unique_ptr<StepInput> make_tokens_input();              // inputs/tokens.cpp
 std::unique_ptr<StepInput> make_positions_input();           // inputs/positions.cpp
+std::unique_ptr<StepInput> make_attn_temp_input();           // inputs/attention-temperature.cpp
 std::unique_ptr<StepInput> make_kv_slots_input();            // inputs/kv-slots.cpp
 std::unique_ptr<StepInput> make_attention_query_input();     // inputs/attention-query.cpp
 std::unique_ptr<StepInput> make_visible_lists_input();       // inputs/visible-lists.cpp
@@ -34,6 +35,7 @@ std::vector<std::unique_ptr<StepInput>> make_step_inputs() {
     for (auto* make : {
              make_tokens_input,
              make_positions_input,
+             make_attn_temp_input,
              make_kv_slots_input,
              make_attention_query_input,
              make_visible_lists_input,

@@ -119,6 +119,14 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
         q = rope(c, q, hp.n_head, o.rope_mode, o.rope_base, o.rope_scaled, p + "q.rope");
         k = rope(c, k, hp.n_head_kv, o.rope_mode, o.rope_base, o.rope_scaled, p + "k.rope");
     }
+    if (c.attn_temp >= 0) {
+        // The attention temperature, after rope and before the scores as llama.cpp applies it: every query row of
+        // token t times its factor. MOE_COMBINE over one "expert" is that product (0 + f * q, exact).
+        const int32_t rows = reshape(c, q, {nq, 1, T}, p + "q.temp_rows");
+        const int32_t scaled =
+            c.g.op(BASALT_OP_MOE_COMBINE, p + "q.temp", BASALT_DTYPE_F32, {nq, T}, {rows, c.attn_temp});
+        q = reshape(c, scaled, {hd_k, hp.n_head, T}, p + "q.temp_heads");
+    }
     const int32_t k_rows = reshape(c, k, {nk, T}, p + "k.rows");
     const auto il_u = static_cast<size_t>(il);
     const bool windowed = il_u < c.window_storage.size() && c.window_storage[il_u] != 0;

@@ -72,8 +72,8 @@ constexpr ArchSpec kArchs[] = {
     // Fused qkv and gate|up, neox rope (partial on Phi-4-mini), longrope factors; llama.cpp runs Phi's sliding
     // window as full attention, and so does Basalt.
     {.name = "phi3", .label = "phi3", .build = build_phi3, .rope_longrope = true, .ignore_sliding_window = true},
-    // Ministral 3: llama's block with YaRN (its beta and log-multiplier keys read), llama 4's attention temperature
-    // (1 within the original context; a longer session context is refused naming the key).
+    // Ministral 3: llama's block with YaRN (its beta and log-multiplier keys read) and llama 4's attention temperature
+    // (queries times 1 + s ln(floor(pos / n_ctx_orig) + 1) after rope: inputs/attention-temperature.cpp).
     {.name = "mistral3",
      .label = "mistral3",
      .experts = ArchExperts::NONE,

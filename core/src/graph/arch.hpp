@@ -26,6 +26,7 @@ struct ForwardContext {
     int64_t n_outputs = 0;         // rows with logits
     int32_t tokens = -1;           // I32 [T]
     int32_t positions = -1;        // I32 [T]
+    int32_t attn_temp = -1;        // F32 [1, T]: each row's query factor (attention temperature); -1: none
     int32_t kv_slots = -1;         // I32 [T]: cache slot of each token
     int32_t attn_lists = -1;       // I32 [2 * n_vis, n_lists]: (slot, position) pairs per sequence
     int32_t attn_query = -1;       // I32 [2, T]: (list, position) per token

@@ -167,8 +167,7 @@ std::string describe(const RopeScaling& r, const ArchSpec& spec) {
     if (r.attn_factor != 1.0f) s += fmt::format(", cos/sin x{:g}", r.attn_factor);
     if (spec.rope_swa_base) s += fmt::format("; sliding-window layers unscaled, base {:g}", r.freq_base_swa);
     if (r.attn_temp_scale != 0.0f) {
-        s += fmt::format("; attention temperature {:g} past {} positions (refused there)", r.attn_temp_scale,
-                         r.n_ctx_orig);
+        s += fmt::format("; attention temperature {:g} past {} positions", r.attn_temp_scale, r.n_ctx_orig);
     }
     return s;
 }
