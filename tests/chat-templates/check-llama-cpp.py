@@ -84,7 +84,9 @@ def stop(proc):
 
 
 def request_body(context):
-    body = {"messages": context["messages"], "add_generation_prompt": context.get("add_generation_prompt", True)}
+    body = {"messages": context["messages"]}
+    if not context.get("add_generation_prompt", True):  # llama-server's default is true
+        body["add_generation_prompt"] = False
     if "tools" in context:
         body["tools"] = context["tools"]
     kwargs = {k: v for k, v in context.items() if k not in ("messages", "tools", "add_generation_prompt")}
