@@ -63,6 +63,11 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     serve::ServedModel served;
     const std::string tmpl = vm.count("chat-template") != 0 ? vm["chat-template"].as<std::string>() : "";
     served.trust_client_special_tokens = vm["trust-client-special-tokens"].as<bool>();
+    const std::string reasoning_format = vm["reasoning-format"].as<std::string>();
+    if (reasoning_format != "none" && reasoning_format != "auto" && reasoning_format != "deepseek")
+        throw UsageError("basalt serve: --reasoning-format must be none, auto or deepseek, not '" + reasoning_format +
+                         "'");
+    served.split_reasoning = reasoning_format != "none";
     if (vm.count("chat-template-kwargs") != 0) {
         try {
             served.chat.kwargs = serve::parse_template_kwargs(vm["chat-template-kwargs"].as<std::string>());
@@ -141,6 +146,9 @@ const Registrar kServe{Command{
             "plain when it has none)")("chat-template-kwargs", po::value<std::string>(),
                                        "JSON object of template variables for every chat, e.g. "
                                        "'{\"enable_thinking\": false}' (a request's chat_template_kwargs add to it)")(
+            "reasoning-format", po::value<std::string>()->default_value("auto"),
+            "auto or deepseek: a chat reply's reasoning (<think>...</think> and the template family's equivalents) "
+            "goes to reasoning_content; none: it stays in content (a request's reasoning_format overrides it)")(
             "parallel", int_option("parallel", 1, 4096)->default_value(8), "requests the engine runs at once")(
             "max-queue", int_option("max-queue", 0, 1 << 20)->default_value(256),
             "generations that may wait beyond the running ones; more answer 429 with Retry-After")(

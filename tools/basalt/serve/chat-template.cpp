@@ -113,8 +113,9 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
     return out;
 }
 
-std::vector<ChatPiece> ChatTemplate::render_conversation(const nlohmann::json& messages, const nlohmann::json& tools,
-                                                         const nlohmann::json& request_kwargs,
+std::vector<ChatPiece> ChatTemplate::render_conversation(const nlohmann::ordered_json& messages,
+                                                         const nlohmann::ordered_json& tools,
+                                                         const nlohmann::ordered_json& request_kwargs,
                                                          bool add_generation_prompt) const {
     if (!jinja) {
         if (!tools.is_null())
@@ -130,7 +131,7 @@ std::vector<ChatPiece> ChatTemplate::render_conversation(const nlohmann::json& m
     }
     // Hugging Face's call: render(messages=..., tools=..., add_generation_prompt=..., **kwargs); the vocabulary's
     // bos_token / eos_token are added by libbasalt.
-    nlohmann::json context = nlohmann::json::object();
+    nlohmann::ordered_json context = nlohmann::ordered_json::object();
     for (const auto& [k, v] : kwargs.items()) context[k] = v;
     if (request_kwargs.is_object())
         for (const auto& [k, v] : request_kwargs.items()) context[k] = v;
@@ -143,7 +144,7 @@ std::vector<ChatPiece> ChatTemplate::render_conversation(const nlohmann::json& m
 std::vector<ChatPiece> ChatTemplate::render_pieces(const std::vector<ChatMessage>& messages,
                                                    bool add_generation_prompt) const {
     if (jinja) {
-        nlohmann::json ms = nlohmann::json::array();
+        nlohmann::ordered_json ms = nlohmann::ordered_json::array();
         for (const auto& m : messages) ms.push_back({{"role", m.role}, {"content", m.content}});
         return render_conversation(ms, nullptr, nullptr, add_generation_prompt);
     }

@@ -39,7 +39,8 @@ struct ChatTemplate {
     // renderer. With a Jinja template, family is only the family recognised from it (its end-of-turn token).
     std::shared_ptr<const JinjaTemplate> jinja;
     const basalt_model* model = nullptr;  // the vocabulary the Jinja template renders for (bos/eos, control pieces)
-    nlohmann::json kwargs = nlohmann::json::object();  // --chat-template-kwargs: variables of every rendering
+    nlohmann::ordered_json kwargs =
+        nlohmann::ordered_json::object();  // --chat-template-kwargs: variables of every rendering
     // "jinja" with a Jinja template, else the family's name as --chat-template takes it ("plain", "chatml", ...).
     const char* name() const;
     // Renders an OpenAI-shaped conversation: messages (a JSON array of {role, content, tool_calls, tool_call_id,
@@ -47,8 +48,10 @@ struct ChatTemplate {
     // or null; over kwargs). A Jinja template gets them as Hugging Face passes them; a family renderer takes role
     // and content and refuses tools. Throws std::invalid_argument (the template's error, naming line:column, or
     // the family's). Thread-safe.
-    std::vector<ChatPiece> render_conversation(const nlohmann::json& messages, const nlohmann::json& tools,
-                                               const nlohmann::json& request_kwargs, bool add_generation_prompt) const;
+    std::vector<ChatPiece> render_conversation(const nlohmann::ordered_json& messages,
+                                               const nlohmann::ordered_json& tools,
+                                               const nlohmann::ordered_json& request_kwargs,
+                                               bool add_generation_prompt) const;
     // Renders messages (the conversation so far) and, when add_generation_prompt, the opening of the assistant's
     // reply. The text holds control-token text (e.g. "<|im_start|>"): tokenized with special-token parsing it also
     // turns such text inside message content into control tokens, so only a trusted client's chat is tokenized

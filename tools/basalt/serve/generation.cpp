@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "chat-tokens.hpp"
+#include "reasoning.hpp"
 #include "server.hpp"
 #include "sse.hpp"
 
@@ -62,6 +63,8 @@ class Job {
     int32_t finish = BASALT_FINISH_NONE;
     bool done = false;
     size_t text_offset = 0;  // logprobs: bytes of the token pieces reported so far (completions' text_offset)
+    std::optional<ReasoningSplitter> split;  // chat with reasoning split: text goes to reasoning and content
+    std::string reasoning, content;          // chat: the reply's reasoning_content and content so far
 
   private:
     std::mutex mu_;
@@ -181,6 +184,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 cli::RequestSpec spec = g_.prompts[p];
                 if (spec.seed >= 0) spec.seed += k;  // n choices of one seeded request differ from each other
                 auto job = std::make_unique<Job>(server_, std::move(spec));
+                if (g_.chat && g_.split_reasoning) job->split.emplace(g_.reasoning, g_.reasoning_open);
                 Server* srv = &server_;
                 job->notify = [srv, weak, ex] {
                     srv->post_to(ex, [weak] {
@@ -295,12 +299,25 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 j.done = true;
                 j.finish = reason;
             }
+            // Chat: the new text split into reasoning and answer (all answer without a splitter).
+            std::string reasoning, content;
+            if (j.split) {
+                j.split->feed(text, reasoning, content);
+                if (j.done) j.split->finish(reasoning, content);
+            } else {
+                content = text;
+            }
+            j.reasoning += reasoning;
+            j.content += content;
             if (g_.stream && !http_->closed()) {
                 const char* fr = j.done ? openai_finish(reason) : nullptr;
                 if (n > 0 || !text.empty() || fr != nullptr) {  // one event per step with tokens, even textless
                     json c = {{"index", i}};
                     if (g_.chat) {
-                        c["delta"] = text.empty() ? json::object() : json{{"content", text}};
+                        json delta = json::object();
+                        if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+                        if (!content.empty()) delta["content"] = content;
+                        c["delta"] = std::move(delta);
                     } else {
                         c["text"] = text;
                     }
@@ -420,9 +437,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         for (size_t i = 0; i < jobs_.size(); ++i) {
             Job& j = *jobs_[i];
             json c = {{"index", i}};
-            if (g_.chat)
-                c["message"] = {{"role", "assistant"}, {"content", j.text}};
-            else
+            if (g_.chat) {
+                c["message"] = {{"role", "assistant"}, {"content", j.content}};
+                if (!j.reasoning.empty()) c["message"]["reasoning_content"] = j.reasoning;
+            } else
                 c["text"] = j.text;
             j.text_offset = 0;
             c["logprobs"] = g_.logprobs >= 0 ? logprobs_json(server_.model(), j, 0, j.tokens, g_.chat) : json(nullptr);

@@ -13,7 +13,7 @@ JinjaTemplate::JinjaTemplate(const std::string& source, std::string origin) : or
     template_.reset(t, &basalt_chat_template_destroy);
 }
 
-std::vector<ChatPiece> JinjaTemplate::render(const basalt_model* model, const nlohmann::json& context) const {
+std::vector<ChatPiece> JinjaTemplate::render(const basalt_model* model, const nlohmann::ordered_json& context) const {
     const std::string ctx = context.dump();
     basalt_chat_render_params p{};
     p.struct_size = sizeof(p);

@@ -24,7 +24,7 @@ class JinjaTemplate {
     // model (may be NULL) a control piece. bos_token / eos_token come from model's vocabulary. Throws
     // std::invalid_argument with the template's error (raise_exception's message, a limit reached) naming
     // line:column. Thread-safe.
-    std::vector<ChatPiece> render(const basalt_model* model, const nlohmann::json& context) const;
+    std::vector<ChatPiece> render(const basalt_model* model, const nlohmann::ordered_json& context) const;
     const std::string& origin() const { return origin_; }
 
   private:

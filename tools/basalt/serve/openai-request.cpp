@@ -378,9 +378,10 @@ GenerationRequest parse_completion(const json& body, const ServedModel& model) {
 }
 
 GenerationRequest parse_chat(const json& body, const ServedModel& model) {
-    static const std::set<std::string> own = {"messages",  "max_completion_tokens", "response_format",
-                                              "tools",     "tool_choice",           "parallel_tool_calls",
-                                              "functions", "function_call",         "chat_template_kwargs"};
+    static const std::set<std::string> own = {"messages",        "max_completion_tokens", "response_format",
+                                              "tools",           "tool_choice",           "parallel_tool_calls",
+                                              "functions",       "function_call",         "chat_template_kwargs",
+                                              "reasoning_format"};
     GenerationRequest g;
     g.chat = true;
     cli::RequestSpec spec;
@@ -496,6 +497,16 @@ GenerationRequest parse_chat(const json& body, const ServedModel& model) {
     for (const ChatPiece& p : pieces) s.prompt += p.text;
     s.flags |= BASALT_REQUEST_PARSE_SPECIAL;
     if (!model.trust_client_special_tokens) g.chat_pieces = std::move(pieces);
+    // The reply's reasoning in reasoning_content, as llama-server's reasoning_format: "none" keeps it in content.
+    g.split_reasoning = model.split_reasoning;
+    if (present(body, "reasoning_format")) {
+        const json& f = body["reasoning_format"];
+        if (!f.is_string() || (f != "none" && f != "auto" && f != "deepseek"))
+            bad("reasoning_format", "'reasoning_format' must be \"none\", \"auto\" or \"deepseek\"");
+        g.split_reasoning = f != "none";
+    }
+    g.reasoning = model.reasoning;
+    g.reasoning_open = g.split_reasoning && prompt_opens_reasoning(s.prompt, model.reasoning);
     for (const auto& st : model.chat.stop_strings()) s.stop.push_back(st);
     s.stop_tokens.insert(s.stop_tokens.end(), model.chat_stop_tokens.begin(), model.chat_stop_tokens.end());
     g.prompts.push_back(std::move(s));

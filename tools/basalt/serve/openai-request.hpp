@@ -13,6 +13,7 @@
 
 #include "../request-spec.hpp"
 #include "chat-template.hpp"
+#include "reasoning.hpp"
 
 namespace basalt::serve {
 
@@ -48,6 +49,10 @@ struct ServedModel {
     // Chat message content is tokenized with special tokens parsed (serve --trust-client-special-tokens).
     bool trust_client_special_tokens = false;
     std::vector<std::string> control_vectors;  // names of the vectors loaded at start ("steer" names them), sorted
+    ReasoningMarkers reasoning;                // the chat template family's reasoning markers (reasoning_markers_for)
+    // Chat replies' reasoning goes to reasoning_content (serve --reasoning-format; a request's reasoning_format
+    // overrides it).
+    bool split_reasoning = true;
 };
 
 // A request's "steer" entry "NAME[:SCALE[:A-B]]" checked against the loaded vectors and rebuilt for the engine;
@@ -66,6 +71,11 @@ struct GenerationRequest {
     // Chat: the rendered messages, tokenized with content as text (tokenize_chat) in place of prompts' text; empty
     // for completions and for a server that trusts its clients' special tokens.
     std::vector<ChatPiece> chat_pieces;
+    // Chat: split each reply's reasoning into reasoning_content (reasoning.hpp) with these markers; reasoning_open:
+    // the rendered prompt opened the reasoning block.
+    bool split_reasoning = false;
+    ReasoningMarkers reasoning;
+    bool reasoning_open = false;
 };
 
 // A text prompt (or rendered chat) of more bytes than this per context token is refused before it is tokenized:

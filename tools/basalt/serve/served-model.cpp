@@ -15,8 +15,9 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
     out.id = id;
     out.n_vocab = info.n_vocab;
     out.n_ctx = n_ctx != 0 ? n_ctx : std::min<uint32_t>(info.n_ctx_train == 0 ? 4096 : info.n_ctx_train, 4096);
-    const nlohmann::json kwargs = out.chat.kwargs;
+    const nlohmann::ordered_json kwargs = out.chat.kwargs;
     out.chat = ChatTemplate{};
+    out.reasoning = reasoning_markers_for("");
     if (!template_name.empty() && template_from_name(template_name, out.chat)) {
         // a family named on the command line: its native renderer
     } else {
@@ -40,6 +41,7 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
             origin = "the model's tokenizer.chat_template";
         }
         if (!template_from_jinja(text, out.chat)) out.chat.family = TemplateFamily::Plain;
+        out.reasoning = reasoning_markers_for(text);
         if (text.find_first_not_of(" \t\r\n") != std::string::npos) {
             try {
                 out.chat.jinja = std::make_shared<const JinjaTemplate>(text, origin);
@@ -64,8 +66,8 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
     return {};
 }
 
-nlohmann::json parse_template_kwargs(const std::string& text) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+nlohmann::ordered_json parse_template_kwargs(const std::string& text) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object())
         throw std::invalid_argument(
             "--chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'");

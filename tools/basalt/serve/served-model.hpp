@@ -20,6 +20,6 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
 
 // Parses --chat-template-kwargs JSON (an object: template variables such as {"enable_thinking": false}); throws
 // std::invalid_argument saying what is wrong.
-nlohmann::json parse_template_kwargs(const std::string& text);
+nlohmann::ordered_json parse_template_kwargs(const std::string& text);
 
 }  // namespace basalt::serve

@@ -1,0 +1,73 @@
+// The reasoning splitter (tools/basalt/serve/reasoning.hpp): every way of cutting a reply into two chunks, and
+// byte by byte, splits it as the whole reply does; each family's markers are recognised from its template.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "reasoning.hpp"
+
+using namespace basalt::serve;
+
+namespace {
+
+struct Split {
+    std::string reasoning, content;
+    bool operator==(const Split& o) const { return reasoning == o.reasoning && content == o.content; }
+};
+
+Split split_chunks(const std::string& reply, bool starts_open, size_t cut, size_t step) {
+    ReasoningSplitter s(ReasoningMarkers{}, starts_open);
+    Split out;
+    if (step != 0) {
+        for (size_t i = 0; i < reply.size(); i += step) s.feed(reply.substr(i, step), out.reasoning, out.content);
+    } else {
+        s.feed(reply.substr(0, cut), out.reasoning, out.content);
+        s.feed(reply.substr(cut), out.reasoning, out.content);
+    }
+    s.finish(out.reasoning, out.content);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("reasoning: a reply splits the same however it is cut into chunks") {
+    struct Case {
+        std::string reply;
+        bool starts_open;
+        std::string reasoning, content;
+    };
+    const Case cases[] = {
+        {"<think>\nstep one\n</think>\n\nThe answer.", false, "step one", "The answer."},
+        {"  <think>a</think>b", false, "a", "b"},
+        {"step one\n</think>\n\nThe answer.", true, "step one", "The answer."},
+        {"no reasoning here", false, "", "no reasoning here"},
+        {"\n\nleading space kept", false, "", "\n\nleading space kept"},
+        {"answer <think>not reasoning</think>", false, "", "answer <think>not reasoning</think>"},
+        {"<think>unclosed  \n", false, "unclosed", ""},
+        {"<thin", false, "", "<thin"},
+        {"a </thinking> b </think>c", true, "a </thinking> b", "c"},
+        {"<think></think>", false, "", ""},
+        {"x</think>   ", true, "x", ""},
+    };
+    for (const Case& c : cases) {
+        INFO(c.reply);
+        const Split want{c.reasoning, c.content};
+        CHECK(split_chunks(c.reply, c.starts_open, c.reply.size(), 0) == want);
+        CHECK(split_chunks(c.reply, c.starts_open, 0, 1) == want);
+        for (size_t cut = 0; cut <= c.reply.size(); ++cut) {
+            INFO(cut);
+            CHECK(split_chunks(c.reply, c.starts_open, cut, 0) == want);
+        }
+    }
+}
+
+TEST_CASE("reasoning: each family's markers come from its template; a generation prompt may open them") {
+    CHECK(std::string(reasoning_markers_for("").open) == "<think>");
+    CHECK(std::string(reasoning_markers_for("{{ '<think>' + r + '</think>' }}").close) == "</think>");
+    CHECK(std::string(reasoning_markers_for("[THINK]{{ r }}[/THINK]").open) == "[THINK]");
+    CHECK(std::string(reasoning_markers_for("<seed:think>{{ r }}</seed:think>").close) == "</seed:think>");
+    CHECK(std::string(reasoning_markers_for("<|START_THINKING|>{{ r }}<|END_THINKING|>").open) == "<|START_THINKING|>");
+    const ReasoningMarkers think;
+    CHECK(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n", think));
+    CHECK_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", think));
+    CHECK_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n", think));
+}
