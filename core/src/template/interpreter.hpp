@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ast.hpp"
 #include "error.hpp"
@@ -23,6 +24,11 @@ struct Interpreter {
     enum class Flow { Normal, Break, Continue };
 
     Interpreter(const Dict& context, const RenderOptions& options);
+    // Clears every frame still alive: a macro's closure is the frame that holds the macro, a cycle of shared_ptrs
+    // that would otherwise outlive the render.
+    ~Interpreter();
+    Interpreter(const Interpreter&) = delete;
+    Interpreter& operator=(const Interpreter&) = delete;
 
     const Dict& context;
     const RenderOptions& options;
@@ -45,8 +51,12 @@ struct Interpreter {
     void assign(const std::string& name, Value v);
     // Calls a callable value (macros, loop.cycle, globals, bound methods).
     Value call(const Value& fn, const Args& args);
+    // A new empty frame, remembered (weakly) so that the destructor can break closure cycles through it.
+    std::shared_ptr<Frame> new_frame();
 
   private:
+    std::vector<std::weak_ptr<Frame>> frames_made;
+    size_t compact_at = 64;
     Flow exec_node(const Node& n);
     Value eval_node(const Node& n);
     Flow exec_for(const Node& n);

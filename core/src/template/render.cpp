@@ -86,8 +86,29 @@ bool holds_namespace(const Value& v, int depth) {
 }  // namespace
 
 Interpreter::Interpreter(const Dict& ctx, const RenderOptions& opts)
-    : context(ctx), options(opts), frame(std::make_shared<Frame>()), started(std::chrono::steady_clock::now()) {
+    : context(ctx), options(opts), started(std::chrono::steady_clock::now()) {
+    frame = new_frame();
     add_globals(*this);
+}
+
+Interpreter::~Interpreter() {
+    frame.reset();
+    for (const auto& weak : frames_made) {
+        if (const auto f = weak.lock()) {
+            f->vars.clear();
+            f->parent.reset();
+        }
+    }
+}
+
+std::shared_ptr<Frame> Interpreter::new_frame() {
+    auto f = std::make_shared<Frame>();
+    if (frames_made.size() >= compact_at) {  // forget the frames already gone, so that loops do not grow this
+        std::erase_if(frames_made, [](const std::weak_ptr<Frame>& w) { return w.expired(); });
+        compact_at = std::max<size_t>(64, 2 * frames_made.size());
+    }
+    frames_made.push_back(f);
+    return f;
 }
 
 void Interpreter::tick() {
@@ -272,7 +293,7 @@ Interpreter::Flow Interpreter::exec_node(const Node& n) {
 Interpreter::Flow Interpreter::exec_for(const Node& n) {
     List items = iterate(eval(*n.a));
     const auto saved = frame;
-    auto loop_frame = std::make_shared<Frame>();
+    auto loop_frame = new_frame();
     loop_frame->parent = saved;
     // The loop's `if` filters before counting (loop.length counts the kept items).
     if (n.b) {
@@ -300,7 +321,7 @@ Interpreter::Flow Interpreter::exec_for(const Node& n) {
     try {
         for (int64_t i = 0; i < len; ++i) {
             tick();
-            auto iter_frame = std::make_shared<Frame>();  // each iteration starts from the outer variables
+            auto iter_frame = new_frame();  // each iteration starts from the outer variables
             iter_frame->parent = saved;
             frame = iter_frame;
             const Value& item = items[static_cast<size_t>(i)];
@@ -356,7 +377,7 @@ Value Interpreter::make_macro(const Node& n, const Node* caller_of) {
                              " (endless recursion?)");
         }
         const auto saved = in.frame;
-        auto f = std::make_shared<Frame>();
+        auto f = in.new_frame();
         f->parent = closure;
         in.frame = f;
         try {
