@@ -17,9 +17,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string shipped(const std::string& name) {
-    return std::string(BASALT_TEST_MODELS_DIR) + "/basalt-fortunes-" + name + ".gguf";
-}
+using test::shipped;
 
 basalt_engine_params engine_params(const basalt_model* second, uint32_t parallel = 1, uint32_t ctx = 128) {
     basalt_engine_params p{};

@@ -105,6 +105,13 @@ inline std::string golden_model(const std::string& name) {
 }
 #endif
 
+#ifdef BASALT_TEST_MODELS_DIR
+// Path of a shipped model (models/basalt-fortunes-<name>.gguf: "target" or "draft").
+inline std::string shipped(const std::string& name) {
+    return std::string(BASALT_TEST_MODELS_DIR) + "/basalt-fortunes-" + name + ".gguf";
+}
+#endif
+
 // A model loaded for the test (no runtime), freed at scope exit.
 struct Model {
     basalt_model* m = nullptr;

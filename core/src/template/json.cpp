@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "tokenizer/unicode.hpp"
 #include "value.hpp"
 
 namespace basalt::tmpl {
@@ -25,23 +26,6 @@ struct JsonReader {
         ws();
         if (p >= s.size() || s[p] != c) fail(std::string("expected '") + c + "'");
         ++p;
-    }
-    static void put_utf8(std::string& out, uint32_t cp) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
     }
     uint32_t hex4() {
         if (p + 4 > s.size()) fail("truncated \\u escape");
@@ -105,7 +89,7 @@ struct JsonReader {
                         else
                             fail("bad surrogate pair");
                     }
-                    put_utf8(out, cp);
+                    unicode::append_utf8(out, cp);
                     break;
                 }
                 default:

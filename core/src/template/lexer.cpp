@@ -4,30 +4,13 @@
 #include <cctype>
 
 #include "error.hpp"
+#include "tokenizer/unicode.hpp"
 
 namespace basalt::tmpl {
 namespace {
 
 bool is_ws(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-void put_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
 }
 
 class Lexer {
@@ -262,7 +245,7 @@ class Lexer {
                                                        ? h - '0'
                                                        : std::tolower(static_cast<unsigned char>(h)) - 'a' + 10);
                     }
-                    put_utf8(out, cp);
+                    unicode::append_utf8(out, cp);
                     break;
                 }
                 default:  // Python keeps unknown escapes as written
