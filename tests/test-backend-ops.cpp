@@ -435,6 +435,9 @@ struct AttnSpec {
     float rope_base = 10000.0f, rope_scale = 1.0f;
     bool causal = true;   // ip[5] bit 0 clear
     int32_t bias_r = -1;  // >= 0: relative position bias input [n_head, 2R + 1] (encoder-decoder models)
+    // Since 1.5 (gpt-oss), ip[5] bit 1: learned sink logits [n_head] as the last input, in the softmax without a value.
+    bool sink_logits = false;
+    float sink_spread = 1.0f;  // the sink logits drawn uniformly in +-spread
 };
 
 Case attention_case(Rng& rng, const AttnSpec& s) {
@@ -465,7 +468,7 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
     const int li = b.ints("lists", {2 * n_vis, static_cast<int64_t>(s.lists.size())}, lv);
     const int qi = b.ints("queries", {2, tokens}, qv);
     const int o = b.output("out", BASALT_DTYPE_F32, {s.hd_v * s.n_head, tokens});
-    const int32_t flags = s.causal ? 0 : 1;  // ip[5] bit 0: not causal
+    const int32_t flags = (s.causal ? 0 : 1) | (s.sink_logits ? 2 : 0);  // ip[5] bit 0: not causal; bit 1: sinks
     const int32_t cp = s.cache_positions ? 1 : 0;
     std::vector<int> inputs = {q, kc, vc, li, qi};
     int bias = -1;
@@ -473,6 +476,15 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
         bias = b.input("pos_bias", BASALT_DTYPE_F32, {s.n_head, 2 * s.bias_r + 1});
         inputs.push_back(bias);
     }
+    int sink = -1;
+    if (s.sink_logits) {
+        std::vector<float> sv(static_cast<size_t>(s.n_head));
+        std::uniform_real_distribution<float> u(-s.sink_spread, s.sink_spread);
+        for (auto& x : sv) x = u(rng);
+        sink = b.input_data("sink_logits", BASALT_DTYPE_F32, {s.n_head}, bytes_of(sv));
+        inputs.push_back(sink);
+    }
+    const auto S = sink >= 0 ? b.vals(sink) : std::vector<double>{};
     b.node(BASALT_OP_ATTENTION, o, inputs, {s.window, s.sinks, cp, s.rope_mode, s.n_rot, flags},
            {s.scale, s.cap, s.rope_base, s.rope_scale});
     const auto B = bias >= 0 ? b.vals(bias) : std::vector<double>{};
@@ -525,8 +537,9 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
                 sl.push_back(slot);
             }
             if (sc.empty()) continue;
-            const double mx = *std::max_element(sc.begin(), sc.end());
-            double sum = 0;
+            double mx = *std::max_element(sc.begin(), sc.end());
+            if (sink >= 0) mx = std::max(mx, S[static_cast<size_t>(h)]);
+            double sum = sink >= 0 ? std::exp(S[static_cast<size_t>(h)] - mx) : 0.0;  // the sink has no value row
             for (auto& x : sc) sum += (x = std::exp(x - mx));
             for (size_t i = 0; i < sc.size(); ++i) {
                 for (int64_t j = 0; j < s.hd_v; ++j) {
@@ -949,6 +962,30 @@ std::vector<Case> all_cases() {
         }
     }
 
+    // SWIGLU_OAI (gpt-oss's experts, ABI 1.5): inputs spread over +-12 so both clamps bite; gpt-oss's constants and
+    // another alpha/limit pair.
+    for (auto [n, r, alpha, limit] : {std::tuple{1, 1, 1.702f, 7.0f}, {640, 3, 1.702f, 7.0f}, {77, 5, 0.5f, 2.5f}}) {
+        Builder b(rng, "SWIGLU_OAI " + shape_str({n, r}) + " alpha " + std::to_string(alpha) + " limit " +
+                           std::to_string(limit));
+        std::uniform_real_distribution<float> u(-12.0f, 12.0f);
+        std::vector<float> gv(static_cast<size_t>(n * r)), uv(gv.size());
+        for (auto& x : gv) x = u(rng);
+        for (auto& x : uv) x = u(rng);
+        const int x = b.input_data("gate", BASALT_DTYPE_F32, {n, r}, bytes_of(gv));
+        const int y = b.input_data("up", BASALT_DTYPE_F32, {n, r}, bytes_of(uv));
+        const int o = b.output("out", BASALT_DTYPE_F32, {n, r});
+        b.node(BASALT_OP_SWIGLU_OAI, o, {x, y}, {}, {alpha, limit});
+        const auto A = b.vals(x);
+        const auto B = b.vals(y);
+        std::vector<double> e(A.size());
+        for (size_t i = 0; i < A.size(); ++i) {
+            const double g = std::min<double>(A[i], limit);
+            const double v = std::clamp<double>(B[i], -limit, limit);
+            e[i] = g / (1.0 + std::exp(-static_cast<double>(alpha) * g)) * (v + 1.0);
+        }
+        cs.push_back(b.done(e, 1e-7));
+    }
+
     // ROPE: both modes, full and partial rotation, frequency scaling, large positions.
     for (int mode : {0, 1}) {
         for (auto [hd, nh, tk, nrot, fs] :
@@ -1189,6 +1226,49 @@ std::vector<Case> all_cases() {
         s.causal = false;
         s.bias_r = 1;
         s.label = "not causal, position bias R 1, head dims 6/10";
+        cs.push_back(attention_case(rng, s));
+        s.sink_logits = true;  // 7 inputs: the position bias, then the sink logits
+        s.label = "not causal, position bias R 1, sink logits, head dims 6/10";
+        cs.push_back(attention_case(rng, s));
+    }
+    {
+        // Learned sink logits (gpt-oss, ABI 1.5): GQA decode and ragged prefill, a sliding window (every other gpt-oss
+        // layer), cache types, both Vulkan variants (head dims 64 lanes over keys, 6/10 lanes over dims), sinks that
+        // dominate (+-8) or vanish (-30 .. -29) against the scores, and a query that sees nothing (zeros).
+        for (auto kt : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0}) {
+            AttnSpec s;
+            s.kt = kt;
+            s.vt = kt;
+            s.n_slots = 24;
+            s.sink_logits = true;
+            s.lists = {{{5, 0}, {6, 1}, {7, 2}, {8, 3}, {9, 4}, {10, 5}}, {{12, 0}, {13, 1}, {-1, 0}}};
+            s.queries = {{0, 5}};
+            s.label = "sink logits decode GQA 4/2";
+            cs.push_back(attention_case(rng, s));
+            s.queries = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 0}, {1, 1}};
+            s.window = 3;
+            s.label = "sink logits ragged prefill window 3";
+            cs.push_back(attention_case(rng, s));
+        }
+        AttnSpec s;
+        s.n_head = 4;
+        s.n_kv = 2;
+        s.n_slots = 12;
+        s.sink_logits = true;
+        s.lists = {{{3, 0}, {4, 1}, {5, 2}, {6, 3}}, {{-1, 0}, {-1, 0}, {-1, 0}, {-1, 0}}};
+        s.queries = {{0, 3}, {0, 1}, {1, 2}};
+        s.sink_spread = 8.0f;
+        s.label = "sink logits +-8, a query seeing nothing";
+        cs.push_back(attention_case(rng, s));
+        s.hd_k = 6;
+        s.hd_v = 10;
+        s.sink_spread = 2.0f;
+        s.label = "sink logits head dims 6/10";
+        cs.push_back(attention_case(rng, s));
+        s.hd_k = 32;
+        s.hd_v = 32;
+        s.scale = 4.0f;  // scores far above the sinks: the sink's share vanishes
+        s.label = "sink logits under large scores, head dim 32";
         cs.push_back(attention_case(rng, s));
     }
     {

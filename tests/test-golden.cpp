@@ -26,6 +26,9 @@ const std::vector<int32_t> kBpePrompt = {456, 443, 308, 258, 256, 72,  295, 11, 
 // first 15 source tokens).
 const std::vector<int32_t> kT5Source = {21, 396, 245, 104, 54, 52, 360, 4, 56, 168, 65, 426, 56, 248, 78, 228, 5, 1};
 const std::vector<int32_t> kT5Decoder = {0, 21, 396, 245, 104, 54, 52, 360, 4, 56, 168, 65, 426, 56, 248, 78};
+// tiny-gpt-oss (BPE, pre-tokenizer gpt-4o, no BOS).
+const std::vector<int32_t> kGptOssPrompt = {456, 443, 308, 258, 256, 72,  295, 11,  260, 371,
+                                            269, 79,  282, 271, 260, 446, 282, 426, 13};
 const std::vector<int32_t> kGemmaPrompt = {2,   280, 297, 376, 504, 363, 313, 311, 292, 350, 263,
                                            315, 427, 324, 299, 337, 326, 315, 507, 337, 487, 264};
 
@@ -407,12 +410,28 @@ TEST_CASE("golden: qwen35 f32, f16, q8_0, q4_0", "[golden]") {
     run_case({"tiny-qwen35-q8_0", "tiny-qwen35-q8_0.ref", &kBpePrompt, 1e-4});
     run_case({"tiny-qwen35-q4_0", "tiny-qwen35-q4_0.ref", &kBpePrompt, 1e-4});
 }
-// The greedy steps of qwen3 and smollm3 Q4_0 (prompt, then the golden continuation one token per step) equal the
-// rows of the same 54 tokens decoded as one batch: the decode path is the prefill path.
-TEST_CASE("golden: qwen3 and smollm3 q4_0 greedy steps equal one batch of the same tokens", "[golden]") {
+// gpt-oss (issue 32): learned attention-sink logits, sliding window 6 on layers 0 and 2, YaRN, biased experts with the
+// clamped SwiGLU. F32: llama.cpp's batch vs seq 2.7e-5, numpy 1e-5 (README): 1e-4. F16: 2x the README's "f16 act.
+// effect" (0.032). Q8_0/Q4_0: activations quantized like ggml, against the same-variant `.ref`: measured 1e-6 on the
+// prompt rows; Q4_0's golden greedy steps (llama.cpp's decode path) differ from them by single activation-rounding
+// flips on 23 of 32 rows, up to 0.23 (the README's "q4_0 act. effect" is 1.0 / 0.11), while our steps equal one batch
+// of the same tokens bit for bit (checked below) and 32/32 greedy tokens agree: up to 24 such rows within 0.3.
+// Batches of 4: the sliding-window layers keep their K/V in rings, the prompt goes in 5 passes. (The mxfp4 variant
+// needs the MXFP4 weight type.)
+TEST_CASE("golden: gpt-oss f32, f16, q8_0, q4_0", "[golden]") {
+    run_case({"tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 1e-4});
+    run_case({"tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 1e-4, 0, nullptr, 4});
+    run_case({"tiny-gpt-oss-f16", "tiny-gpt-oss-f16.ref", &kGptOssPrompt, 0.064});
+    run_case({"tiny-gpt-oss-q8_0", "tiny-gpt-oss-q8_0.ref", &kGptOssPrompt, 1e-4, 0.05});
+    run_case({"tiny-gpt-oss-q4_0", "tiny-gpt-oss-q4_0.ref", &kGptOssPrompt, 1e-4, 0.3, nullptr, 0, nullptr, 24});
+}
+// The greedy steps of qwen3, smollm3 and gpt-oss Q4_0 (prompt, then the golden continuation one token per step) equal
+// the rows of the same tokens decoded as one batch: the decode path is the prefill path.
+TEST_CASE("golden: qwen3, smollm3 and gpt-oss q4_0 greedy steps equal one batch of the same tokens", "[golden]") {
     const fs::path dir = golden_dir();
     for (const auto& [m, prompt] :
-         {std::pair{"tiny-qwen3-q4_0", &kBpePrompt}, std::pair{"tiny-smollm3-q4_0", &kLlamaPrompt}}) {
+         {std::pair{"tiny-qwen3-q4_0", &kBpePrompt}, std::pair{"tiny-smollm3-q4_0", &kLlamaPrompt},
+          std::pair{"tiny-gpt-oss-q4_0", &kGptOssPrompt}}) {
         INFO(m);
         const auto gold_gen = read_f32(dir / "logits" / (std::string(m) + ".ref.gen.f32"));
         const auto gold_batch = read_f32(dir / "logits" / (std::string(m) + ".ref.batch.f32"));
@@ -428,7 +447,9 @@ TEST_CASE("golden: qwen3 and smollm3 q4_0 greedy steps equal one batch of the sa
             tok = static_cast<int32_t>(argmax(gold_gen.data() + s * V, V));
         }
         Runner batch(dir / "models" / (std::string(m) + ".gguf"));
-        CHECK(compare(rows, batch.decode(all, 0)).max_abs <= 1e-5);
+        const auto whole = batch.decode(all, 0);
+        std::printf("[golden] %s: steps vs one batch max abs %.3g\n", m, compare(rows, whole).max_abs);
+        CHECK(compare(rows, whole).max_abs <= 1e-5);
     }
 }
 TEST_CASE("golden: smollm3 f32, f16, q8_0, q4_0", "[golden]") {
@@ -542,6 +563,14 @@ TEST_CASE("golden vulkan: qwen35 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-qwen35-f16", "tiny-qwen35-f16-deq.ref", &kBpePrompt, 4e-4);  // measured 1.9e-4
     run_vulkan("tiny-qwen35-q8_0", "tiny-qwen35-q8_0-deq.ref", &kBpePrompt, 2e-4);
     run_vulkan("tiny-qwen35-q4_0", "tiny-qwen35-q4_0-deq.ref", &kBpePrompt, 2e-4);
+}
+// gpt-oss on Vulkan (F32 activations: the quantized variants against `-deq.ref`), and with sliding-window rings.
+TEST_CASE("golden vulkan: gpt-oss f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+    run_vulkan("tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 2e-4);
+    run_vulkan("tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 2e-4, 4);
+    run_vulkan("tiny-gpt-oss-f16", "tiny-gpt-oss-f16-deq.ref", &kGptOssPrompt, 2e-4);
+    run_vulkan("tiny-gpt-oss-q8_0", "tiny-gpt-oss-q8_0-deq.ref", &kGptOssPrompt, 2e-4);
+    run_vulkan("tiny-gpt-oss-q4_0", "tiny-gpt-oss-q4_0-deq.ref", &kGptOssPrompt, 2e-4);
 }
 TEST_CASE("golden vulkan: qwen3 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-qwen3-f32", "tiny-qwen3-f32.ref", &kBpePrompt, 2e-4);

@@ -373,6 +373,16 @@ TEST_CASE("golden prompt: qwen3, qwen3moe, gemma2 and smollm3 give llama.cpp's i
     }
 }
 
+// tiny-gpt-oss: BPE with the gpt-4o (o200k) pre-tokenizer, no BOS; its ids differ from qwen2's where the two
+// pre-tokenizers split " opened the" differently.
+TEST_CASE("golden prompt: gpt-oss (pre-tokenizer gpt-4o) gives llama.cpp's ids", "[tokenizer]") {
+    const std::string text = "Once upon a time, the stranger opened the wooden box.";
+    const std::vector<int32_t> want = {456, 443, 308, 258, 256, 72,  295, 11,  260, 371,
+                                       269, 79,  282, 271, 260, 446, 282, 426, 13};
+    auto l = load(golden_models() / "tiny-gpt-oss-f32.gguf");
+    CHECK(l.tok->tokenize(text, true, false) == want);
+}
+
 // Vocabularies llama.cpp has no vectors for: they load (gpt-neox has no tokenizer.ggml.pre, so the default
 // pre-tokenizer is used) and give llama-spm's strings back.
 TEST_CASE("round trip only: baichuan (SPM) and gpt-neox (BPE)", "[tokenizer]") {

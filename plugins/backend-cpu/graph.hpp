@@ -204,6 +204,9 @@ inline constexpr auto check_ssm_conv = &check_contract;
 void run_ssm_conv(NodeCtx&);
 inline constexpr auto check_gated_delta = &check_contract;
 void run_gated_delta(NodeCtx&);
+// ops-elementwise.cpp: gpt-oss's clamped SwiGLU (since 1.5).
+inline constexpr auto check_swiglu_oai = &check_contract;
+void run_swiglu_oai(NodeCtx&);
 
 // Entry points used by backend.cpp. Both throw sdk::error naming the node.
 void graph_compute(Backend& be, const basalt_graph* graph);

@@ -118,7 +118,9 @@ void check_attention(const NodeCtx& c) {
         check_per_channel(c, c.in[i], i == 1 ? "K cache" : "V cache");
     }
     sdk::contract::attention(c);
-    if (c.n_in != 5 && c.n_in != 6 && c.n_in != 8) {
+    // Since 1.5, flags bit 1: the sink logits in the last input (the contract checked it).
+    const bool sink_logits = (c.ip(op::attention::flags) & 2) != 0;
+    if (!sink_logits && c.n_in != 5 && c.n_in != 6 && c.n_in != 8) {
         c.fail(BASALT_ERR_INVALID_ARGUMENT,
                "has " + std::to_string(c.n_in) + " inputs: 5, 6 with a position bias or 8 with a residual window");
     }
@@ -161,8 +163,12 @@ void run_attention(NodeCtx& c) {
                                                     std::to_string(qtab[2 * t]) + " of " + std::to_string(s.n_lists));
         }
     }
+    // Since 1.5: learned sink logits (one per head, last input), which join each head's softmax without a value.
+    const bool sink_logits = (c.ip(op::attention::flags) & 2) != 0;
+    const float* sink = sink_logits ? reinterpret_cast<const float*>(c.in[c.n_in - 1].data) : nullptr;
+    const int n_extra = c.n_in - (sink_logits ? 1 : 0);  // inputs before the sink logits
     // Residual window: per list (base row, open position); pairs from the open position on read the F32 rows.
-    const int64_t R = c.n_in == 8 ? c.ip(op::attention::residual) : 0;
+    const int64_t R = n_extra == 8 ? c.ip(op::attention::residual) : 0;
     const int32_t* rtab = R > 0 ? reinterpret_cast<const int32_t*>(c.in[7].data) : nullptr;
     for (int64_t g = 0; rtab != nullptr && g < s.n_lists; ++g) {
         const int64_t base = rtab[2 * g];
@@ -186,7 +192,7 @@ void run_attention(NodeCtx& c) {
     const int64_t sinks = c.ip(op::attention::sinks);
     const bool causal = (c.ip(op::attention::flags) & 1) == 0;  // bit 0: not causal (encoder-decoder)
     // Relative position bias by distance (T5): [n_head, 2R + 1], or none.
-    const float* bias = c.n_in == 6 ? reinterpret_cast<const float*>(c.in[5].data) : nullptr;
+    const float* bias = n_extra == 6 ? reinterpret_cast<const float*>(c.in[5].data) : nullptr;
     const int64_t bias_r = bias != nullptr ? (c.in[5].ne[1] - 1) / 2 : 0;
     const int64_t group = s.n_head / s.n_kv;
     // Since 1.4 (ip[2] == 1): sink keys at cache positions. Their K rows were rotated at their own positions p when
@@ -406,7 +412,14 @@ void run_attention(NodeCtx& c) {
                 const int64_t h = h0 + j;
                 float* y = split ? reinterpret_cast<float*>(c.out.at(0, h, t))
                                  : reinterpret_cast<float*>(c.out.row(t)) + h * s.hd_v;
-                const float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
+                float inv = l[j] > 0.0f ? 1.0f / l[j] : 0.0f;
+                if (sink != nullptr && l[j] > 0.0f) {
+                    // The sink's term in the denominator, every weight rescaled to the larger of the two maxima.
+                    const float sk = sink[h];
+                    const float mx = std::max(m[j], sk);
+                    const float f = std::exp(m[j] - mx);
+                    inv = f / (l[j] * f + std::exp(sk - mx));
+                }
                 const float* a = acc.data() + j * s.hd_v;
                 for (int64_t d = 0; d < s.hd_v; ++d) y[d] = a[d] * inv;
             }

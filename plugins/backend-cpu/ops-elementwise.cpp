@@ -1,6 +1,5 @@
 // Row-wise F32 ops: ADD, MUL, SCALE, RMS_NORM, LAYER_NORM, SOFTMAX, SILU, GELU, GELU_ERF, TANH, SIGMOID, SOFTPLUS,
-// SWIGLU,
-// GEGLU, ROPE.
+// SWIGLU, GEGLU, SWIGLU_OAI, ROPE.
 // Reductions accumulate in double: these are the reference numerics and cost little next to the matmuls.
 #include <algorithm>
 #include <cmath>
@@ -167,6 +166,17 @@ void run_swiglu(NodeCtx& c) {
 
 void run_geglu(NodeCtx& c) {
     binary(c, [](float a, float b) { return gelu_tanh(a) * b; });
+}
+
+// In ggml's order of operations: x / (1 + e^(-alpha x)) * (y + 1).
+void run_swiglu_oai(NodeCtx& c) {
+    const float alpha = c.fp(op::swiglu_oai::alpha);
+    const float limit = c.fp(op::swiglu_oai::limit);
+    binary(c, [alpha, limit](float g, float u) {
+        const float x = std::min(g, limit);
+        const float y = std::clamp(u, -limit, limit);
+        return x / (1.0f + std::exp(alpha * -x)) * (y + 1.0f);
+    });
 }
 
 void run_rope(NodeCtx& c) {

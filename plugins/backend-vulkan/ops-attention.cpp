@@ -26,8 +26,9 @@ void check_attention(const NodeCtx& c) {
                                                " is not supported (f32, f16, q8_0, q4_0)");
         }
     }
-    // The residual window of quantized K/V (ABI 1.4: 8 inputs) has no shader yet (6 inputs: T5's position bias).
-    if (c.n_in != 5 && c.n_in != 6) {
+    // The residual window of quantized K/V (ABI 1.4: 8 inputs) has no shader yet (6 inputs: T5's position bias; 6
+    // or 7 with the sink logits, ABI 1.5).
+    if (c.n_in != 5 && c.n_in != 6 && !(c.n_in == 7 && (c.ip(sdk::op::attention::flags) & 2) != 0)) {
         c.fail(BASALT_ERR_UNSUPPORTED,
                "a KV residual window (" + std::to_string(c.n_in) + " inputs) is not supported (CPU backend only)");
     }
@@ -94,12 +95,14 @@ void record_attention(NodeCtx& c) {
     namespace attn = sdk::op::attention;
     const int64_t hd_k = c.in[0].ne[0];
     const int64_t hd_v = c.in[2].ne[0] / (c.in[1].ne[0] / hd_k);
-    // Binding order: q, K, V, slot lists, query table, out, position bias (6 inputs).
-    const bool biased = c.n_in == 6;
+    // Binding order: q, K, V, slot lists, query table, out, position bias, sink logits (the last input, ABI 1.5).
+    const bool sunk = (c.ip(attn::flags) & 2) != 0;
+    const bool biased = c.n_in == (sunk ? 7 : 6);
     std::vector<Placed> ps;
     for (int i = 0; i < 5; ++i) ps.push_back(c.be->place(c.in[i]));
     ps.push_back(c.be->place(c.out));
     ps.push_back(biased ? c.be->place(c.in[5]) : Placed{});
+    if (sunk) ps.push_back(c.be->place(c.in[c.n_in - 1]));
     // Lanes over keys (attention_keys.comp) where the head dims allow; else lanes over dims (attention.comp).
     const int64_t hd = std::max(hd_k, hd_v);
     const bool keys = hd_k % 4 == 0 && hd_v % 4 == 0 && hd <= 256 && c.be->attention_keys();
@@ -114,9 +117,9 @@ void record_attention(NodeCtx& c) {
     // parameters as rope.comp takes them), or encoder-decoder attention: not causal, relative position bias by
     // distance (input 5).
     if (c.ip(attn::cache_positions) == 1) {
-        if (biased || (c.ip(attn::flags) & 1) != 0) {
+        if (biased || sunk || (c.ip(attn::flags) & 1) != 0) {
             c.fail(BASALT_ERR_UNSUPPORTED,
-                   "sink keys at cache positions (ip[2]) with a position bias or without causal masking");
+                   "sink keys at cache positions (ip[2]) with a position bias, sink logits or without causal masking");
         }
         push::AttentionSinksPush pc{};
         attention_fields(c, ps, pc);
@@ -130,9 +133,10 @@ void record_attention(NodeCtx& c) {
     }
     push::AttentionPush pc{};
     attention_fields(c, ps, pc);
-    pc.flags = u32((c.ip(attn::flags) & 1) | (biased ? 2 : 0));
+    pc.flags = u32((c.ip(attn::flags) & 1) | (biased ? 2 : 0) | (sunk ? 4 : 0));
     pc.bias_radius = biased ? u32((c.in[5].ne[1] - 1) / 2) : 0u;
     pc.bias_offset = biased ? ps[6].delta : 0u;
+    pc.sink_offset = sunk ? ps[7].delta : 0u;
     run(c, reduce_variant(c, shader.c_str()).c_str(), c.be->row_wg(), ps, pc, n_head, tokens, 1);
 }
 

@@ -1,5 +1,5 @@
-// Element-wise and row ops: binary (ADD, MUL, SWIGLU, GEGLU), unary (SCALE, SILU, GELU, GELU_ERF, TANH, SIGMOID),
-// row norms (RMS_NORM, LAYER_NORM, SOFTMAX; an RMS_NORM may carry its following MUL), ROPE and STEER.
+// Element-wise and row ops: binary (ADD, MUL, SWIGLU, GEGLU, SWIGLU_OAI), unary (SCALE, SILU, GELU, GELU_ERF, TANH,
+// SIGMOID), row norms (RMS_NORM, LAYER_NORM, SOFTMAX; an RMS_NORM may carry its following MUL), ROPE and STEER.
 #include <basalt/sdk/op-contracts.hpp>
 #include <basalt/sdk/rope-yarn.hpp>
 
@@ -15,8 +15,8 @@ namespace basalt::vk::ops {
 
 namespace {
 
-// binary.comp's ops: ADD (0), MUL (1), SWIGLU (2), GEGLU (3).
-void binary(NodeCtx& c, uint32_t op) {
+// binary.comp's ops: ADD (0), MUL (1), SWIGLU (2), GEGLU (3), SWIGLU_OAI (4, with alpha and limit).
+void binary(NodeCtx& c, uint32_t op, float alpha = 0.0f, float limit = 0.0f) {
     const Placed a = c.be->place(c.in[0]);
     const Placed b = c.be->place(c.in[1]);
     const Placed o = c.be->place(c.out);
@@ -28,6 +28,8 @@ void binary(NodeCtx& c, uint32_t op) {
     pc.a = tensor_ref(a, c.in[0]);
     pc.b = tensor_ref(b, c.in[1]);
     pc.dst = tensor_ref(o, c.out);
+    pc.alpha = alpha;
+    pc.limit = limit;
     run(c, "binary", kElemWg, {a, b, o}, pc, elem_groups(static_cast<uint64_t>(c.out.nelements())), 1, 1);
 }
 
@@ -86,6 +88,9 @@ void record_swiglu(NodeCtx& c) {
 }
 void record_geglu(NodeCtx& c) {
     binary(c, 3);
+}
+void record_swiglu_oai(NodeCtx& c) {
+    binary(c, 4, c.fp(sdk::op::swiglu_oai::alpha), c.fp(sdk::op::swiglu_oai::limit));
 }
 
 void record_scale(NodeCtx& c) {

@@ -1,6 +1,8 @@
 // The reasoning splitter (tools/basalt/serve/reasoning.hpp): every way of cutting a reply into two chunks, and
 // byte by byte, splits it as the whole reply does; each family's markers are recognised from its template.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "reasoning.hpp"
@@ -14,8 +16,8 @@ struct Split {
     bool operator==(const Split& o) const { return reasoning == o.reasoning && content == o.content; }
 };
 
-Split split_chunks(const std::string& reply, bool starts_open, size_t cut, size_t step) {
-    ReasoningSplitter s(ReasoningMarkers{}, starts_open);
+Split split_chunks(const std::string& reply, bool starts_open, size_t cut, size_t step, ReasoningMarkers markers = {}) {
+    ReasoningSplitter s(markers, starts_open);
     Split out;
     if (step != 0) {
         for (size_t i = 0; i < reply.size(); i += step) s.feed(reply.substr(i, step), out.reasoning, out.content);
@@ -25,6 +27,15 @@ Split split_chunks(const std::string& reply, bool starts_open, size_t cut, size_
     }
     s.finish(out.reasoning, out.content);
     return out;
+}
+
+// The Jinja source of a template of the corpus (tests/chat-templates/templates).
+std::string test_template_source(const std::string& name) {
+    std::ifstream in(std::string(BASALT_CHAT_TEMPLATES_DIR) + "/templates/" + name, std::ios::binary);
+    REQUIRE(in.good());
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
 }
 
 }  // namespace
@@ -58,6 +69,39 @@ TEST_CASE("reasoning: a reply splits the same however it is cut into chunks") {
             CHECK(split_chunks(c.reply, c.starts_open, cut, 0) == want);
         }
     }
+}
+
+// gpt-oss's harmony format: the analysis channel is the reasoning; <|end|> and the final channel's header close it;
+// a reply straight to the final channel has no reasoning and loses the header. The markers come from the gpt-oss
+// template of the corpus (tests/chat-templates/templates/openai-gpt-oss-120b.jinja, llama.cpp's models/templates).
+TEST_CASE("reasoning: harmony's analysis channel is the reasoning, however the reply is cut") {
+    const std::string source = test_template_source("openai-gpt-oss-120b.jinja");
+    const ReasoningMarkers harmony = reasoning_markers_for(source);
+    REQUIRE(std::string(harmony.open) == "<|channel|>analysis<|message|>");
+    REQUIRE(std::string(harmony.close) == "<|end|><|start|>assistant<|channel|>final<|message|>");
+    struct Case {
+        std::string reply, reasoning, content;
+    };
+    const Case cases[] = {
+        {"<|channel|>analysis<|message|>User asks 2+2. Answer 4.<|end|><|start|>assistant<|channel|>final<|message|>4",
+         "User asks 2+2. Answer 4.", "4"},
+        {"<|channel|>final<|message|>Just the answer.", "", "Just the answer."},
+        {"<|channel|>analysis<|message|>still thinking", "still thinking", ""},
+        {"plain text <|end|>", "", "plain text <|end|>"},
+        {"<|channel|>analysis<|message|>a <|end|> b<|end|><|start|>assistant<|channel|>final<|message|>c",
+         "a <|end|> b", "c"},
+    };
+    for (const Case& c : cases) {
+        INFO(c.reply);
+        const Split want{c.reasoning, c.content};
+        CHECK(split_chunks(c.reply, false, 0, 1, harmony) == want);
+        for (size_t cut = 0; cut <= c.reply.size(); ++cut) {
+            INFO(cut);
+            CHECK(split_chunks(c.reply, false, cut, 0, harmony) == want);
+        }
+    }
+    // The generation prompt ends with "<|start|>assistant": the reply opens its own channel.
+    CHECK_FALSE(prompt_opens_reasoning("<|start|>user<|message|>hi<|end|><|start|>assistant", harmony));
 }
 
 TEST_CASE("reasoning: each family's markers come from its template; a generation prompt may open them") {

@@ -76,6 +76,10 @@ enum {
      * [hd_k * n_kv_head, rows], in6 V residual F32 [hd_v * n_kv_head, rows], in7 I32 [2, n_lists]: per list (base row,
      * open position): a pair with p >= open position is read from residual row base + p % R (both K and V), others from
      * the cache.
+     * Since 1.5 (gpt-oss), ip[5] bit 1: learned attention-sink logits in the LAST input, F32 [n_head] (6 inputs, or
+     * 7 after the position bias; never with the residual window): head h's softmax also runs over logit in[h], which
+     * has no value row: out = sum_i e^(s_i - M) v_i / (sum_i e^(s_i - M) + e^(sink_h - M)), M = max(max_i s_i,
+     * sink_h) (the sink is not scaled or soft-capped). No visible pair: zeros. A 1.4 backend refuses the flag.
      */
     BASALT_OP_ATTENTION = 15,
     /* Writes rows: cache[:, in2[i]] = convert(in0[:, i]). in0 F32 [n, T]; in1 cache [n, n_slots] (also the
@@ -136,7 +140,11 @@ enum {
      * row i at (h dv + i) dk), READ AND UPDATED IN PLACE; in6 I32 [2, T] (slot, fresh) as SSM_CONV. Per token in
      * row order: S = exp(g) S; S += beta (v - S k) k^T; out = S q. out F32 [dv, nv, T]. */
     BASALT_OP_GATED_DELTA = 30,
-    BASALT_OP_COUNT = 31 /* number of op values (not an op) */
+    /* since 1.5. The clamped SwiGLU of gpt-oss's experts: x = min(in0, fp[1]), y = clamp(in1, -fp[1], fp[1]),
+     * out = x * sigmoid(fp[0] x) * (y + 1); fp[0] alpha (gpt-oss 1.702), fp[1] limit > 0 (gpt-oss 7). All F32,
+     * in0, in1 and out of one shape. */
+    BASALT_OP_SWIGLU_OAI = 31,
+    BASALT_OP_COUNT = 32 /* number of op values (not an op) */
 };
 
 /* Opaque device buffer, created and destroyed by the backend that owns it. */

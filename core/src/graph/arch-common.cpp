@@ -135,6 +135,13 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
     write_kv(c, il_u, k_rows, v, slots, p);
     const float scale = o.scale != 0.f ? o.scale : 1.0f / std::sqrt(static_cast<float>(hd_k));
     const float freq_scale = o.rope_scaled ? hp.rope_freq_scale : 1.0f;
+    const int32_t sinks = o.sink_logits ? c.weight(p + "attn_sinks.weight", {hp.n_head}) : -1;
+    if (c.stream_window != 0 && o.sink_logits) {
+        fail(BASALT_ERR_UNSUPPORTED,
+             "{}: the streaming cache (KV policy 'sinks') does not compose with this model's learned attention-sink "
+             "logits",
+             c.weights.source());
+    }
     if (c.stream_window != 0 && o.rope && hp.rope_scaling.needs_scaled_op()) {
         fail(BASALT_ERR_UNSUPPORTED,
              "{}: the streaming cache (KV policy 'sinks') re-rotates sink keys with plain rope (base and linear "
@@ -153,8 +160,9 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
                                       {op::attention::soft_cap, o.soft_cap},
                                       {op::attention::freq_base, o.rope_base},
                                       {op::attention::freq_scale, freq_scale}})
-                            : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, o.soft_cap, p);
-    return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
+                            : attend(c, il_u, q, lists, hp.n_head * hd_v, o.window, scale, o.soft_cap, p, sinks);
+    return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out",
+                  o.out_bias ? p + "attn_output.bias" : "");
 }
 
 int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled,
@@ -209,7 +217,22 @@ void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int3
 }
 
 int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n_out, int32_t window, float scale,
-               float cap, const std::string& p) {
+               float cap, const std::string& p, int32_t sink_logits) {
+    if (sink_logits >= 0) {
+        // ATTENTION's flags bit 1 (ABI 1.5): the sink logits are the last input; a node has at most 8 inputs, so a
+        // residual window (8 already) cannot take them.
+        if (c.kv_residual != 0) {
+            fail(BASALT_ERR_UNSUPPORTED,
+                 "{}: a KV residual window does not compose with this model's learned attention-sink logits",
+                 c.weights.source());
+        }
+        return c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
+                      {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query, sink_logits},
+                      {{op::attention::window, window},
+                       {op::attention::flags, 2},
+                       {op::attention::scale, scale},
+                       {op::attention::soft_cap, cap}});
+    }
     if (c.kv_residual == 0) {
         return c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {n_out, c.n_tokens},
                       {q, c.k_cache[il], c.v_cache[il], lists, c.attn_query},
@@ -233,11 +256,12 @@ int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act) {
     return linear(c, a, p + "ffn_down.weight", c.hp.n_embd, p + "ffn_down");
 }
 
-int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
+int32_t ffn_moe(ForwardContext& c, int il, int32_t h, const MoeOptions& o) {
     const auto& hp = c.hp;
     const std::string p = "blk." + std::to_string(il) + ".";
     const int64_t T = c.n_tokens, E = hp.n_expert, k = hp.n_expert_used, F = hp.n_ff;
-    const int32_t router = linear(c, h, p + "ffn_gate_inp.weight", E, p + "moe_router");
+    const int32_t router =
+        linear(c, h, p + "ffn_gate_inp.weight", E, p + "moe_router", o.biases ? p + "ffn_gate_inp.bias" : "");
     const int32_t probs =
         c.g.op(BASALT_OP_SOFTMAX, p + "moe_probs", BASALT_DTYPE_F32, {E, T}, {router}, {{op::softmax::scale, 1.f}});
     const auto il_u = static_cast<size_t>(il);
@@ -272,13 +296,26 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h) {
     if (il_u < c.moe_ids_out.size() && c.moe_ids_out[il_u] >= 0)
         c.g.node(BASALT_OP_COPY, p + "moe_ids_record", c.moe_ids_out[il_u], {ids});
     const int64_t D = hp.n_embd;
-    const int32_t gate = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_gate", BASALT_DTYPE_F32, {F, k, T},
-                                {c.weight(p + "ffn_gate_exps.weight", {D, F, E}), h, ids});
-    const int32_t up = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_up", BASALT_DTYPE_F32, {F, k, T},
-                              {c.weight(p + "ffn_up_exps.weight", {D, F, E}), h, ids});
-    const int32_t a = c.g.op(BASALT_OP_SWIGLU, p + "moe_act", BASALT_DTYPE_F32, {F, k, T}, {gate, up});
-    const int32_t down = c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_down", BASALT_DTYPE_F32, {hp.n_embd, k, T},
-                                {c.weight(p + "ffn_down_exps.weight", {F, D, E}), a, ids});
+    // An expert bias [n, E]: the selected experts' rows (GET_ROWS at the ids) added to the expert outputs [n, k, T].
+    auto expert_bias = [&](int32_t y, const std::string& name, int64_t n) {
+        if (!o.biases) return y;
+        const int32_t rows = c.g.op(BASALT_OP_GET_ROWS, p + name + ".bias_rows", BASALT_DTYPE_F32, {n, k, T},
+                                    {c.weight(p + "ffn_" + name + "_exps.bias", {n, E}), ids});
+        return c.g.op(BASALT_OP_ADD, p + "moe_" + name + ".bias", BASALT_DTYPE_F32, {n, k, T}, {y, rows});
+    };
+    const int32_t gate = expert_bias(c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_gate", BASALT_DTYPE_F32, {F, k, T},
+                                            {c.weight(p + "ffn_gate_exps.weight", {D, F, E}), h, ids}),
+                                     "gate", F);
+    const int32_t up = expert_bias(c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_up", BASALT_DTYPE_F32, {F, k, T},
+                                          {c.weight(p + "ffn_up_exps.weight", {D, F, E}), h, ids}),
+                                   "up", F);
+    const int32_t a = o.clamped_swiglu
+                          ? c.g.op(BASALT_OP_SWIGLU_OAI, p + "moe_act", BASALT_DTYPE_F32, {F, k, T}, {gate, up},
+                                   {{op::swiglu_oai::alpha, o.alpha}, {op::swiglu_oai::limit, o.limit}})
+                          : c.g.op(BASALT_OP_SWIGLU, p + "moe_act", BASALT_DTYPE_F32, {F, k, T}, {gate, up});
+    const int32_t down = expert_bias(c.g.op(BASALT_OP_MOE_MATMUL, p + "moe_down", BASALT_DTYPE_F32, {hp.n_embd, k, T},
+                                            {c.weight(p + "ffn_down_exps.weight", {F, D, E}), a, ids}),
+                                     "down", D);
     return c.g.op(BASALT_OP_MOE_COMBINE, p + "moe_out", BASALT_DTYPE_F32, {hp.n_embd, T}, {down, w});
 }
 

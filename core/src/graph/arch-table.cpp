@@ -92,6 +92,13 @@ constexpr ArchSpec kArchs[] = {
     {.name = "granite", .label = "granite", .experts = ArchExperts::NONE, .build = build_granite},
     // Post-norms only and q/k norms over the whole projection; rope on halves; OLMo 2's base 5e5.
     {.name = "olmo2", .label = "olmo2", .experts = ArchExperts::NONE, .build = build_olmo2, .rope_freq_base = 5e5},
+    // gpt-oss: biased attention with learned sink logits, sliding window on even layers, neox rope with YaRN,
+    // biased experts on every layer with a clamped SwiGLU (arch-gpt-oss.cpp).
+    {.name = "gpt-oss",
+     .label = "gpt-oss",
+     .experts = ArchExperts::REQUIRED,
+     .build = build_gpt_oss,
+     .sliding_pattern = 2},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
 };

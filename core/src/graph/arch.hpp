@@ -92,9 +92,10 @@ struct ForwardContext {
 
 // KV_WRITE of layer il's K and V rows into its cache (through the residual window when the session has one).
 void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int32_t slots, const std::string& p);
-// ATTENTION of layer il over its cache: out F32 [n_out, T]; adds the residual inputs when the session has them.
+// ATTENTION of layer il over its cache: out F32 [n_out, T]; adds the residual inputs when the session has them, and
+// learned sink logits F32 [n_head] when `sink_logits` >= 0 (gpt-oss; refused with a residual window).
 int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n_out, int32_t window, float scale,
-               float cap, const std::string& p);
+               float cap, const std::string& p, int32_t sink_logits = -1);
 
 // Options of the shared attention block.
 struct AttentionOptions {
@@ -109,6 +110,8 @@ struct AttentionOptions {
     float scale = 0.f;          // score = scale * dot(q, k); 0: 1/sqrt(head_dim)
     float soft_cap = 0.f;       // gemma2: score = soft_cap * tanh(score / soft_cap); 0: none
     bool qk_norm_full = false;  // olmo2: RMS norm of the whole q and k projections (all heads at once)
+    bool out_bias = false;      // gpt-oss: attn_output.bias
+    bool sink_logits = false;   // gpt-oss: attn_sinks.weight, one learned logit per head joining its softmax
 };
 
 // ROPE of x [head_dim, n_heads, T] at the batch's positions with the model's rope scaling (hp.rope_scaling: freq_scale,
@@ -121,8 +124,20 @@ int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const 
 int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOptions& o);
 // Gated FFN: down(act(gate(h)) * up(h)); act is BASALT_OP_SWIGLU or BASALT_OP_GEGLU.
 int32_t ffn_gated(ForwardContext& c, int il, int32_t h, basalt_op act);
+// What distinguishes an architecture's experts from Mixtral's.
+struct MoeOptions {
+    // gpt-oss: the router's bias (ffn_gate_inp.bias) and each expert's gate, up and down biases
+    // (ffn_{gate,up,down}_exps.bias [n, n_expert], added to the rows of the selected experts).
+    bool biases = false;
+    // gpt-oss: SWIGLU_OAI (x = min(gate, limit), out = x sigmoid(alpha x) (clamp(up, +-limit) + 1)) instead of SWIGLU.
+    bool clamped_swiglu = false;
+    float alpha = 1.702f;
+    float limit = 7.0f;
+};
 // Mixture of experts FFN (softmax routing, top-k, renormalised weights), dropless or under capacity (c.moe_router).
-int32_t ffn_moe(ForwardContext& c, int il, int32_t h);
+// Renormalised softmax probabilities of the top k are the softmax over the k selected logits, so gpt-oss's routing
+// (softmax of the selected biased logits) is this too.
+int32_t ffn_moe(ForwardContext& c, int il, int32_t h, const MoeOptions& o = {});
 // The hook point at the output of layer il (after its feed-forward residual add, where llama.cpp applies control
 // vectors): a STEER node adding each row's slot vector when the step steers layer il; x itself otherwise.
 int32_t steer_hook(ForwardContext& c, int il, int32_t x);
@@ -169,6 +184,9 @@ void build_bert(ForwardContext& c);
 void rank_head(ForwardContext& c, int32_t x);
 // qwen35: Gated DeltaNet layers (SSM_CONV, GATED_DELTA over the session's recurrent state) and gated attention.
 void build_qwen35(ForwardContext& c);
+// gpt-oss: biased attention with learned sink logits, alternating sliding window, YaRN, biased experts with a clamped
+// SwiGLU (arch-gpt-oss.cpp).
+void build_gpt_oss(ForwardContext& c);
 void build_granite(ForwardContext& c);
 void build_olmo2(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.

@@ -19,6 +19,7 @@ DECLARE_BINDING(3)
 DECLARE_BINDING(4)
 DECLARE_BINDING(5)
 DECLARE_BINDING(6)
+DECLARE_BINDING(7)
 DECLARE_LOADS(1)
 DECLARE_LOADS(2)
 DECLARE_DEQUANT(1)
@@ -65,13 +66,18 @@ void main() {
     const bool biased = false;
     const int bias_r = 0;
     const uint bias_base = 0u;
+    const bool sunk = false;
+    const float sink = 0.0;
 #else
-    // flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = bias_radius). The
-    // "_cp" variants take the sinks' rotation instead (AttentionSinksPush): always causal, no bias.
+    // flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = bias_radius), bit 2
+    // learned sink logits (binding 7, one per head). The "_cp" variants take the sinks' rotation instead
+    // (AttentionSinksPush): always causal, no bias, no sink logits.
     const bool causal = (pc.flags & 1u) == 0u;
     const bool biased = (pc.flags & 2u) != 0u;
     const int bias_r = int(pc.bias_radius);
     const uint bias_base = pc.bias_offset >> 2;
+    const bool sunk = (pc.flags & 4u) != 0u;
+    const float sink = sunk ? b7f.d[(pc.sink_offset >> 2) + h] : 0.0;
 #endif
     float m = uintBitsToFloat(0xff800000u);
     float sum = 0.0;
@@ -114,7 +120,12 @@ void main() {
             if (d < hd_v) acc[j] += e * ldel_2(pc.v_type, vr, d);
         }
     }
-    const float inv = sum > 0.0 ? 1.0 / sum : 0.0;
+    float inv = sum > 0.0 ? 1.0 / sum : 0.0;
+    if (sunk && sum > 0.0) {  // the sink logit joins the softmax without a value row
+        const float mx = max(m, sink);
+        const float f = exp(m - mx);
+        inv = f / (sum * f + exp(sink - mx));
+    }
     const uint o = (pc.dst_offset + h * pc.dst_head_stride + t * pc.dst_token_stride) >> 2;
     for (uint j = 0u; j < DMAX; ++j) {
         const uint d = l + j * wg;

@@ -20,6 +20,7 @@ DECLARE_BINDING(3)
 DECLARE_BINDING(4)
 DECLARE_BINDING(5)
 DECLARE_BINDING(6)
+DECLARE_BINDING(7)
 DECLARE_LOADS(1)
 DECLARE_LOADS(2)
 layout(std430, binding = 1) buffer B1v {
@@ -106,13 +107,18 @@ void main() {
     const bool biased = false;
     const int bias_r = 0;
     const uint bias_base = 0u;
+    const bool sunk = false;
+    const float sink = 0.0;
 #else
-    // flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = bias_radius). The
-    // "_cp" variants take the sinks' rotation instead (AttentionSinksPush): always causal, no bias.
+    // flags: bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2R + 1], R = bias_radius), bit 2
+    // learned sink logits (binding 7, one per head). The "_cp" variants take the sinks' rotation instead
+    // (AttentionSinksPush): always causal, no bias, no sink logits.
     const bool causal = (pc.flags & 1u) == 0u;
     const bool biased = (pc.flags & 2u) != 0u;
     const int bias_r = int(pc.bias_radius);
     const uint bias_base = pc.bias_offset >> 2;
+    const bool sunk = (pc.flags & 4u) != 0u;
+    const float sink = sunk ? b7f.d[(pc.sink_offset >> 2) + h] : 0.0;
 #endif
     const float neg_inf = uintBitsToFloat(0xff800000u);
     float m = neg_inf;
@@ -151,7 +157,12 @@ void main() {
     const float mx = wg_max1(m);
     const float f = (m == neg_inf || mx == neg_inf) ? 0.0 : exp(m - mx);
     const float total = wg_sum1(sum * f);
-    const float inv = total > 0.0 ? 1.0 / total : 0.0;
+    float inv = total > 0.0 ? 1.0 / total : 0.0;
+    if (sunk && total > 0.0) {  // the sink logit joins the softmax without a value row
+        const float top = max(mx, sink);
+        const float g = exp(mx - top);
+        inv = g / (total * g + exp(sink - top));
+    }
     const uint o = (pc.dst_offset + h * pc.dst_head_stride + t * pc.dst_token_stride) >> 2;
     for (uint j = 0u; j < nv; ++j) {
         const vec4 a = acc[j] * f;

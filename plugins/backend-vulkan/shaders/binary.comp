@@ -1,6 +1,6 @@
 #version 450
-// ADD (0), MUL (1), SWIGLU (2), GEGLU (3): out = f(a, b); b may be one row broadcast over a's rows
-// (BinaryPush).
+// ADD (0), MUL (1), SWIGLU (2), GEGLU (3), SWIGLU_OAI (4: gpt-oss's clamped SwiGLU): out = f(a, b); b may be one
+// row broadcast over a's rows (BinaryPush).
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
 #include "common.glsl"
@@ -28,8 +28,11 @@ void main() {
             y = a * b;
         } else if (op == 2u) {
             y = silu(a) * b;
-        } else {
+        } else if (op == 3u) {
             y = gelu_tanh(a) * b;
+        } else {
+            const float x = min(a, pc.limit);
+            y = x / (1.0 + exp(pc.alpha * -x)) * (clamp(b, -pc.limit, pc.limit) + 1.0);
         }
         b2f.d[(tensor_row(pc.dst, r) >> 2) + i] = y;
     }

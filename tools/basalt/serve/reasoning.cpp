@@ -10,7 +10,11 @@ namespace {
 
 // Each family's markers, the generic <think>...</think> last (facts read from the families' templates and
 // llama.cpp's common/chat parsers).
-constexpr std::array<ReasoningMarkers, 7> kFamilies = {{
+constexpr std::array<ReasoningMarkers, 8> kFamilies = {{
+    // gpt-oss (harmony): the analysis channel, then <|end|> and the final channel's header; a reply may also go to
+    // the final channel at once.
+    {"<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>",
+     "<|channel|>final<|message|>", "<|channel|>analysis<|message|>"},
     {"<|channel>thought", "<channel|>"},         // Gemma 4
     {"[THINK]", "[/THINK]"},                     // Magistral, Ministral 3 reasoning
     {"<|START_THINKING|>", "<|END_THINKING|>"},  // Command R7B, Cohere2 MoE
@@ -42,7 +46,7 @@ bool drop_leading_space(std::string& s) {
 
 ReasoningMarkers reasoning_markers_for(const std::string& template_source) {
     for (const ReasoningMarkers& m : kFamilies)
-        if (template_source.find(m.close) != std::string::npos) return m;
+        if (template_source.find(m.spelled != nullptr ? m.spelled : m.close) != std::string::npos) return m;
     return kFamilies.back();
 }
 
@@ -59,6 +63,7 @@ ReasoningSplitter::ReasoningSplitter(ReasoningMarkers markers, bool starts_open)
 void ReasoningSplitter::feed(const std::string& text, std::string& reasoning, std::string& content) {
     held_ += text;
     const std::string_view open = markers_.open, close = markers_.close;
+    const std::string_view answer = markers_.answer != nullptr ? markers_.answer : "";
     for (;;) {
         if (state_ == State::Start) {
             const size_t first = held_.find_first_not_of(" \n\t\r");
@@ -70,8 +75,15 @@ void ReasoningSplitter::feed(const std::string& text, std::string& reasoning, st
                 skip_space_ = true;
                 continue;
             }
-            if (open.substr(0, rest.size()) == rest) return;  // perhaps the opening marker, cut
-            state_ = State::Content;                          // no reasoning: the reply is all answer
+            if (!answer.empty() && rest.substr(0, answer.size()) == answer) {  // the answer's header: dropped
+                held_.erase(0, first + answer.size());
+                state_ = State::Content;
+                skip_space_ = true;
+                continue;
+            }
+            if (open.substr(0, rest.size()) == rest) return;                       // perhaps the opening marker, cut
+            if (!answer.empty() && answer.substr(0, rest.size()) == rest) return;  // perhaps the answer's header
+            state_ = State::Content;  // no reasoning: the reply is all answer
             continue;
         }
         if (skip_space_) {

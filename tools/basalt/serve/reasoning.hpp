@@ -1,8 +1,9 @@
 // A chat reply's reasoning split from its answer, as llama-server (--reasoning-format deepseek) and vLLM's reasoning
 // parsers return it: the text between the template family's reasoning markers (<think>...</think>, [THINK]...
-// [/THINK], ...) at the start of the reply becomes reasoning_content, the rest content. Streamed output is split
-// chunk by chunk: text that may be the start of a marker is held until the next chunk decides it. docs/server.md,
-// "Reasoning".
+// [/THINK], ...) at the start of the reply becomes reasoning_content, the rest content. gpt-oss's harmony format is
+// one such family: its analysis channel (<|channel|>analysis<|message|>...) is the reasoning, closed by <|end|> and
+// the final channel's header. Streamed output is split chunk by chunk: text that may be the start of a marker is
+// held until the next chunk decides it. docs/server.md, "Reasoning".
 #pragma once
 
 #include <string>
@@ -13,10 +14,16 @@ namespace basalt::serve {
 struct ReasoningMarkers {
     const char* open = "<think>";
     const char* close = "</think>";
+    // A reply without reasoning may start with this header of its answer (harmony: <|channel|>final<|message|>),
+    // which is dropped; nullptr: none.
+    const char* answer = nullptr;
+    // What the family's templates spell (reasoning_markers_for looks for it); nullptr: the closing marker.
+    const char* spelled = nullptr;
 };
 
-// The markers of a chat template's family, recognised from its Jinja source (the first family whose closing marker
-// the source spells; <think>...</think> otherwise, and for the native families: source ""). Pure function.
+// The markers of a chat template's family, recognised from its Jinja source (the first family whose templates'
+// text (`spelled`, else the closing marker) the source holds; <think>...</think> otherwise, and for the native
+// families: source ""). Pure function.
 ReasoningMarkers reasoning_markers_for(const std::string& template_source);
 
 // True when a rendered prompt ends inside an open reasoning block (the template's generation prompt opened it, as

@@ -35,7 +35,8 @@ struct UnaryPush {
     TensorRef dst;
 };
 
-// binary.comp: ADD (0), MUL (1), SWIGLU (2), GEGLU (3); broadcast != 0: b is one row used for every row of a.
+// binary.comp: ADD (0), MUL (1), SWIGLU (2), GEGLU (3), SWIGLU_OAI (4: alpha, limit); broadcast != 0: b is one
+// row used for every row of a.
 struct BinaryPush {
     uint op;
     uint n;
@@ -44,6 +45,8 @@ struct BinaryPush {
     TensorRef a;
     TensorRef b;
     TensorRef dst;
+    float alpha;
+    float limit;
 };
 
 // norm.comp: RMS_NORM (0), LAYER_NORM (1), SOFTMAX (2), one workgroup per row. fused_mul != 0: an RMS_NORM whose
@@ -207,12 +210,13 @@ struct RoutingPush {
     uint v_head_bytes;
 
 // The plain variants: flags bit 0 not causal, bit 1 relative position bias (binding 6, [n_head, 2 bias_radius + 1]
-// at byte bias_offset).
+// at byte bias_offset), bit 2 learned sink logits (binding 7, [n_head] at byte sink_offset; gpt-oss).
 struct AttentionPush {
     BASALT_ATTENTION_FIELDS
     uint flags;
     uint bias_radius;
     uint bias_offset;
+    uint sink_offset;
 };
 
 // The "_cp" variants (sink keys at cache positions, always causal, no bias): ROPE's parameters for the sinks'
@@ -275,7 +279,7 @@ inline constexpr std::size_t kPushBytes = 128;  // the pipeline layout's push-co
                   #T " must be " #words " 4-byte fields, at most 128 bytes")
 BASALT_PUSH_FITS(TensorRef, 6);
 BASALT_PUSH_FITS(UnaryPush, 16);
-BASALT_PUSH_FITS(BinaryPush, 22);
+BASALT_PUSH_FITS(BinaryPush, 24);
 BASALT_PUSH_FITS(NormPush, 19);
 BASALT_PUSH_FITS(RopePush, 23);
 BASALT_PUSH_FITS(SteerPush, 22);
@@ -284,7 +288,7 @@ BASALT_PUSH_FITS(GetRowsPush, 20);
 BASALT_PUSH_FITS(ConvertPush, 18);
 BASALT_PUSH_FITS(CopyPush, 16);
 BASALT_PUSH_FITS(RoutingPush, 25);
-BASALT_PUSH_FITS(AttentionPush, 30);
+BASALT_PUSH_FITS(AttentionPush, 31);
 BASALT_PUSH_FITS(AttentionSinksPush, 31);
 BASALT_PUSH_FITS(SlicePush, 15);
 BASALT_PUSH_FITS(SsmConvPush, 9);

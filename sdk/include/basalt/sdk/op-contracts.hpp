@@ -25,15 +25,24 @@ int64_t block_of(const View& v) noexcept {
     return tr != nullptr ? tr->block_size : 1;
 }
 
-// ADD, MUL: input 1 has input 0's shape or is one row of it (broadcast); SWIGLU, GEGLU: both inputs have the
-// output's shape. All F32.
+// ADD, MUL: input 1 has input 0's shape or is one row of it (broadcast); SWIGLU, GEGLU, SWIGLU_OAI: both inputs
+// have the output's shape (SWIGLU_OAI: finite alpha, limit > 0). All F32.
 template <class C>
 void binary(const C& c) {
     c.expect_type(c.in[0], "input 0", BASALT_DTYPE_F32);
     c.expect_type(c.in[1], "input 1", BASALT_DTYPE_F32);
     c.expect_type(c.out, "output", BASALT_DTYPE_F32);
     c.expect_same_shape(c.in[0], "input 0", c.out, "output");
-    if (c.node->op == BASALT_OP_SWIGLU || c.node->op == BASALT_OP_GEGLU) {
+    if (c.node->op == BASALT_OP_SWIGLU_OAI) {
+        const float alpha = c.fp(op::swiglu_oai::alpha);
+        const float limit = c.fp(op::swiglu_oai::limit);
+        if (!std::isfinite(alpha) || !(limit > 0.0f) || !std::isfinite(limit)) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "alpha fp[0] = " + std::to_string(alpha) +
+                                                    " must be finite and limit " + "fp[1] = " + std::to_string(limit) +
+                                                    " finite and > 0");
+        }
+    }
+    if (c.node->op == BASALT_OP_SWIGLU || c.node->op == BASALT_OP_GEGLU || c.node->op == BASALT_OP_SWIGLU_OAI) {
         c.expect_same_shape(c.in[1], "input 1", c.out, "output");
         return;
     }
@@ -200,10 +209,28 @@ AttentionShape attention(const C& c) {
                                                     " are not valid (head size " + std::to_string(s.hd_k) + ")");
         }
     }
-    if ((c.ip(a::flags) & ~1) != 0) {
-        c.fail(BASALT_ERR_INVALID_ARGUMENT, "flags ip[5] = " + std::to_string(c.ip(a::flags)) + " (bit 0: not causal)");
+    const int32_t flags = c.ip(a::flags);
+    if ((flags & ~3) != 0) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT,
+               "flags ip[5] = " + std::to_string(flags) + " (bit 0: not causal, bit 1: sink logits)");
     }
-    if (c.node->n_inputs == 6) {  // relative position bias by distance (8 inputs: the K/V residual window instead)
+    // Since 1.5: learned sink logits, one per head, in the last input (6 inputs, or 7 after the position bias).
+    const bool sink_logits = (flags & 2) != 0;
+    if (sink_logits) {
+        const int last = c.node->n_inputs - 1;
+        if (c.node->n_inputs != 6 && c.node->n_inputs != 7) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT,
+                   "sink logits (flags bit 1) need 6 inputs, or 7 with a position bias; "
+                   "the node has " +
+                       std::to_string(c.node->n_inputs));
+        }
+        c.expect_type(c.in[last], "sink logits", BASALT_DTYPE_F32);
+        if (c.in[last].nelements() != s.n_head || !c.in[last].rows_packed()) {
+            c.fail(BASALT_ERR_INVALID_ARGUMENT, "sink logits " + c.in[last].shape() + " must hold n_head = " +
+                                                    std::to_string(s.n_head) + " packed values");
+        }
+    }
+    if (c.node->n_inputs == (sink_logits ? 7 : 6)) {  // relative position bias by distance (8: the residual window)
         c.expect_type(c.in[5], "position bias", BASALT_DTYPE_F32);
         if (c.in[5].ne[0] != s.n_head || c.in[5].ne[1] % 2 != 1 || c.in[5].ne[2] != 1 || c.in[5].ne[3] != 1 ||
             !c.in[5].rows_packed()) {
