@@ -67,6 +67,7 @@ uint32_t Matcher::intern_set(std::vector<uint32_t>& stacks) {
     }
     const auto id = static_cast<uint32_t>(sets_.size());
     sets_.push_back(stacks);
+    non_ascii_.push_back(kNonAsciiUnknown);
     bucket.push_back(id);
     return id;
 }
@@ -116,6 +117,7 @@ const std::vector<uint32_t>& Matcher::advance_stack(uint32_t stack, uint32_t cp)
 }
 
 uint32_t Matcher::next_set(uint32_t set, uint32_t cp) {
+    if (cp >= 0x80 && non_ascii(set) != kNonAsciiMixed) cp = 0x80;  // every non-ASCII character alike
     const uint64_t key = (uint64_t{set} << 21) ^ cp;
     auto it = cp_next_.find(key);
     if (it != cp_next_.end()) return it->second;
@@ -130,21 +132,57 @@ uint32_t Matcher::next_set(uint32_t set, uint32_t cp) {
     return id;
 }
 
-bool Matcher::any_match(uint32_t set, uint32_t lo, uint32_t hi) const {
+int8_t Matcher::non_ascii(uint32_t set) {
+    if (non_ascii_[set] == kNonAsciiUnknown) {
+        bool all = false, mixed = false;
+        for (const uint32_t st : sets_[set]) {
+            if (st == kEmptyStack) continue;
+            const CharSet& cs = g_->sets[g_->elems[nodes_[st].pos].value];
+            const bool any = cs.matches_any(0x80, 0x10FFFF);
+            const bool every = any && cs.matches_all(0x80, 0x10FFFF);
+            all = all || every;
+            mixed = mixed || (any && !every);
+        }
+        non_ascii_[set] = mixed ? kNonAsciiMixed : all ? kNonAsciiAll : kNonAsciiNone;
+    }
+    return non_ascii_[set];
+}
+
+bool Matcher::any_match(uint32_t set, uint32_t lo, uint32_t hi) {
+    const int8_t kind = non_ascii(set);
+    if (kind != kNonAsciiMixed && lo >= 0x80) return kind == kNonAsciiAll;
     for (const uint32_t st : sets_[set]) {
         if (st != kEmptyStack && g_->sets[g_->elems[nodes_[st].pos].value].matches_any(lo, hi)) return true;
     }
     return false;
 }
 
+namespace {
+
+// For a uniform set, partial characters with the same future share one representative: the next bytes can only
+// be refused by UTF-8's own rules (overlong forms after E0/F0, surrogates after ED, past U+10FFFF after F4), so
+// the representative keeps those leads and maps every other valid partial character of its length and progress
+// to one (C2; E1, E1 80; F1, F1 80, F1 80 80). Fewer automaton states: a vocabulary's thousands of split
+// characters collapse to a handful per parse position.
+uint32_t canonical_partial(uint32_t partial, uint32_t remaining, uint32_t length) {
+    if (remaining == 1) return length == 2 ? 0x2u : length == 3 ? 0x40u : 0x1000u;
+    if (length == 3) return partial == 0x0 || partial == 0xD ? partial : 0x1u;  // remaining 2: E0, ED kept
+    if (remaining == 2) return 0x40u;                                           // four bytes, two to come
+    return partial == 0x0 || partial == 0x4 ? partial : 0x1u;                   // remaining 3: F0, F4 kept
+}
+
+}  // namespace
+
 // One byte. A lead byte or continuation that leaves a character incomplete only checks that some stack can still
 // match a character with that prefix; the character's last byte moves the stacks.
-bool Matcher::step(State& s, uint8_t byte) {
+bool Matcher::step(State& s, uint8_t byte, bool canonical) {
     Utf8Partial u{s.partial, s.remaining, s.length};
     const Utf8Result r = utf8_step(u, byte);
     if (r.kind == Utf8Step::Reject) return false;
     if (r.kind == Utf8Step::Partial) {
         if (!any_match(s.set, r.lo, r.hi)) return false;
+        if (canonical && non_ascii(s.set) == kNonAsciiAll)
+            u.partial = canonical_partial(u.partial, u.remaining, u.length);
         s.partial = u.partial;
         s.remaining = u.remaining;
         s.length = u.length;
@@ -187,13 +225,7 @@ const LoopTokens* Matcher::loop_tokens(uint32_t id) {
         for (uint32_t b = 0; b < 0x80; ++b) {
             if (next_dfa(id, static_cast<uint8_t>(b)) == id) k.ascii[b >> 6] |= uint64_t{1} << (b & 63);
         }
-        bool uniform = true;
-        for (const uint32_t st : sets_[s.set]) {
-            if (st == kEmptyStack) continue;
-            const CharSet& cs = g_->sets[g_->elems[nodes_[st].pos].value];
-            if (cs.matches_any(0x80, 0x10FFFF) && !cs.matches_all(0x80, 0x10FFFF)) uniform = false;
-        }
-        k.non_ascii = uniform && next_set(s.set, 0x80) == s.set;
+        k.non_ascii = non_ascii(s.set) == kNonAsciiAll && next_set(s.set, 0x80) == s.set;
         if (k.empty()) return nullptr;
         loops_.push_back(LoopTokens::shared(trie_, k));
         loop_of_[id] = static_cast<int32_t>(loops_.size() - 1);
@@ -303,7 +335,7 @@ size_t Matcher::reference_mask(const State& s, std::vector<uint64_t>& out) {
             State x = s;
             ok = true;
             for (const char c : t.texts[id]) {
-                if (!step(x, static_cast<uint8_t>(c))) {
+                if (!step(x, static_cast<uint8_t>(c), false)) {
                     ok = false;
                     break;
                 }

@@ -82,6 +82,9 @@ class Matcher {
     static constexpr uint32_t kUnknown = UINT32_MAX - 1;
     static constexpr int32_t kLoopUnknown = -2;
     static constexpr int32_t kNoLoop = -1;
+    // A set whose every stack's character set holds all non-ASCII code points or none is uniform: every non-ASCII
+    // character has the same successor, and every partial one the same fate.
+    static constexpr int8_t kNonAsciiUnknown = -1, kNonAsciiMixed = 0, kNonAsciiNone = 1, kNonAsciiAll = 2;
 
     struct Node {
         uint32_t pos;     // element index (UINT32_MAX for the empty stack)
@@ -93,7 +96,8 @@ class Matcher {
     std::mutex mu_;
     std::vector<Node> nodes_;
     std::unordered_map<uint64_t, uint32_t> node_ids_;
-    std::vector<std::vector<uint32_t>> sets_;                      // set id -> sorted stack ids
+    std::vector<std::vector<uint32_t>> sets_;  // set id -> sorted stack ids
+    std::vector<int8_t> non_ascii_;            // set id -> how its stacks take non-ASCII characters (kNonAscii*)
     std::unordered_map<uint64_t, std::vector<uint32_t>> set_ids_;  // hash -> candidate set ids
     std::unordered_map<uint64_t, uint32_t> cp_next_;               // (set, code point) -> next set
     std::unordered_map<uint64_t, std::vector<uint32_t>> advance_;  // (stack, code point) -> stacks
@@ -114,8 +118,9 @@ class Matcher {
     void normalise(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, std::vector<uint64_t>& seen);
     const std::vector<uint32_t>& advance_stack(uint32_t stack, uint32_t cp);
     uint32_t next_set(uint32_t set, uint32_t cp);
-    bool any_match(uint32_t set, uint32_t lo, uint32_t hi) const;
-    bool step(State& s, uint8_t byte);
+    int8_t non_ascii(uint32_t set);
+    bool any_match(uint32_t set, uint32_t lo, uint32_t hi);
+    bool step(State& s, uint8_t byte, bool canonical = true);
     uint32_t dfa_id(const State& s);
     uint32_t next_dfa(uint32_t id, uint8_t byte);
     const LoopTokens* loop_tokens(uint32_t id);
