@@ -188,6 +188,8 @@ bool Matcher::step(State& s, uint8_t byte, bool canonical) {
         s.length = u.length;
         return true;
     }
+    // Most bytes a walk tries match no stack: refuse them without building (and memoising) a successor set.
+    if (!any_match(s.set, r.cp, r.cp)) return false;
     const uint32_t next = next_set(s.set, r.cp);
     if (next == kDead) return false;
     s = State{next, 0, 0, 0};
@@ -269,12 +271,15 @@ bool Matcher::accept_token(const State& s, int32_t token, State& out) {
 
 // The preorder walk: level_[d] is the automaton state after the first d bytes of the current node's prefix. From a
 // loop state, the tokens that stay in its class are set at once and their pure subtrees skipped.
-size_t Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
+void Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
     const TokenTrie& t = *trie_;
-    out.assign((t.n_vocab + 63) / 64, 0);
     const uint32_t root = dfa_id(s);
     const LoopTokens* loop = loop_fast_path ? loop_tokens(root) : nullptr;
-    if (loop != nullptr) out = loop->tokens;
+    if (loop != nullptr) {
+        out = loop->tokens;
+    } else {
+        out.assign((t.n_vocab + 63) / 64, 0);
+    }
     level_.resize(t.max_depth + 1);
     level_[0] = root;
     const uint8_t* byte = t.byte.data();
@@ -307,7 +312,6 @@ size_t Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_
     if (can_end_locked(s)) {
         for (const int32_t e : t.eog) set_bit(out, static_cast<uint32_t>(e));
     }
-    return popcount(out);
 }
 
 const std::vector<uint64_t>& Matcher::mask_locked(const State& s) {
@@ -320,7 +324,8 @@ const std::vector<uint64_t>& Matcher::mask_locked(const State& s) {
 
 size_t Matcher::compute_mask_uncached(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
     const std::lock_guard<std::mutex> lock(mu_);
-    return walk(s, out, loop_fast_path);
+    walk(s, out, loop_fast_path);
+    return popcount(out);
 }
 
 size_t Matcher::reference_mask(const State& s, std::vector<uint64_t>& out) {

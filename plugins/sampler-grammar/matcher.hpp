@@ -126,7 +126,7 @@ class Matcher {
     const LoopTokens* loop_tokens(uint32_t id);
     bool can_end_locked(const State& s) const;
     const std::vector<uint64_t>& mask_locked(const State& s);
-    size_t walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path);
+    void walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path);
 };
 
 // The Matcher for a grammar (by its cache key, e.g. the kind and text) and vocabulary, shared with every other
