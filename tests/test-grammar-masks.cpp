@@ -169,6 +169,7 @@ const char* const kSchemas[] = {
     R"({"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer","minimum":0,"maximum":999},"tags":{"type":"array","items":{"type":"string","maxLength":4},"maxItems":3}},"required":["id","tags"]}}},"required":["items"]})",
     R"({"type":"object","properties":{"kind":{"enum":["alpha","beta"]},"when":{"type":"string","format":"date-time"},"uid":{"type":"string","format":"uuid"}},"required":["kind","when","uid"]})",
     R"({})",
+    R"({"type":"array","items":{"type":"string","minLength":2,"maxLength":12},"maxItems":3})",
 };
 
 }  // namespace

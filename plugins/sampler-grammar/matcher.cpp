@@ -202,6 +202,7 @@ uint32_t Matcher::dfa_id(const State& s) {
         dfa_.push_back(s);
         trans_.resize(trans_.size() + 256, kUnknown);
         loop_of_.push_back(kLoopUnknown);
+        loop_budget_.push_back(0);
     }
     return it->second;
 }
@@ -215,23 +216,66 @@ uint32_t Matcher::next_dfa(uint32_t id, uint8_t byte) {
     return next;
 }
 
-// A state loops on the ASCII bytes that lead back to it and, when every stack's character set holds all
-// non-ASCII code points or none and a non-ASCII character leads back to it, on every non-ASCII character (the
-// stacks that match one match all, so every such character has the same successor).
-const LoopTokens* Matcher::loop_tokens(uint32_t id) {
+// The class of a state is the bytes that share its most common live successor among the ASCII bytes, plus every
+// non-ASCII character when its set takes them all alike (uniform) to that same successor. Following the class from
+// successor to successor while every byte of it leads to one next state gives a chain: its length is the budget
+// (the characters any token of the class may have and still be allowed); a state that leads back to itself makes
+// the budget unbounded (kUnbounded), a loop. Only large classes are kept (below).
+const LoopTokens* Matcher::loop_tokens(uint32_t id, uint32_t& budget) {
     if (loop_of_[id] == kLoopUnknown) {
         loop_of_[id] = kNoLoop;
         const State s = dfa_[id];
         if (s.remaining != 0) return nullptr;
+        std::map<uint32_t, int> count;
+        for (uint32_t b = 0; b < 0x80; ++b) {
+            const uint32_t next = next_dfa(id, static_cast<uint8_t>(b));
+            if (next != kDead) ++count[next];
+        }
+        if (count.empty()) return nullptr;
+        uint32_t first = count.begin()->first;
+        for (const auto& [next, n] : count) {
+            if (n > count[first]) first = next;
+        }
         LoopClass k;
         for (uint32_t b = 0; b < 0x80; ++b) {
-            if (next_dfa(id, static_cast<uint8_t>(b)) == id) k.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+            if (next_dfa(id, static_cast<uint8_t>(b)) == first) k.ascii[b >> 6] |= uint64_t{1} << (b & 63);
         }
-        k.non_ascii = non_ascii(s.set) == kNonAsciiAll && next_set(s.set, 0x80) == s.set;
-        if (k.empty()) return nullptr;
+        // Whether every non-ASCII character leads from the state `from` to `to` (a complete-character state).
+        auto non_ascii_to = [&](uint32_t from, uint32_t to) {
+            const uint32_t set = dfa_[from].set;
+            return non_ascii(set) == kNonAsciiAll && dfa_[to].remaining == 0 && next_set(set, 0x80) == dfa_[to].set;
+        };
+        k.non_ascii = non_ascii_to(id, first);
+        // Worth it for classes most of a vocabulary's pieces fall in (string contents): a small class (digits, a
+        // punctuation mark) leaves little to skip, and each class costs a pass over the trie once.
+        const int n_ascii = __builtin_popcountll(k.ascii[0]) + __builtin_popcountll(k.ascii[1]);
+        if (!k.non_ascii && n_ascii < 48) return nullptr;
+        uint32_t steps = 1;
+        for (uint32_t cur = first, prev = id; steps < kUnbounded - 1;) {  // longer chains: 254, conservative
+            if (cur == prev) {
+                steps = kUnbounded;
+                break;
+            }
+            uint32_t next = kUnknown;
+            bool same = true;
+            for (uint32_t b = 0; b < 0x80 && same; ++b) {
+                if (!k.has(static_cast<uint8_t>(b))) continue;
+                const uint32_t n = next_dfa(cur, static_cast<uint8_t>(b));
+                if (next == kUnknown) next = n;
+                same = n == next;
+            }
+            if (!same || next == kDead || next == kUnknown) break;
+            if (k.non_ascii && !non_ascii_to(cur, next)) break;
+            prev = cur;
+            cur = next;
+            ++steps;
+        }
+        if (steps < 2) return nullptr;  // a single step: nothing to gain
         loops_.push_back(LoopTokens::shared(trie_, k));
         loop_of_[id] = static_cast<int32_t>(loops_.size() - 1);
+        loop_budget_[id] = steps;
     }
+    budget = loop_budget_[id];
     return loop_of_[id] < 0 ? nullptr : loops_[static_cast<size_t>(loop_of_[id])].get();
 }
 
@@ -274,9 +318,15 @@ bool Matcher::accept_token(const State& s, int32_t token, State& out) {
 void Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
     const TokenTrie& t = *trie_;
     const uint32_t root = dfa_id(s);
-    const LoopTokens* loop = loop_fast_path ? loop_tokens(root) : nullptr;
-    if (loop != nullptr) {
+    uint32_t budget = 0;
+    const LoopTokens* loop = loop_fast_path ? loop_tokens(root, budget) : nullptr;
+    if (loop != nullptr && budget == kUnbounded) {
         out = loop->tokens;
+    } else if (loop != nullptr) {
+        const auto key = (uint64_t{static_cast<uint32_t>(loop_of_[root])} << 32) | budget;
+        auto it = chain_tokens_.find(key);
+        if (it == chain_tokens_.end()) it = chain_tokens_.emplace(key, loop->tokens_within(budget)).first;
+        out = it->second;
     } else {
         out.assign((t.n_vocab + 63) / 64, 0);
     }
@@ -291,7 +341,7 @@ void Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_pa
     uint64_t* words = out.data();
     const auto n = static_cast<uint32_t>(t.byte.size());
     for (uint32_t i = 1; i < n;) {
-        if (loop != nullptr && loop->pure(i)) {
+        if (loop != nullptr && loop->pure(i) && loop->max_chars[i] <= budget) {
             i = skip[i];
             continue;
         }
@@ -353,7 +403,8 @@ size_t Matcher::reference_mask(const State& s, std::vector<uint64_t>& out) {
 
 bool Matcher::has_loop_tokens(const State& s) {
     const std::lock_guard<std::mutex> lock(mu_);
-    return loop_tokens(dfa_id(s)) != nullptr;
+    uint32_t budget = 0;
+    return loop_tokens(dfa_id(s), budget) != nullptr;
 }
 
 void Matcher::clear_mask_cache() {

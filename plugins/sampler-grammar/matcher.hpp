@@ -66,7 +66,7 @@ class Matcher {
     // The mask of s by the definition, token by token through the byte matcher (no trie, automaton table or
     // cache): the tests' reference. Returns the allowed count.
     size_t reference_mask(const State& s, std::vector<uint64_t>& out);
-    // Whether s is a loop state whose masks start from precomputed loop tokens (for the tests).
+    // Whether s is a loop or chain state whose masks start from precomputed loop tokens (for the tests).
     bool has_loop_tokens(const State& s);
     // Drops the cached masks (for the benchmark).
     void clear_mask_cache();
@@ -82,6 +82,7 @@ class Matcher {
     static constexpr uint32_t kUnknown = UINT32_MAX - 1;
     static constexpr int32_t kLoopUnknown = -2;
     static constexpr int32_t kNoLoop = -1;
+    static constexpr uint32_t kUnbounded = 255;  // a loop's budget (LoopTokens counts characters up to 255)
     // A set whose every stack's character set holds all non-ASCII code points or none is uniform: every non-ASCII
     // character has the same successor, and every partial one the same fate.
     static constexpr int8_t kNonAsciiUnknown = -1, kNonAsciiMixed = 0, kNonAsciiNone = 1, kNonAsciiAll = 2;
@@ -107,8 +108,10 @@ class Matcher {
     std::unordered_map<uint64_t, uint32_t> dfa_ids_;
     std::vector<uint32_t> trans_;  // id * 256 + byte
     std::vector<int32_t> loop_of_;
+    std::vector<uint32_t> loop_budget_;  // id -> characters its chain allows (kUnbounded: a loop)
     std::vector<std::shared_ptr<const LoopTokens>> loops_;
-    std::vector<uint32_t> level_;  // the walk's automaton state per trie depth
+    std::unordered_map<uint64_t, std::vector<uint64_t>> chain_tokens_;  // (loop index, budget) -> tokens within
+    std::vector<uint32_t> level_;                                       // the walk's automaton state per trie depth
     MaskCache masks_;
     State initial_;
     uint32_t dead_set_ = 0;
@@ -123,7 +126,7 @@ class Matcher {
     bool step(State& s, uint8_t byte, bool canonical = true);
     uint32_t dfa_id(const State& s);
     uint32_t next_dfa(uint32_t id, uint8_t byte);
-    const LoopTokens* loop_tokens(uint32_t id);
+    const LoopTokens* loop_tokens(uint32_t id, uint32_t& budget);
     bool can_end_locked(const State& s) const;
     const std::vector<uint64_t>& mask_locked(const State& s);
     void walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path);
