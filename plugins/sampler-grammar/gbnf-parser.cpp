@@ -44,6 +44,12 @@ bool CharSet::matches_any(uint32_t lo, uint32_t hi) const {
     return next <= hi;
 }
 
+bool CharSet::matches_all(uint32_t lo, uint32_t hi) const {
+    CharSet complement = *this;
+    complement.negated = !negated;
+    return !complement.matches_any(lo, hi);
+}
+
 void CharSet::normalise() {
     std::sort(ranges.begin(), ranges.end());
     std::vector<std::pair<uint32_t, uint32_t>> merged;

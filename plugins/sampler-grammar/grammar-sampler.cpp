@@ -8,7 +8,6 @@
 // logits and the accepted tokens only); its history is the generated output, not the prompt.
 #include <basalt/sdk/sampler-plugin.hpp>
 
-#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "grammar-source.hpp"
+#include "mask-apply.hpp"
 #include "matcher.hpp"
 #include "token-trie.hpp"
 
@@ -78,17 +78,8 @@ struct GrammarSampler {
         need_vocab();
         c.selected = -1;
         bool changed = false;
-        const size_t n_vocab = matcher->trie().n_vocab;
         matcher->with_mask(history.back(), [&](const std::vector<uint64_t>& words) {
-            for (size_t i = 0; i < c.size; ++i) {
-                basalt_token_data& d = c.data[i];
-                const auto id = static_cast<uint32_t>(d.id);
-                const bool ok = d.id >= 0 && id < n_vocab && ((words[id >> 6] >> (id & 63)) & 1u) != 0;
-                if (ok || (std::isinf(d.logit) && d.logit < 0)) continue;
-                d.logit = -INFINITY;
-                d.p = 0.f;
-                changed = true;
-            }
+            changed = g::apply_mask(words, matcher->trie().n_vocab, c);
         });
         if (changed) {
             c.sorted = 0;

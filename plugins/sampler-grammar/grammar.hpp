@@ -28,6 +28,8 @@ struct CharSet {
     bool matches(uint32_t cp) const;
     // Whether some code point in [lo, hi] is in the set (a partial UTF-8 character that may still match).
     bool matches_any(uint32_t lo, uint32_t hi) const;
+    // Whether every code point in [lo, hi] is in the set.
+    bool matches_all(uint32_t lo, uint32_t hi) const;
     // Sorts and merges the ranges.
     void normalise();
 };

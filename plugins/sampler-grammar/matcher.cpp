@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "utf8-step.hpp"
+
 namespace basalt::grammar {
 namespace {
 
@@ -21,10 +23,23 @@ uint64_t state_key(const State& s) {
     return (uint64_t{s.set} << 32) | (uint64_t{s.partial} << 4) | (uint64_t{s.length} << 2) | s.remaining;
 }
 
+// The cache's budget: 256 masks of a 262k vocabulary (8 MiB), more states for smaller vocabularies.
+constexpr size_t kMaskCacheBytes = size_t{8} << 20;
+
+void set_bit(std::vector<uint64_t>& words, uint32_t id) {
+    words[id >> 6] |= uint64_t{1} << (id & 63);
+}
+
+size_t popcount(const std::vector<uint64_t>& words) {
+    size_t n = 0;
+    for (const uint64_t w : words) n += static_cast<size_t>(__builtin_popcountll(w));
+    return n;
+}
+
 }  // namespace
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
-    : g_(std::move(grammar)), trie_(std::move(trie)) {
+    : g_(std::move(grammar)), trie_(std::move(trie)), masks_(kMaskCacheBytes) {
     nodes_.push_back(Node{UINT32_MAX, 0});  // the empty stack
     std::vector<uint32_t> none;
     dead_set_ = intern_set(none);
@@ -52,7 +67,7 @@ uint32_t Matcher::intern_set(std::vector<uint32_t>& stacks) {
     }
     const auto id = static_cast<uint32_t>(sets_.size());
     sets_.push_back(stacks);
-    ascii_.emplace_back();
+    non_ascii_.push_back(kNonAsciiUnknown);
     bucket.push_back(id);
     return id;
 }
@@ -102,6 +117,7 @@ const std::vector<uint32_t>& Matcher::advance_stack(uint32_t stack, uint32_t cp)
 }
 
 uint32_t Matcher::next_set(uint32_t set, uint32_t cp) {
+    if (cp >= 0x80 && non_ascii(set) != kNonAsciiMixed) cp = 0x80;  // every non-ASCII character alike
     const uint64_t key = (uint64_t{set} << 21) ^ cp;
     auto it = cp_next_.find(key);
     if (it != cp_next_.end()) return it->second;
@@ -116,67 +132,151 @@ uint32_t Matcher::next_set(uint32_t set, uint32_t cp) {
     return id;
 }
 
-bool Matcher::any_match(uint32_t set, uint32_t lo, uint32_t hi) const {
+int8_t Matcher::non_ascii(uint32_t set) {
+    if (non_ascii_[set] == kNonAsciiUnknown) {
+        bool all = false, mixed = false;
+        for (const uint32_t st : sets_[set]) {
+            if (st == kEmptyStack) continue;
+            const CharSet& cs = g_->sets[g_->elems[nodes_[st].pos].value];
+            const bool any = cs.matches_any(0x80, 0x10FFFF);
+            const bool every = any && cs.matches_all(0x80, 0x10FFFF);
+            all = all || every;
+            mixed = mixed || (any && !every);
+        }
+        non_ascii_[set] = mixed ? kNonAsciiMixed : all ? kNonAsciiAll : kNonAsciiNone;
+    }
+    return non_ascii_[set];
+}
+
+bool Matcher::any_match(uint32_t set, uint32_t lo, uint32_t hi) {
+    const int8_t kind = non_ascii(set);
+    if (kind != kNonAsciiMixed && lo >= 0x80) return kind == kNonAsciiAll;
     for (const uint32_t st : sets_[set]) {
         if (st != kEmptyStack && g_->sets[g_->elems[nodes_[st].pos].value].matches_any(lo, hi)) return true;
     }
     return false;
 }
 
+namespace {
+
+// For a uniform set, partial characters with the same future share one representative: the next bytes can only
+// be refused by UTF-8's own rules (overlong forms after E0/F0, surrogates after ED, past U+10FFFF after F4), so
+// the representative keeps those leads and maps every other valid partial character of its length and progress
+// to one (C2; E1, E1 80; F1, F1 80, F1 80 80). Fewer automaton states: a vocabulary's thousands of split
+// characters collapse to a handful per parse position.
+uint32_t canonical_partial(uint32_t partial, uint32_t remaining, uint32_t length) {
+    if (remaining == 1) return length == 2 ? 0x2u : length == 3 ? 0x40u : 0x1000u;
+    if (length == 3) return partial == 0x0 || partial == 0xD ? partial : 0x1u;  // remaining 2: E0, ED kept
+    if (remaining == 2) return 0x40u;                                           // four bytes, two to come
+    return partial == 0x0 || partial == 0x4 ? partial : 0x1u;                   // remaining 3: F0, F4 kept
+}
+
+}  // namespace
+
 // One byte. A lead byte or continuation that leaves a character incomplete only checks that some stack can still
 // match a character with that prefix; the character's last byte moves the stacks.
-bool Matcher::step(State& s, uint8_t byte) {
-    uint32_t cp = 0;
-    if (s.remaining == 0) {
-        if (byte < 0x80) {
-            std::vector<uint32_t>& table = ascii_[s.set];
-            if (table.empty()) table.assign(128, kUnknown);
-            uint32_t next = table[byte];
-            if (next == kUnknown) {
-                next = next_set(s.set, byte);
-                ascii_[s.set][byte] = next;  // (the vector may have moved while interning)
-            }
-            if (next == kDead) return false;
-            s.set = next;
-            return true;
-        }
-        uint32_t need = 0;
-        if (byte >= 0xC2 && byte < 0xE0) {
-            need = 1;
-            s.partial = byte & 0x1Fu;
-        } else if (byte >= 0xE0 && byte < 0xF0) {
-            need = 2;
-            s.partial = byte & 0x0Fu;
-        } else if (byte >= 0xF0 && byte < 0xF5) {
-            need = 3;
-            s.partial = byte & 0x07u;
-        } else {
-            return false;  // a continuation byte without a lead, or an invalid lead
-        }
-        s.remaining = need;
-        s.length = need + 1;
-    } else {
-        if ((byte & 0xC0) != 0x80) return false;
-        s.partial = (s.partial << 6) | (byte & 0x3Fu);
-        --s.remaining;
-        if (s.remaining == 0) cp = s.partial;
+bool Matcher::step(State& s, uint8_t byte, bool canonical) {
+    Utf8Partial u{s.partial, s.remaining, s.length};
+    const Utf8Result r = utf8_step(u, byte);
+    if (r.kind == Utf8Step::Reject) return false;
+    if (r.kind == Utf8Step::Partial) {
+        if (!any_match(s.set, r.lo, r.hi)) return false;
+        if (canonical && non_ascii(s.set) == kNonAsciiAll)
+            u.partial = canonical_partial(u.partial, u.remaining, u.length);
+        s.partial = u.partial;
+        s.remaining = u.remaining;
+        s.length = u.length;
+        return true;
     }
-    // The shortest form only (no overlong encodings), no surrogates, nothing past U+10FFFF.
-    const uint32_t min_cp = s.length == 2 ? 0x80 : s.length == 3 ? 0x800 : 0x10000;
-    if (s.remaining > 0) {
-        const uint32_t shift = 6 * s.remaining;
-        const uint32_t lo = std::max(s.partial << shift, min_cp);
-        const uint32_t hi = std::min<uint32_t>((s.partial << shift) | ((1u << shift) - 1), 0x10FFFF);
-        if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return false;
-        return any_match(s.set, lo, hi);
-    }
-    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    s.partial = 0;
-    s.length = 0;
-    const uint32_t next = next_set(s.set, cp);
+    // Most bytes a walk tries match no stack: refuse them without building (and memoising) a successor set.
+    if (!any_match(s.set, r.cp, r.cp)) return false;
+    const uint32_t next = next_set(s.set, r.cp);
     if (next == kDead) return false;
-    s.set = next;
+    s = State{next, 0, 0, 0};
     return true;
+}
+
+uint32_t Matcher::dfa_id(const State& s) {
+    auto [it, fresh] = dfa_ids_.emplace(state_key(s), static_cast<uint32_t>(dfa_.size()));
+    if (fresh) {
+        dfa_.push_back(s);
+        trans_.resize(trans_.size() + 256, kUnknown);
+        loop_of_.push_back(kLoopUnknown);
+        loop_budget_.push_back(0);
+    }
+    return it->second;
+}
+
+uint32_t Matcher::next_dfa(uint32_t id, uint8_t byte) {
+    const size_t at = size_t{id} * 256 + byte;
+    if (trans_[at] != kUnknown) return trans_[at];
+    State s = dfa_[id];
+    const uint32_t next = step(s, byte) ? dfa_id(s) : kDead;
+    trans_[at] = next;  // (indexed after dfa_id, which may grow the table)
+    return next;
+}
+
+// The class of a state is the bytes that share its most common live successor among the ASCII bytes, plus every
+// non-ASCII character when its set takes them all alike (uniform) to that same successor. Following the class from
+// successor to successor while every byte of it leads to one next state gives a chain: its length is the budget
+// (the characters any token of the class may have and still be allowed); a state that leads back to itself makes
+// the budget unbounded (kUnbounded), a loop. Only large classes are kept (below).
+const LoopTokens* Matcher::loop_tokens(uint32_t id, uint32_t& budget) {
+    if (loop_of_[id] == kLoopUnknown) {
+        loop_of_[id] = kNoLoop;
+        const State s = dfa_[id];
+        if (s.remaining != 0) return nullptr;
+        std::map<uint32_t, int> count;
+        for (uint32_t b = 0; b < 0x80; ++b) {
+            const uint32_t next = next_dfa(id, static_cast<uint8_t>(b));
+            if (next != kDead) ++count[next];
+        }
+        if (count.empty()) return nullptr;
+        uint32_t first = count.begin()->first;
+        for (const auto& [next, n] : count) {
+            if (n > count[first]) first = next;
+        }
+        LoopClass k;
+        for (uint32_t b = 0; b < 0x80; ++b) {
+            if (next_dfa(id, static_cast<uint8_t>(b)) == first) k.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+        }
+        // Whether every non-ASCII character leads from the state `from` to `to` (a complete-character state).
+        auto non_ascii_to = [&](uint32_t from, uint32_t to) {
+            const uint32_t set = dfa_[from].set;
+            return non_ascii(set) == kNonAsciiAll && dfa_[to].remaining == 0 && next_set(set, 0x80) == dfa_[to].set;
+        };
+        k.non_ascii = non_ascii_to(id, first);
+        // Worth it for classes most of a vocabulary's pieces fall in (string contents): a small class (digits, a
+        // punctuation mark) leaves little to skip, and each class costs a pass over the trie once.
+        const int n_ascii = __builtin_popcountll(k.ascii[0]) + __builtin_popcountll(k.ascii[1]);
+        if (!k.non_ascii && n_ascii < 48) return nullptr;
+        uint32_t steps = 1;
+        for (uint32_t cur = first, prev = id; steps < kUnbounded - 1;) {  // longer chains: 254, conservative
+            if (cur == prev) {
+                steps = kUnbounded;
+                break;
+            }
+            uint32_t next = kUnknown;
+            bool same = true;
+            for (uint32_t b = 0; b < 0x80 && same; ++b) {
+                if (!k.has(static_cast<uint8_t>(b))) continue;
+                const uint32_t n = next_dfa(cur, static_cast<uint8_t>(b));
+                if (next == kUnknown) next = n;
+                same = n == next;
+            }
+            if (!same || next == kDead || next == kUnknown) break;
+            if (k.non_ascii && !non_ascii_to(cur, next)) break;
+            prev = cur;
+            cur = next;
+            ++steps;
+        }
+        if (steps < 2) return nullptr;  // a single step: nothing to gain
+        loops_.push_back(LoopTokens::shared(trie_, k));
+        loop_of_[id] = static_cast<int32_t>(loops_.size() - 1);
+        loop_budget_[id] = steps;
+    }
+    budget = loop_budget_[id];
+    return loop_of_[id] < 0 ? nullptr : loops_[static_cast<size_t>(loop_of_[id])].get();
 }
 
 bool Matcher::can_end_locked(const State& s) const {
@@ -191,11 +291,12 @@ bool Matcher::can_end(const State& s) {
 
 bool Matcher::accept_bytes(const State& s, const uint8_t* bytes, size_t n, State& out) {
     const std::lock_guard<std::mutex> lock(mu_);
-    State t = s;
+    uint32_t id = dfa_id(s);
     for (size_t i = 0; i < n; ++i) {
-        if (!step(t, bytes[i])) return false;
+        id = next_dfa(id, bytes[i]);
+        if (id == kDead) return false;
     }
-    out = t;
+    out = dfa_[id];
     return true;
 }
 
@@ -212,58 +313,108 @@ bool Matcher::accept_token(const State& s, int32_t token, State& out) {
     return accept_bytes(s, reinterpret_cast<const uint8_t*>(text.data()), text.size(), out);
 }
 
-// The preorder walk: level[d] is the state after the first d bytes of the current node's prefix.
-size_t Matcher::walk(const State& s, std::vector<uint64_t>& out) {
+// The preorder walk: level_[d] is the automaton state after the first d bytes of the current node's prefix. From a
+// loop state, the tokens that stay in its class are set at once and their pure subtrees skipped.
+void Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
     const TokenTrie& t = *trie_;
-    out.assign((t.n_vocab + 63) / 64, 0);
-    size_t allowed = 0;
-    std::vector<State> level(t.max_depth + 1);
-    level[0] = s;
-    const size_t n = t.byte.size();
-    for (size_t i = 1; i < n;) {
-        const uint32_t d = t.depth[i];
-        State next = level[d - 1];
-        if (!step(next, t.byte[i])) {
-            i = t.skip[i];
+    const uint32_t root = dfa_id(s);
+    uint32_t budget = 0;
+    const LoopTokens* loop = loop_fast_path ? loop_tokens(root, budget) : nullptr;
+    if (loop != nullptr && budget == kUnbounded) {
+        out = loop->tokens;
+    } else if (loop != nullptr) {
+        const auto key = (uint64_t{static_cast<uint32_t>(loop_of_[root])} << 32) | budget;
+        auto it = chain_tokens_.find(key);
+        if (it == chain_tokens_.end()) it = chain_tokens_.emplace(key, loop->tokens_within(budget)).first;
+        out = it->second;
+    } else {
+        out.assign((t.n_vocab + 63) / 64, 0);
+    }
+    level_.resize(t.max_depth + 1);
+    level_[0] = root;
+    const uint8_t* byte = t.byte.data();
+    const uint32_t* depth = t.depth.data();
+    const uint32_t* skip = t.skip.data();
+    const uint32_t* tok_begin = t.tok_begin.data();
+    const int32_t* toks = t.toks.data();
+    uint32_t* level = level_.data();
+    uint64_t* words = out.data();
+    const auto n = static_cast<uint32_t>(t.byte.size());
+    for (uint32_t i = 1; i < n;) {
+        if (loop != nullptr && loop->pure(i) && loop->max_chars[i] <= budget) {
+            i = skip[i];
+            continue;
+        }
+        const uint32_t d = depth[i];
+        uint32_t next = trans_[size_t{level[d - 1]} * 256 + byte[i]];
+        if (next == kUnknown) next = next_dfa(level[d - 1], byte[i]);
+        if (next == kDead) {
+            i = skip[i];
             continue;
         }
         level[d] = next;
-        for (uint32_t k = t.tok_begin[i]; k < t.tok_begin[i + 1]; ++k) {
-            const auto id = static_cast<uint32_t>(t.toks[k]);
-            out[id >> 6] |= uint64_t{1} << (id & 63);
-            ++allowed;
+        for (uint32_t k = tok_begin[i]; k < tok_begin[i + 1]; ++k) {
+            const auto id = static_cast<uint32_t>(toks[k]);
+            words[id >> 6] |= uint64_t{1} << (id & 63);
         }
         ++i;
     }
     if (can_end_locked(s)) {
-        for (const int32_t e : t.eog) {
-            const auto id = static_cast<uint32_t>(e);
-            out[id >> 6] |= uint64_t{1} << (id & 63);
-            ++allowed;
-        }
+        for (const int32_t e : t.eog) set_bit(out, static_cast<uint32_t>(e));
     }
-    return allowed;
 }
 
 const std::vector<uint64_t>& Matcher::mask_locked(const State& s) {
     const uint64_t key = state_key(s);
-    auto it = masks_.find(key);
-    if (it != masks_.end()) return it->second;
-    // Bound the cache (a mask is n_vocab bits): drop everything past 256 states, keep going.
-    if (masks_.size() >= 256) masks_.clear();
+    if (const std::vector<uint64_t>* hit = masks_.find(key)) return *hit;
     std::vector<uint64_t> m;
-    walk(s, m);
-    return masks_.emplace(key, std::move(m)).first->second;
+    walk(s, m, true);
+    return masks_.put(key, std::move(m));
 }
 
-size_t Matcher::compute_mask_uncached(const State& s, std::vector<uint64_t>& out) {
+size_t Matcher::compute_mask_uncached(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
     const std::lock_guard<std::mutex> lock(mu_);
-    return walk(s, out);
+    walk(s, out, loop_fast_path);
+    return popcount(out);
+}
+
+size_t Matcher::reference_mask(const State& s, std::vector<uint64_t>& out) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    const TokenTrie& t = *trie_;
+    out.assign((t.n_vocab + 63) / 64, 0);
+    for (size_t id = 0; id < t.n_vocab; ++id) {
+        bool ok = false;
+        if (t.is_eog[id] != 0) {
+            ok = can_end_locked(s);
+        } else if (!t.texts[id].empty()) {
+            State x = s;
+            ok = true;
+            for (const char c : t.texts[id]) {
+                if (!step(x, static_cast<uint8_t>(c), false)) {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if (ok) set_bit(out, static_cast<uint32_t>(id));
+    }
+    return popcount(out);
+}
+
+bool Matcher::has_loop_tokens(const State& s) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    uint32_t budget = 0;
+    return loop_tokens(dfa_id(s), budget) != nullptr;
 }
 
 void Matcher::clear_mask_cache() {
     const std::lock_guard<std::mutex> lock(mu_);
     masks_.clear();
+}
+
+size_t Matcher::cached_masks() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return masks_.size();
 }
 
 std::shared_ptr<Matcher> shared_matcher(const std::string& key, const std::shared_ptr<const Grammar>& grammar,

@@ -4,11 +4,16 @@
 // element still to match, the rest is where to continue when its rule ends; the empty stack means the grammar
 // has matched a complete output. Stacks are hash-consed (a node is (element, parent)), so a stack is an id, a
 // right-recursive repetition stays one node deep, and a set of stacks is interned too: a State is that set id
-// plus a partial UTF-8 character (the bytes of a character that a token split). Transitions are memoised
-// (a dense table for ASCII bytes per set, a hash map for complete code points), and the mask of the tokens
-// allowed in a state is computed by one preorder walk of the token trie that skips every subtree whose prefix
-// dies, then cached per state. One Matcher serves every sequence and request with the same grammar and
-// vocabulary; its public calls lock an internal mutex, so instances on different threads may share it.
+// plus a partial UTF-8 character (the bytes of a character that a token split). States are interned once more as
+// the states of a lazily built byte automaton: a flat table gives each (state, byte) its successor, so walking a
+// token costs one load per byte once its transitions are known.
+//
+// The mask of the tokens allowed in a state is one preorder walk of the token trie that skips every subtree whose
+// prefix dies. In a loop state (inside a JSON string, say: most characters lead back to the same state) the tokens
+// made only of looping bytes are precomputed per vocabulary and byte class (loop-tokens.hpp) and set with word
+// operations, and the walk skips their subtrees. Masks are cached per state (an LRU bounded in bytes). One Matcher
+// serves every sequence and request with the same grammar and vocabulary; its public calls lock an internal mutex,
+// so instances on different threads may share it.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +23,8 @@
 #include <vector>
 
 #include "grammar.hpp"
+#include "loop-tokens.hpp"
+#include "mask-cache.hpp"
 #include "token-trie.hpp"
 
 namespace basalt::grammar {
@@ -53,10 +60,18 @@ class Matcher {
         const std::lock_guard<std::mutex> lock(mu_);
         fn(mask_locked(s));
     }
-    // Computes the mask of s without the cache (for the benchmark's cold figures); returns the allowed count.
-    size_t compute_mask_uncached(const State& s, std::vector<uint64_t>& out);
+    // Computes the mask of s without the mask cache (for the benchmark's cold figures and the tests); returns the
+    // allowed count. loop_fast_path = false walks every live subtree (no precomputed loop tokens).
+    size_t compute_mask_uncached(const State& s, std::vector<uint64_t>& out, bool loop_fast_path = true);
+    // The mask of s by the definition, token by token through the byte matcher (no trie, automaton table or
+    // cache): the tests' reference. Returns the allowed count.
+    size_t reference_mask(const State& s, std::vector<uint64_t>& out);
+    // Whether s is a loop or chain state whose masks start from precomputed loop tokens (for the tests).
+    bool has_loop_tokens(const State& s);
     // Drops the cached masks (for the benchmark).
     void clear_mask_cache();
+    // How many masks the cache holds now.
+    size_t cached_masks();
 
     const TokenTrie& trie() const { return *trie_; }
     const Grammar& grammar() const { return *g_; }
@@ -65,6 +80,12 @@ class Matcher {
     static constexpr uint32_t kEmptyStack = 0;
     static constexpr uint32_t kDead = UINT32_MAX;
     static constexpr uint32_t kUnknown = UINT32_MAX - 1;
+    static constexpr int32_t kLoopUnknown = -2;
+    static constexpr int32_t kNoLoop = -1;
+    static constexpr uint32_t kUnbounded = 255;  // a loop's budget (LoopTokens counts characters up to 255)
+    // A set whose every stack's character set holds all non-ASCII code points or none is uniform: every non-ASCII
+    // character has the same successor, and every partial one the same fate.
+    static constexpr int8_t kNonAsciiUnknown = -1, kNonAsciiMixed = 0, kNonAsciiNone = 1, kNonAsciiAll = 2;
 
     struct Node {
         uint32_t pos;     // element index (UINT32_MAX for the empty stack)
@@ -76,12 +97,22 @@ class Matcher {
     std::mutex mu_;
     std::vector<Node> nodes_;
     std::unordered_map<uint64_t, uint32_t> node_ids_;
-    std::vector<std::vector<uint32_t>> sets_;                      // set id -> sorted stack ids
+    std::vector<std::vector<uint32_t>> sets_;  // set id -> sorted stack ids
+    std::vector<int8_t> non_ascii_;            // set id -> how its stacks take non-ASCII characters (kNonAscii*)
     std::unordered_map<uint64_t, std::vector<uint32_t>> set_ids_;  // hash -> candidate set ids
-    std::vector<std::vector<uint32_t>> ascii_;                     // set id -> 128 next set ids (lazy)
     std::unordered_map<uint64_t, uint32_t> cp_next_;               // (set, code point) -> next set
     std::unordered_map<uint64_t, std::vector<uint32_t>> advance_;  // (stack, code point) -> stacks
-    std::unordered_map<uint64_t, std::vector<uint64_t>> masks_;    // State key -> allowed bitset
+    // The byte automaton: automaton state id -> State, its successor per byte (kUnknown until computed), and the
+    // loop tokens of the state (an index into loops_, kNoLoop, or kLoopUnknown until asked).
+    std::vector<State> dfa_;
+    std::unordered_map<uint64_t, uint32_t> dfa_ids_;
+    std::vector<uint32_t> trans_;  // id * 256 + byte
+    std::vector<int32_t> loop_of_;
+    std::vector<uint32_t> loop_budget_;  // id -> characters its chain allows (kUnbounded: a loop)
+    std::vector<std::shared_ptr<const LoopTokens>> loops_;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> chain_tokens_;  // (loop index, budget) -> tokens within
+    std::vector<uint32_t> level_;                                       // the walk's automaton state per trie depth
+    MaskCache masks_;
     State initial_;
     uint32_t dead_set_ = 0;
 
@@ -90,11 +121,15 @@ class Matcher {
     void normalise(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, std::vector<uint64_t>& seen);
     const std::vector<uint32_t>& advance_stack(uint32_t stack, uint32_t cp);
     uint32_t next_set(uint32_t set, uint32_t cp);
-    bool any_match(uint32_t set, uint32_t lo, uint32_t hi) const;
-    bool step(State& s, uint8_t byte);
+    int8_t non_ascii(uint32_t set);
+    bool any_match(uint32_t set, uint32_t lo, uint32_t hi);
+    bool step(State& s, uint8_t byte, bool canonical = true);
+    uint32_t dfa_id(const State& s);
+    uint32_t next_dfa(uint32_t id, uint8_t byte);
+    const LoopTokens* loop_tokens(uint32_t id, uint32_t& budget);
     bool can_end_locked(const State& s) const;
     const std::vector<uint64_t>& mask_locked(const State& s);
-    size_t walk(const State& s, std::vector<uint64_t>& out);
+    void walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path);
 };
 
 // The Matcher for a grammar (by its cache key, e.g. the kind and text) and vocabulary, shared with every other
