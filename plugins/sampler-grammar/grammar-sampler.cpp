@@ -1,5 +1,6 @@
 // sampler-grammar ("grammar"): constrains generation to a grammar. Parameters: kind = gbnf (llama.cpp's GBNF,
-// the default), json_schema, regex or json (any JSON object), and the grammar as text = ... or file = PATH (a bare
+// the default), json_schema, regex, json (any JSON object) or gbnf_schemas (GBNF whose rules may be JSON Schemas,
+// for tool calls), and the grammar as text = ... or file = PATH (a bare
 // value is a file). The grammar is compiled at create, so a bad one fails the chain (a request's submit) naming
 // the position or keyword. With the model's vocabulary (set_vocab, from the host) every apply sets -inf on each
 // candidate whose token text cannot continue the output, and on end-of-generation tokens unless the grammar may
@@ -56,7 +57,7 @@ struct GrammarSampler {
         } catch (const g::GrammarError& e) {
             kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, e.what());
         } catch (const g::UnknownKind&) {
-            p.bad("kind", kind, "gbnf, json_schema, regex or json");
+            p.bad("kind", kind, "gbnf, json_schema, regex, json or gbnf_schemas");
         }
         key = kind + '\n' + text;
     }

@@ -1,5 +1,5 @@
 // The grammar forms the sampler accepts, compiled to one Grammar: GBNF as it is, a JSON Schema and a regex through
-// their GBNF generators, "json" as any JSON object.
+// their GBNF generators, "json" as any JSON object, "gbnf_schemas" as GBNF whose named rules may be JSON Schemas.
 #pragma once
 
 #include <stdexcept>
@@ -10,12 +10,13 @@
 
 namespace basalt::grammar {
 
-// A kind that is none of gbnf, json_schema, regex, json.
+// A kind that is none of gbnf, json_schema, regex, json, gbnf_schemas.
 struct UnknownKind : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
-// The GBNF text for `text` read as `kind`. Throws GrammarError or UnknownKind.
+// The GBNF text for `text` read as `kind` (gbnf_schemas: {"gbnf": TEXT, "schemas": {NAME: SCHEMA}}, the GBNF plus a
+// rule NAME matching each JSON Schema). Throws GrammarError or UnknownKind.
 std::string source_to_gbnf(std::string_view kind, std::string_view text);
 
 // Compiles `text` read as `kind`. Throws GrammarError or UnknownKind.
