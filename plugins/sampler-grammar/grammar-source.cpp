@@ -53,8 +53,8 @@ std::string rename_rules(std::string_view gbnf, const std::string& name) {
     return out;
 }
 
-// {"gbnf": TEXT, "schemas": {"NAME": SCHEMA, ...}}: the GBNF with a rule NAME for each schema (its helper rules
-// named NAME-...), so a grammar can put JSON values of a schema between literal text (tool calls).
+// {"gbnf": TEXT, "schemas": {"NAME": SCHEMA, ...}, "trigger": T}: the GBNF with a rule NAME for each schema (its helper
+// rules named NAME-...), so a grammar can put JSON values of a schema between literal text (tool calls).
 std::string gbnf_with_schemas(std::string_view text) {
     const auto spec = nlohmann::json::parse(text, nullptr, false);
     if (spec.is_discarded() || !spec.is_object() || !spec.contains("gbnf") || !spec["gbnf"].is_string())
@@ -84,6 +84,16 @@ std::string source_to_gbnf(std::string_view kind, std::string_view text) {
     if (kind == "json") return json_object_grammar();
     if (kind == "gbnf_schemas") return gbnf_with_schemas(text);
     throw UnknownKind(std::string(kind));
+}
+
+std::string lazy_trigger(std::string_view kind, std::string_view text) {
+    if (kind != "gbnf_schemas") return "";
+    const auto spec = nlohmann::json::parse(text, nullptr, false);
+    if (spec.is_discarded() || !spec.is_object() || !spec.contains("trigger")) return "";
+    const auto& t = spec["trigger"];
+    if (!t.is_string() || t.get<std::string>().empty())
+        throw GrammarError("gbnf_schemas: 'trigger' must be a non-empty string");
+    return t.get<std::string>();
 }
 
 Grammar compile_source(std::string_view kind, std::string_view text) {

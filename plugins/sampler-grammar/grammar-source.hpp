@@ -19,6 +19,11 @@ struct UnknownKind : std::invalid_argument {
 // rule NAME matching each JSON Schema). Throws GrammarError or UnknownKind.
 std::string source_to_gbnf(std::string_view kind, std::string_view text);
 
+// The lazy trigger of a gbnf_schemas text ({"trigger": TEXT}; "" for every other kind and when absent): the output
+// is free until it spells TEXT, and from TEXT on matches the grammar. Throws GrammarError for a trigger that is not
+// a non-empty string.
+std::string lazy_trigger(std::string_view kind, std::string_view text);
+
 // Compiles `text` read as `kind`. Throws GrammarError or UnknownKind.
 Grammar compile_source(std::string_view kind, std::string_view text);
 

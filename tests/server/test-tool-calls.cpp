@@ -320,6 +320,11 @@ TEST_CASE("tools: the tool_choice grammar of each convention matches the reply i
                                 "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": \"1\"}}\n</tool_call>"));
     CHECK_FALSE(grammar_matches(tool_call_grammar(h, kTools, "", true, true),
                                 "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"c\": 2}}\n</tool_call>"));
+    // tool_choice auto: the same grammar, armed by the opening marker (none for Llama 3's bare JSON).
+    const json lazy = json::parse(tool_call_grammar(h, kTools, "", true, true, true));
+    CHECK(lazy["trigger"] == "<tool_call>");
+    CHECK(grammar_matches(lazy.dump(), one));
+    CHECK_THROWS(tool_call_grammar(convention("llama3-json"), kTools, "", true, true, true));
     // A parameters schema the converter refuses names its rule (serve maps it to tools[N].function.parameters).
     json bad = kTools;
     bad[1]["function"]["parameters"] = json{{"type", "object"}, {"allOf", json::array()}};

@@ -242,7 +242,7 @@ std::string fallback_tools_prompt(const json& tools) {
 }
 
 std::string tool_call_grammar(const ToolConvention& c, const json& tools, const std::string& only, bool parallel,
-                              bool open_in_text) {
+                              bool open_in_text, bool lazy) {
     const std::string gap = c.gap;
     json schemas = json::object();
     std::vector<std::string> calls;  // one GBNF alternative per tool
@@ -303,7 +303,13 @@ std::string tool_call_grammar(const ToolConvention& c, const json& tools, const 
             break;
         }
     }
-    return json{{"gbnf", gbnf}, {"schemas", schemas}}.dump();
+    json out = {{"gbnf", gbnf}, {"schemas", schemas}};
+    const std::string first = *c.section_begin != '\0' ? c.section_begin : c.call_begin;
+    if (lazy) {
+        if (first.empty() || !open_in_text) throw std::invalid_argument("a lazy grammar needs an opening marker");
+        out["trigger"] = first;
+    }
+    return out.dump();
 }
 
 }  // namespace basalt::serve

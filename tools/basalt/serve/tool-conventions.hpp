@@ -58,9 +58,10 @@ std::string fallback_tools_prompt(const nlohmann::ordered_json& tools);
 // The grammar (BASALT_GRAMMAR_GBNF_SCHEMAS text) of a reply that is only tool calls of convention c: calls of the
 // tools (an OpenAI tools array, already checked) or of the one named `only`, at most one unless parallel. Each
 // call's arguments follow its function's parameters schema. open_in_text: the reply spells the opening marker
-// (false when it is a control token the grammar cannot write: the reply starts after it). Throws
-// std::invalid_argument naming what the grammar cannot express. Pure function.
+// (false when it is a control token the grammar cannot write: the reply starts after it). lazy: the grammar is
+// armed by the opening marker (free text before it; tool_choice auto). Throws std::invalid_argument naming what
+// the grammar cannot express. Pure function.
 std::string tool_call_grammar(const ToolConvention& c, const nlohmann::ordered_json& tools, const std::string& only,
-                              bool parallel, bool open_in_text);
+                              bool parallel, bool open_in_text, bool lazy = false);
 
 }  // namespace basalt::serve

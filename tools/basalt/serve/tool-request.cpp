@@ -182,7 +182,21 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
     if (!use) return;
     replies.convention = convention;
     replies.names = names;
-    if (choice == "auto") return;  // free text; a call in the reply is parsed (no lazy grammar)
+    const std::string first = convention == nullptr                ? ""
+                              : *convention->section_begin != '\0' ? convention->section_begin
+                                                                   : convention->call_begin;
+    bool open_in_text = true;
+    for (const auto& [id, text] : support.marker_tokens) open_in_text = open_in_text && text != first;
+    if (choice == "auto") {
+        // Free text; from the convention's opening marker on, calls of the declared tools (a lazy grammar) when the
+        // grammar can write the markers. Otherwise the reply is only parsed.
+        if (convention != nullptr && !first.empty() && open_in_text && grammar_markers_in_text(*convention, support) &&
+            spec.grammar_kind == BASALT_GRAMMAR_NONE) {
+            spec.grammar_kind = BASALT_GRAMMAR_GBNF_SCHEMAS;
+            spec.grammar = tool_call_grammar(*convention, body["tools"], "", parallel, true, true);
+        }
+        return;
+    }
     if (convention == nullptr)
         throw ApiError(400,
                        "'tool_choice' \"" + choice +
@@ -198,9 +212,6 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
         bad("tool_choice", "'tool_choice' \"" + choice +
                                "\" constrains the reply to tool calls: it conflicts with response_format, grammar, "
                                "json_schema or regex");
-    const std::string first = *convention->section_begin != '\0' ? convention->section_begin : convention->call_begin;
-    bool open_in_text = true;
-    for (const auto& [id, text] : support.marker_tokens) open_in_text = open_in_text && text != first;
     replies.opened = !open_in_text && !first.empty();
     spec.grammar_kind = BASALT_GRAMMAR_GBNF_SCHEMAS;
     spec.grammar = tool_call_grammar(*convention, body["tools"], only, parallel, open_in_text);
