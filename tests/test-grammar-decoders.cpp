@@ -272,3 +272,41 @@ TEST_CASE("a grammar that does not compile fails the submit, naming what is wron
           BASALT_ERR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(basalt_last_error()), Contains("needs the model's vocabulary"));
 }
+
+TEST_CASE("a lazy grammar (gbnf_schemas with a trigger) is free until the trigger, constrained from it on",
+          "[grammar][engine]") {
+    // Tool calling's tool_choice auto: free text, and from the call marker on a call. Here the marker is " the":
+    // once the output spells it (and the bytes from it on can continue the grammar), the rest is " the end.".
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    test::Model target(shipped("target"));
+    const char* const lazy = R"({"gbnf": "root ::= \" the\" \" end\" \".\"\n", "trigger": " the"})";
+    const std::string grammar_end = " the end.";
+    int armed = 0;
+    for (int64_t seed = 1; seed <= 8; ++seed) {
+        const Run r = solo(rt.rt, target.m, nullptr,
+                           request("Once upon a time", 40, "top_k:40;temp:1.0;dist", "sample",
+                                   BASALT_GRAMMAR_GBNF_SCHEMAS, lazy, seed));
+        const std::string t = text_of(target.m, r.hyps[0]);
+        INFO(t);
+        // Each " the" either armed the grammar (the rest is a prefix of " the end.") or was refused by it (" there").
+        bool was_armed = false;
+        for (size_t k = t.find(" the"); k != std::string::npos; k = t.find(" the", k + 1)) {
+            const std::string rest = t.substr(k);
+            if (grammar_end.compare(0, rest.size(), rest) == 0 && rest.size() <= grammar_end.size()) {
+                was_armed = true;
+                if (rest == grammar_end) CHECK(r.finish == BASALT_FINISH_STOP);
+                break;
+            }
+            CHECK(rest.size() > 4);
+            CHECK(rest[4] != ' ');
+        }
+        armed += was_armed ? 1 : 0;
+    }
+    CHECK(armed >= 1);
+    test::Engine e(rt.rt, target.m, engine_params(nullptr));
+    test::Request r;
+    const basalt_request_params bad = request("x", 4, "greedy", "sample", BASALT_GRAMMAR_GBNF_SCHEMAS,
+                                              R"({"gbnf": "root ::= \"a\"", "trigger": ""})");
+    CHECK(basalt_engine_submit(e.e, &bad, &r.r) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(basalt_last_error()), Contains("'trigger' must be a non-empty string"));
+}

@@ -1,13 +1,19 @@
 // sampler-grammar ("grammar"): constrains generation to a grammar. Parameters: kind = gbnf (llama.cpp's GBNF,
-// the default), json_schema, regex or json (any JSON object), and the grammar as text = ... or file = PATH (a bare
+// the default), json_schema, regex, json (any JSON object) or gbnf_schemas (GBNF whose rules may be JSON Schemas,
+// for tool calls), and the grammar as text = ... or file = PATH (a bare
 // value is a file). The grammar is compiled at create, so a bad one fails the chain (a request's submit) naming
 // the position or keyword. With the model's vocabulary (set_vocab, from the host) every apply sets -inf on each
 // candidate whose token text cannot continue the output, and on end-of-generation tokens unless the grammar may
 // end there. State per sequence: the parse positions after each accepted token (accept pushes, rollback pops,
 // reset forgets, clone copies; the compiled matcher and its mask cache are shared). Draft-safe (depends on the
-// logits and the accepted tokens only); its history is the generated output, not the prompt.
+// logits and the accepted tokens only); its history is the generated output, not the prompt. Lazy (a gbnf_schemas
+// grammar with a "trigger", tool calls under tool_choice auto): nothing is masked until the output spells the
+// trigger; from the trigger's first byte on the output matches the grammar (a token whose bytes after the trigger
+// the grammar refuses leaves it unarmed, waiting for the next trigger).
 #include <basalt/sdk/sampler-plugin.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -34,7 +40,15 @@ struct GrammarSampler {
     std::string key;  // kind + text: the matcher cache's key
     std::shared_ptr<const g::Grammar> grammar;
     std::shared_ptr<g::Matcher> matcher;
-    std::vector<g::State> history;  // history[0]: before any output; back(): now
+    std::string trigger;  // lazy: unconstrained until the output spells it ("" : constrained from the start)
+    // A position of the output: the grammar's state once armed; before, the output's last bytes (a trigger's
+    // possible start).
+    struct Pos {
+        g::State state;
+        bool armed = true;
+        std::string tail;
+    };
+    std::vector<Pos> history;  // history[0]: before any output; back(): now
 
     explicit GrammarSampler(const basalt::sdk::params& p) {
         p.expect_only({"kind", "text", "file", "value"});
@@ -53,10 +67,11 @@ struct GrammarSampler {
         }
         try {
             grammar = std::make_shared<const g::Grammar>(g::compile_source(kind, text));
+            trigger = g::lazy_trigger(kind, text);
         } catch (const g::GrammarError& e) {
             kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, e.what());
         } catch (const g::UnknownKind&) {
-            p.bad("kind", kind, "gbnf, json_schema, regex or json");
+            p.bad("kind", kind, "gbnf, json_schema, regex, json or gbnf_schemas");
         }
         key = kind + '\n' + text;
     }
@@ -65,7 +80,7 @@ struct GrammarSampler {
         if (v.struct_size < sizeof(basalt_vocab_view) || v.texts == nullptr || v.text_lens == nullptr)
             kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, "set_vocab: an incomplete vocabulary view");
         matcher = g::shared_matcher(key, grammar, g::TokenTrie::shared(v));
-        history.assign(1, matcher->initial());
+        reset();
     }
 
     void need_vocab() const {
@@ -76,9 +91,10 @@ struct GrammarSampler {
 
     void apply(basalt_candidates& c) {
         need_vocab();
+        if (!history.back().armed) return;  // lazy, before the trigger: every token
         c.selected = -1;
         bool changed = false;
-        matcher->with_mask(history.back(), [&](const std::vector<uint64_t>& words) {
+        matcher->with_mask(history.back().state, [&](const std::vector<uint64_t>& words) {
             changed = g::apply_mask(words, matcher->trie().n_vocab, c);
         });
         if (changed) {
@@ -89,12 +105,36 @@ struct GrammarSampler {
 
     void accept(int32_t token) {
         need_vocab();
-        g::State next;
-        if (!matcher->accept_token(history.back(), token, next)) {
+        const Pos& now = history.back();
+        if (!now.armed) {
+            history.push_back(watch(now.tail, token));
+            return;
+        }
+        Pos next;
+        if (!matcher->accept_token(now.state, token, next.state)) {
             kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT,
                           "token " + std::to_string(token) + " cannot continue the output under the grammar");
         }
         history.push_back(next);
+    }
+
+    // Lazy: the position after `token` before the grammar is armed. The trigger arms it when the bytes from the
+    // trigger on match the grammar so far.
+    Pos watch(const std::string& tail, int32_t token) const {
+        const auto id = static_cast<size_t>(token);
+        std::string bytes = tail;
+        if (token >= 0 && id < matcher->trie().texts.size()) bytes += matcher->trie().texts[id];
+        for (size_t at = bytes.find(trigger); at != std::string::npos; at = bytes.find(trigger, at + 1)) {
+            Pos armed;
+            if (matcher->accept_bytes(matcher->initial(), reinterpret_cast<const uint8_t*>(bytes.data() + at),
+                                      bytes.size() - at, armed.state))
+                return armed;
+        }
+        Pos waiting;
+        waiting.armed = false;
+        const size_t keep = std::min(bytes.size(), trigger.size() - 1);  // a trigger cut by the token's end
+        waiting.tail = bytes.substr(bytes.size() - keep);
+        return waiting;
     }
 
     void rollback(size_t n) {
@@ -105,7 +145,11 @@ struct GrammarSampler {
     }
 
     void reset() {
-        if (matcher) history.assign(1, matcher->initial());
+        if (!matcher) return;
+        Pos start;
+        start.state = matcher->initial();
+        start.armed = trigger.empty();
+        history.assign(1, start);
     }
 };
 

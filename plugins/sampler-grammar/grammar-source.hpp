@@ -1,5 +1,5 @@
 // The grammar forms the sampler accepts, compiled to one Grammar: GBNF as it is, a JSON Schema and a regex through
-// their GBNF generators, "json" as any JSON object.
+// their GBNF generators, "json" as any JSON object, "gbnf_schemas" as GBNF whose named rules may be JSON Schemas.
 #pragma once
 
 #include <stdexcept>
@@ -10,13 +10,19 @@
 
 namespace basalt::grammar {
 
-// A kind that is none of gbnf, json_schema, regex, json.
+// A kind that is none of gbnf, json_schema, regex, json, gbnf_schemas.
 struct UnknownKind : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
-// The GBNF text for `text` read as `kind`. Throws GrammarError or UnknownKind.
+// The GBNF text for `text` read as `kind` (gbnf_schemas: {"gbnf": TEXT, "schemas": {NAME: SCHEMA}}, the GBNF plus a
+// rule NAME matching each JSON Schema). Throws GrammarError or UnknownKind.
 std::string source_to_gbnf(std::string_view kind, std::string_view text);
+
+// The lazy trigger of a gbnf_schemas text ({"trigger": TEXT}; "" for every other kind and when absent): the output
+// is free until it spells TEXT, and from TEXT on matches the grammar. Throws GrammarError for a trigger that is not
+// a non-empty string.
+std::string lazy_trigger(std::string_view kind, std::string_view text);
 
 // Compiles `text` read as `kind`. Throws GrammarError or UnknownKind.
 Grammar compile_source(std::string_view kind, std::string_view text);

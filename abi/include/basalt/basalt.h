@@ -655,7 +655,9 @@ enum {
     BASALT_GRAMMAR_GBNF = 1,        /* llama.cpp's GBNF dialect, start rule `root` */
     BASALT_GRAMMAR_JSON_SCHEMA = 2, /* a JSON Schema (text), compiled to GBNF */
     BASALT_GRAMMAR_REGEX = 3,       /* a regular expression the whole output matches */
-    BASALT_GRAMMAR_JSON = 4         /* any JSON object (OpenAI's json_object); grammar is ignored */
+    BASALT_GRAMMAR_JSON = 4,        /* any JSON object (OpenAI's json_object); grammar is ignored */
+    BASALT_GRAMMAR_GBNF_SCHEMAS = 5 /* since 1.5: {"gbnf": TEXT, "schemas": {NAME: SCHEMA}}: GBNF where rule NAME
+                                       matches the JSON Schema (tool calls: literal markers around arguments) */
 };
 
 /* What a decoder needs for one request (filled by basalt_decoder_requirements; caller sets struct_size). */

@@ -52,6 +52,8 @@ REQUEST_PARSE_SPECIAL = 1 << 1
 REQUEST_IGNORE_EOG = 1 << 2
 REQUEST_LOGPROBS = 1 << 3  # since 1.4
 REQUEST_EMBED = 1 << 4  # since 1.4
+# BASALT_GRAMMAR_*, since 1.5: how RequestParams.grammar is read
+GRAMMAR_NONE, GRAMMAR_GBNF, GRAMMAR_JSON_SCHEMA, GRAMMAR_REGEX, GRAMMAR_JSON, GRAMMAR_GBNF_SCHEMAS = 0, 1, 2, 3, 4, 5
 POOLINGS = {"model": 0, "none": 1, "mean": 2, "cls": 3, "last": 4, "rank": 5}  # BASALT_POOLING_*, since 1.4
 NORMALIZE_L2, NORMALIZE_NONE = 0, 1  # since 1.4
 

@@ -3,6 +3,7 @@ needs of one (decoder_requirements).
 """
 import atexit
 import ctypes
+import json
 import os
 import threading
 import weakref
@@ -32,6 +33,25 @@ def _close_engines():
             e.close()
         except Exception:  # noqa: BLE001 -- best effort at exit
             pass
+
+
+def _grammar(grammar, json_schema, regex, json_object):
+    """The (BASALT_GRAMMAR_* kind, NUL-free UTF-8 text or None) of submit's structured-output arguments."""
+    given = [name for name, v in (("grammar", grammar), ("json_schema", json_schema), ("regex", regex),
+                                  ("json_object", json_object or None)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"submit: give one of grammar, json_schema, regex and json_object, not {', '.join(given)}")
+    if grammar is not None:
+        return _capi.GRAMMAR_GBNF, _c_string(grammar, "submit: grammar")
+    if json_schema is not None:
+        if isinstance(json_schema, (dict, bool)):
+            json_schema = json.dumps(json_schema)
+        return _capi.GRAMMAR_JSON_SCHEMA, _c_string(json_schema, "submit: json_schema")
+    if regex is not None:
+        return _capi.GRAMMAR_REGEX, _c_string(regex, "submit: regex")
+    if json_object:
+        return _capi.GRAMMAR_JSON, None
+    return _capi.GRAMMAR_NONE, None
 
 
 class Engine(_Owned):
@@ -113,7 +133,8 @@ class Engine(_Owned):
 
     def submit(self, prompt=None, tokens=None, samplers="greedy", decoder=None, max_tokens=-1, seed=-1, stop=(),
                stop_tokens=(), ignore_eog=False, callback=None, *, add_special=True, parse_special=False,
-               cache_salt=None, steer=None, source=None, source_tokens=None, logprobs=None):
+               cache_salt=None, steer=None, source=None, source_tokens=None, logprobs=None, grammar=None,
+               json_schema=None, regex=None, json_object=False):
         """Queues a request and returns its Request; it starts when admission allows (FIFO).
 
         prompt: text (str or UTF-8 bytes; tokenized with BOS as the vocabulary asks unless add_special=False;
@@ -132,6 +153,10 @@ class Engine(_Owned):
         logprobs: None, or N in 0..20: record each emitted token's log-probability under the model's raw
         distribution (log-softmax of its logits row, before any sampler) and its N most likely alternatives (see
         Request.logprobs()); decoder "sample" only.
+        Structured output (docs/structured-output.md), at most one of: grammar (GBNF text, llama.cpp's dialect,
+        start rule root), json_schema (a JSON Schema: a dict, or its JSON text), regex (the whole output matches
+        it), json_object=True (any JSON object). A constraint that does not compile raises BasaltError naming the
+        position or keyword.
 
         callback(request, tokens, text, finish_reason) is called after each step that produced output for the
         request (tokens: list of ids, text: str, finish_reason: None while running, the reason's name on the
@@ -191,6 +216,12 @@ class Engine(_Owned):
                 keep.extend([specs, arr])
                 p.steer = ctypes.cast(arr, POINTER(c_char_p))
                 p.n_steer = len(specs)
+        kind, text = _grammar(grammar, json_schema, regex, json_object)
+        if kind != _capi.GRAMMAR_NONE:
+            if text is not None:
+                keep.append(text)
+                p.grammar = text
+            p.grammar_kind = kind
         p.max_tokens = _i32("max_tokens", max_tokens)
         seed = int(seed)
         if not -0x8000000000000000 <= seed <= 0x7FFFFFFFFFFFFFFF:

@@ -266,7 +266,7 @@ basalt_status basalt_engine_submit(basalt_engine* engine, const basalt_request_p
         }
         read_embed_fields(*params, spec);
         if (BASALT_HAS_FIELD(params, basalt_request_params, grammar_kind)) {
-            if (params->grammar_kind < BASALT_GRAMMAR_NONE || params->grammar_kind > BASALT_GRAMMAR_JSON) {
+            if (params->grammar_kind < BASALT_GRAMMAR_NONE || params->grammar_kind > BASALT_GRAMMAR_GBNF_SCHEMAS) {
                 fail(BASALT_ERR_INVALID_ARGUMENT, "grammar_kind {} is not a BASALT_GRAMMAR_* value",
                      params->grammar_kind);
             }

@@ -101,7 +101,7 @@ void Engine::check_chain_tokens(const SamplerChainSpec& chain) const {
 // A request's grammar (structured output) becomes the chain's first sampler, so every later one sees only the
 // tokens it allows. The text travels as a parameter value (never through the chain's text syntax).
 void Engine::add_grammar(SamplerChainSpec& chain, const RequestSpec& spec) {
-    static const char* const kKinds[] = {"", "gbnf", "json_schema", "regex", "json"};
+    static const char* const kKinds[] = {"", "gbnf", "json_schema", "regex", "json", "gbnf_schemas"};
     if (spec.grammar_kind == BASALT_GRAMMAR_NONE) return;
     SamplerSpec g{"grammar", {{"kind", kKinds[spec.grammar_kind]}}};
     if (spec.grammar_kind != BASALT_GRAMMAR_JSON) g.params.emplace_back("text", spec.grammar);

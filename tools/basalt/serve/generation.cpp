@@ -5,11 +5,13 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <regex>
 
 #include "chat-tokens.hpp"
 #include "reasoning.hpp"
 #include "server.hpp"
 #include "sse.hpp"
+#include "tool-call-parser.hpp"
 
 namespace basalt::serve {
 
@@ -28,12 +30,15 @@ class Job {
     Job(const Job&) = delete;
     Job& operator=(const Job&) = delete;
 
-    static void on_output(basalt_request*, const int32_t*, size_t n_tokens, const char* text, size_t text_len,
+    static void on_output(basalt_request*, const int32_t* tokens, size_t n_tokens, const char* text, size_t text_len,
                           int32_t finish_reason, void* user_data) {
         auto* j = static_cast<Job*>(user_data);
         {
             std::lock_guard<std::mutex> lock(j->mu_);
-            j->pending_.append(text, text_len);
+            if (j->markers != nullptr)
+                j->append_with_markers(tokens, n_tokens, text, text_len);
+            else
+                j->pending_.append(text, text_len);
             j->pending_tokens_ += n_tokens;
             if (finish_reason != BASALT_FINISH_NONE) j->pending_finish_ = finish_reason;
         }
@@ -65,8 +70,34 @@ class Job {
     size_t text_offset = 0;  // logprobs: bytes of the token pieces reported so far (completions' text_offset)
     std::optional<ReasoningSplitter> split;  // chat with reasoning split: text goes to reasoning and content
     std::string reasoning, content;          // chat: the reply's reasoning_content and content so far
+    std::optional<ToolCallParser> tools;     // chat with tools: content parsed into tool calls
+    // Tool-call markers that are control tokens (their text is empty in the output): put back for the parser.
+    const std::vector<std::pair<int32_t, std::string>>* markers = nullptr;
 
   private:
+    // Appends a step's text with the text of each marker token at its place (the bytes of the tokens before it;
+    // text the stream still holds back, a partial character or a stop string's start, may land after it).
+    void append_with_markers(const int32_t* ids, size_t n, const char* out, size_t len) {
+        size_t offset = 0, placed = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const auto it =
+                std::find_if(markers->begin(), markers->end(), [&](const auto& m) { return m.first == ids[i]; });
+            if (it == markers->end()) {
+                char buf[64];
+                size_t piece_len = 0;
+                const basalt_status st =
+                    basalt_token_to_piece(server_.model(), ids[i], 0, buf, sizeof(buf), &piece_len);
+                if (st == BASALT_OK || st == BASALT_ERR_CAPACITY) offset += piece_len;
+                continue;
+            }
+            const size_t at = std::min(offset, len);
+            if (at > placed) pending_.append(out + placed, at - placed);
+            placed = std::max(placed, at);
+            pending_ += it->second;
+        }
+        if (len > placed) pending_.append(out + placed, len - placed);
+    }
+
     std::mutex mu_;
     std::string pending_;
     size_t pending_tokens_ = 0;
@@ -111,6 +142,30 @@ std::string piece(const basalt_model* model, int32_t token) {
     if (basalt_token_to_piece(model, token, 0, big.data(), big.size(), &len) != BASALT_OK) return {};
     big.resize(len);
     return big;
+}
+
+// A choice's finish_reason: "tool_calls" when a reply that stopped by itself holds tool calls.
+const char* finish_name(const Job& j) {
+    const char* fr = openai_finish(j.finish);
+    if (j.finish == BASALT_FINISH_STOP && j.tools && !j.tools->calls().empty()) return "tool_calls";
+    return fr;
+}
+
+// OpenAI's streamed tool_calls entries: the first of a call carries id, type and name, later ones argument text.
+json tool_call_deltas(const std::vector<ToolCallDelta>& deltas) {
+    json out = json::array();
+    for (const ToolCallDelta& d : deltas) {
+        json e = {{"index", d.index}};
+        if (!d.id.empty()) {
+            e["id"] = d.id;
+            e["type"] = "function";
+            e["function"] = {{"name", d.name}, {"arguments", d.arguments}};
+        } else {
+            e["function"] = {{"arguments", d.arguments}};
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
 }
 
 json byte_list(const std::string& s) {
@@ -185,6 +240,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 if (spec.seed >= 0) spec.seed += k;  // n choices of one seeded request differ from each other
                 auto job = std::make_unique<Job>(server_, std::move(spec));
                 if (g_.chat && g_.split_reasoning) job->split.emplace(g_.reasoning, g_.reasoning_open);
+                if (g_.chat && g_.tools.convention != nullptr) {
+                    const std::string prefix =
+                        "call_" + id_.substr(id_.find('-') + 1) + "_" + std::to_string(jobs_.size()) + "_";
+                    job->tools.emplace(*g_.tools.convention, g_.tools.names, prefix, g_.tools.opened);
+                    if (!server_.served().tools.marker_tokens.empty())
+                        job->markers = &server_.served().tools.marker_tokens;
+                }
                 Server* srv = &server_;
                 job->notify = [srv, weak, ex] {
                     srv->post_to(ex, [weak] {
@@ -226,8 +288,16 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         for (auto& job : jobs_) {
             Job& j = *job;
             const basalt_request_params rp = j.spec.raw(&Job::on_output, &j);
-            if (basalt_engine_submit(server_.engine(), &rp, &j.request) != BASALT_OK)
-                return refuse(ApiError(400, basalt_last_error(), "prompt"));
+            if (basalt_engine_submit(server_.engine(), &rp, &j.request) != BASALT_OK) {
+                std::string why = basalt_last_error();
+                // A tool's parameters schema the call grammar cannot use: named as the request spells it.
+                static const std::regex kArgs("schema 'args-([0-9]+)'");
+                std::smatch m;
+                if (g_.tools.convention != nullptr && std::regex_search(why, m, kArgs))
+                    return refuse(
+                        ApiError(400, "tools[" + m[1].str() + "].function.parameters: " + m.suffix().str(), "tools"));
+                return refuse(ApiError(400, why, "prompt"));
+            }
             // Registered only once `request` is written, so the shutdown path never reads it while it changes.
             server_.register_job(&j);
         }
@@ -307,16 +377,24 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
             } else {
                 content = text;
             }
+            std::vector<ToolCallDelta> deltas;
+            if (j.tools) {  // content parsed into tool calls
+                std::string plain;
+                j.tools->feed(content, plain, deltas);
+                if (j.done) j.tools->finish(plain, deltas);
+                content = std::move(plain);
+            }
             j.reasoning += reasoning;
             j.content += content;
             if (g_.stream && !http_->closed()) {
-                const char* fr = j.done ? openai_finish(reason) : nullptr;
+                const char* fr = j.done ? finish_name(j) : nullptr;
                 if (n > 0 || !text.empty() || fr != nullptr) {  // one event per step with tokens, even textless
                     json c = {{"index", i}};
                     if (g_.chat) {
                         json delta = json::object();
                         if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
                         if (!content.empty()) delta["content"] = content;
+                        if (!deltas.empty()) delta["tool_calls"] = tool_call_deltas(deltas);
                         c["delta"] = std::move(delta);
                     } else {
                         c["text"] = text;
@@ -437,14 +515,25 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
         for (size_t i = 0; i < jobs_.size(); ++i) {
             Job& j = *jobs_[i];
             json c = {{"index", i}};
+            const bool calls = j.tools && !j.tools->calls().empty();
             if (g_.chat) {
-                c["message"] = {{"role", "assistant"}, {"content", j.content}};
+                // With tool calls and no text, content is null (as OpenAI answers).
+                c["message"] = {{"role", "assistant"},
+                                {"content", calls && j.content.empty() ? json(nullptr) : json(j.content)}};
                 if (!j.reasoning.empty()) c["message"]["reasoning_content"] = j.reasoning;
+                if (calls) {
+                    json list = json::array();
+                    for (const ToolCall& t : j.tools->calls())
+                        list.push_back(json{{"id", t.id},
+                                            {"type", "function"},
+                                            {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+                    c["message"]["tool_calls"] = std::move(list);
+                }
             } else
                 c["text"] = j.text;
             j.text_offset = 0;
             c["logprobs"] = g_.logprobs >= 0 ? logprobs_json(server_.model(), j, 0, j.tokens, g_.chat) : json(nullptr);
-            const char* fr = openai_finish(j.finish);
+            const char* fr = finish_name(j);
             c["finish_reason"] = fr == nullptr ? json(nullptr) : json(fr);
             json figures = json::object();
             const char* name = nullptr;

@@ -2,6 +2,7 @@
 
 #include "../json-limits.hpp"
 #include "structured-output.hpp"
+#include "tool-request.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -378,115 +379,89 @@ GenerationRequest parse_completion(const json& body, const ServedModel& model) {
 }
 
 GenerationRequest parse_chat(const json& body, const ServedModel& model) {
-    static const std::set<std::string> own = {"messages",        "max_completion_tokens", "response_format",
-                                              "tools",           "tool_choice",           "parallel_tool_calls",
-                                              "functions",       "function_call",         "chat_template_kwargs",
-                                              "reasoning_format"};
+    static const std::set<std::string> own = {"messages",      "max_completion_tokens", "response_format", "functions",
+                                              "function_call", "chat_template_kwargs",  "reasoning_format"};
     GenerationRequest g;
     g.chat = true;
     cli::RequestSpec spec;
-    common(body, model, g, spec, own, -1);
-    // A Jinja template renders tools itself (the model's reply is returned as text); the native families cannot.
+    std::set<std::string> keys = own;
+    keys.insert(tool_request_keys().begin(), tool_request_keys().end());
+    common(body, model, g, spec, keys, -1);
     const bool jinja = model.chat.jinja != nullptr;
-    for (const char* k : {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"}) {
-        if (jinja && std::string(k) == "tools") continue;
-        if (present(body, k))
-            throw ApiError(400, std::string("'") + k + "' (tool calling) is not supported by this server", k,
-                           "invalid_request_error", "unsupported_parameter");
-    }
     read_structured_output(body, true, spec);
     if (!present(body, "messages")) bad("messages", "'messages' is required");
     const json& ms = body["messages"];
     if (!ms.is_array() || ms.empty()) bad("messages", "'messages' must be a non-empty array of {role, content}");
-    if (present(body, "tools") && !body["tools"].is_array()) bad("tools", "'tools' must be an array");
     if (present(body, "chat_template_kwargs") && !body["chat_template_kwargs"].is_object())
         bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-    std::vector<ChatMessage> messages;
-    json normalized = json::array();  // the messages as the Jinja template gets them (OpenAI shapes)
+    json normalized = json::array();  // the messages in OpenAI shapes (what a Jinja template gets)
     for (size_t i = 0; i < ms.size(); ++i) {
         const json& m = ms[i];
         const std::string where = "messages[" + std::to_string(i) + "]";
         if (!m.is_object()) bad("messages", where + " must be an object with 'role' and 'content'");
         for (const auto& [key, value] : m.items()) {
             const bool openai = key == "tool_calls" || key == "tool_call_id" || key == "reasoning_content";
-            if (key != "role" && key != "content" && key != "name" && !(jinja && openai))
+            if (key != "role" && key != "content" && key != "name" && !openai)
                 bad("messages", where + ": unknown field '" + cli::excerpt(key) + "'");
         }
-        if (jinja) {
-            const std::string role = m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "";
-            if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
-                bad("messages", where + ".role must be system, developer, user, assistant or tool, not '" +
-                                    cli::excerpt(role) + "'");
-            json n = m;
-            if (role == "developer") n["role"] = "system";
-            if (!m.contains("content") && !(role == "assistant" && m.contains("tool_calls")))
-                bad("messages", where + ".content is required");
-            if (m.contains("content") && m["content"].is_array()) {
-                std::string text;
-                for (const auto& part : m["content"]) {
-                    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-                        !part["text"].is_string())
-                        bad("messages", where +
-                                            ".content parts must be {\"type\": \"text\", \"text\": ...} (this "
-                                            "server takes text only)");
-                    text += part["text"].get<std::string>();
-                }
-                n["content"] = text;
-            } else if (m.contains("content") && !m["content"].is_string() && !m["content"].is_null()) {
-                bad("messages", where + ".content must be a string, null or an array of text parts");
-            }
-            for (const char* k : {"name", "tool_call_id", "reasoning_content"})
-                if (m.contains(k) && !m[k].is_string()) bad("messages", where + "." + k + " must be a string");
-            if (m.contains("tool_calls")) {
-                if (!m["tool_calls"].is_array()) bad("messages", where + ".tool_calls must be an array");
-                // Templates index tool_call.function.arguments as an object (Hugging Face's convention); OpenAI
-                // sends it as JSON text: parsed here as llama.cpp does.
-                for (auto& call : n["tool_calls"]) {
-                    if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
-                        bad("messages", where + ".tool_calls[] must be {\"type\": \"function\", \"function\": ...}");
-                    json& fn = call["function"];
-                    if (fn.contains("arguments") && fn["arguments"].is_string()) {
-                        json args = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
-                        if (!args.is_discarded()) fn["arguments"] = std::move(args);
-                    }
-                }
-            }
-            normalized.push_back(std::move(n));
-            continue;
-        }
-        if (!m.contains("role") || !m["role"].is_string()) bad("messages", where + ".role must be a string");
-        ChatMessage msg;
-        msg.role = m["role"].get<std::string>();
-        if (msg.role == "developer") msg.role = "system";
-        if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
+        const std::string role = m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "";
+        if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
             bad("messages",
-                where + ".role must be system, developer, user or assistant, not '" + cli::excerpt(msg.role) + "'");
-        if (!m.contains("content")) bad("messages", where + ".content is required");
-        const json& c = m["content"];
-        if (c.is_string()) {
-            msg.content = c.get<std::string>();
-        } else if (c.is_array()) {
-            for (const auto& part : c) {
-                if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+                where + ".role must be system, developer, user, assistant or tool, not '" + cli::excerpt(role) + "'");
+        json n = m;
+        if (role == "developer") n["role"] = "system";
+        if (!m.contains("content") && !(role == "assistant" && m.contains("tool_calls")))
+            bad("messages", where + ".content is required");
+        if (m.contains("content") && m["content"].is_array()) {
+            std::string text;
+            for (const auto& part : m["content"]) {
+                if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
                     !part["text"].is_string())
                     bad("messages", where +
-                                        ".content parts must be {\"type\": \"text\", \"text\": ...} (this server "
-                                        "takes text only)");
-                msg.content += part["text"].get<std::string>();
+                                        ".content parts must be {\"type\": \"text\", \"text\": ...} (this "
+                                        "server takes text only)");
+                text += part["text"].get<std::string>();
             }
-        } else {
-            bad("messages", where + ".content must be a string or an array of text parts");
+            n["content"] = text;
+        } else if (m.contains("content") && !m["content"].is_string() && !m["content"].is_null()) {
+            bad("messages", where + ".content must be a string, null or an array of text parts");
         }
-        if (m.contains("name") && !m["name"].is_string()) bad("messages", where + ".name must be a string");
-        messages.push_back(std::move(msg));
+        for (const char* k : {"name", "tool_call_id", "reasoning_content"})
+            if (m.contains(k) && !m[k].is_string()) bad("messages", where + "." + k + " must be a string");
+        if (m.contains("tool_calls")) {
+            if (!m["tool_calls"].is_array()) bad("messages", where + ".tool_calls must be an array");
+            // Templates index tool_call.function.arguments as an object (Hugging Face's convention); OpenAI
+            // sends it as JSON text: parsed here as llama.cpp does.
+            for (auto& call : n["tool_calls"]) {
+                if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+                    bad("messages", where + ".tool_calls[] must be {\"type\": \"function\", \"function\": ...}");
+                json& fn = call["function"];
+                if (fn.contains("arguments") && fn["arguments"].is_string()) {
+                    json args = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
+                    if (!args.is_discarded()) fn["arguments"] = std::move(args);
+                }
+            }
+        }
+        normalized.push_back(std::move(n));
+    }
+    // Tools: given to the template, or described by the fallback block (which rewrites earlier tool turns).
+    json tools;
+    read_tools(body, model.tools, normalized, tools, g.tools, spec);
+    std::vector<ChatMessage> messages;  // the native families' view: role and content
+    if (!jinja) {
+        for (const json& m : normalized) {
+            ChatMessage msg;
+            msg.role = m["role"].get<std::string>();  // tool turns were rewritten as user turns
+            if (m.contains("content") && m["content"].is_string()) msg.content = m["content"].get<std::string>();
+            messages.push_back(std::move(msg));
+        }
     }
     cli::RequestSpec s = spec;
     std::vector<ChatPiece> pieces;
     try {
         if (jinja)
             pieces = model.chat.render_conversation(
-                normalized, present(body, "tools") ? body["tools"] : json(),
-                present(body, "chat_template_kwargs") ? body["chat_template_kwargs"] : json(), true);
+                normalized, tools, present(body, "chat_template_kwargs") ? body["chat_template_kwargs"] : json(), true);
         else
             pieces = model.chat.render_pieces(messages, true);
     } catch (const std::invalid_argument& e) {

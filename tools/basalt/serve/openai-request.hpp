@@ -14,6 +14,7 @@
 #include "../request-spec.hpp"
 #include "chat-template.hpp"
 #include "reasoning.hpp"
+#include "tool-request.hpp"
 
 namespace basalt::serve {
 
@@ -53,6 +54,7 @@ struct ServedModel {
     // Chat replies' reasoning goes to reasoning_content (serve --reasoning-format; a request's reasoning_format
     // overrides it).
     bool split_reasoning = true;
+    ToolSupport tools;  // what the chat template does with tools (tool-request.hpp)
 };
 
 // A request's "steer" entry "NAME[:SCALE[:A-B]]" checked against the loaded vectors and rebuilt for the engine;
@@ -76,6 +78,8 @@ struct GenerationRequest {
     bool split_reasoning = false;
     ReasoningMarkers reasoning;
     bool reasoning_open = false;
+    // Chat: how replies are parsed into tool_calls (convention null: not parsed).
+    ToolReplies tools;
 };
 
 // A text prompt (or rendered chat) of more bytes than this per context token is refused before it is tokenized:

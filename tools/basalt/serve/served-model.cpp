@@ -18,6 +18,7 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
     const nlohmann::ordered_json kwargs = out.chat.kwargs;
     out.chat = ChatTemplate{};
     out.reasoning = reasoning_markers_for("");
+    std::string template_source;  // the Jinja source in use ("" for a native family)
     if (!template_name.empty() && template_from_name(template_name, out.chat)) {
         // a family named on the command line: its native renderer
     } else {
@@ -42,6 +43,7 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
         }
         if (!template_from_jinja(text, out.chat)) out.chat.family = TemplateFamily::Plain;
         out.reasoning = reasoning_markers_for(text);
+        template_source = text;
         if (text.find_first_not_of(" \t\r\n") != std::string::npos) {
             try {
                 out.chat.jinja = std::make_shared<const JinjaTemplate>(text, origin);
@@ -53,6 +55,24 @@ std::string describe_served_model(const basalt_model* model, const std::string& 
         }
     }
     out.chat.kwargs = kwargs;
+    // Tools: rendered by a Jinja template that reads them (its convention parsed from the reply), else described
+    // by the fallback block in the fallback convention.
+    out.tools = ToolSupport{};
+    out.tools.template_renders_tools = out.chat.jinja != nullptr && template_source.find("tools") != std::string::npos;
+    out.tools.convention =
+        out.tools.template_renders_tools ? tool_convention_for(template_source) : &fallback_tool_convention();
+    if (out.tools.convention != nullptr) {
+        for (const std::string& marker : convention_markers(*out.tools.convention)) {
+            int32_t ids[8];
+            size_t n = 0;
+            char piece[8];
+            size_t len = 0;
+            if (basalt_tokenize(model, marker.c_str(), marker.size(), BASALT_TOKENIZE_PARSE_SPECIAL, ids, 8, &n) ==
+                    BASALT_OK &&
+                n == 1 && basalt_token_to_piece(model, ids[0], 0, piece, sizeof(piece), &len) == BASALT_OK && len == 0)
+                out.tools.marker_tokens.emplace_back(ids[0], marker);
+        }
+    }
     // The end-of-turn marker stops generation when it is one token of the vocabulary (a control token).
     out.chat_stop_tokens.clear();
     const std::string eot = out.chat.end_of_turn();
