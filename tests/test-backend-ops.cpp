@@ -85,6 +85,8 @@ const TypeFacts kTypes[] = {
     {BASALT_DTYPE_KIVI_C8, "kivi_c8", 32, 36},
     {BASALT_DTYPE_KIVI_C4, "kivi_c4", 32, 20},
     {BASALT_DTYPE_KIVI_C2, "kivi_c2", 32, 12},
+    // MXFP4: E8M0 exponent byte + 16 bytes of E2M1 codes.
+    {BASALT_DTYPE_MXFP4, "mxfp4", 32, 17},
 };
 
 // The K/V cache types a session can store.
@@ -231,6 +233,9 @@ std::vector<uint8_t> random_blocks(Rng& rng, basalt_dtype t, int64_t n) {
                 break;
             case BASALT_DTYPE_Q6_K:
                 put_f16(p + 208, 0.0002f * u(rng));
+                break;
+            case BASALT_DTYPE_MXFP4:  // half-scales 2^-7 .. 2^-5: values up to 12 * 2^-5 = 0.375
+                p[0] = static_cast<uint8_t>(121 + (p[0] % 3));
                 break;
             default:
                 if (kivi_bits_of(t) != 0) {  // codes spanning about [-0.6, 0.6]
@@ -821,6 +826,34 @@ std::vector<Case> recurrent_cases(Rng& rng) {
             cs.push_back(b.done(e, 1e-7));
         }
     }
+    return cs;
+}
+
+// MXFP4 weights (ggml's type 39, Q8_0 activations on the CPU): MATMUL of odd and long rows, T = 1 and T > 1,
+// strided activations; MOE_MATMUL; GET_ROWS. Their own generator keeps the data of every other case unchanged.
+std::vector<Case> mxfp4_cases() {
+    Rng rng(20261205);
+    const basalt_dtype t = BASALT_DTYPE_MXFP4;
+    std::vector<Case> cs;
+    for (auto [k, n, m] : {std::tuple{32, 1, 1}, {96, 37, 1}, {576, 65, 3}, {4096, 17, 2}, {160, 33, 20}}) {
+        cs.push_back(matmul_case(rng, t, k, n, {m}));
+    }
+    cs.push_back(matmul_case(rng, t, 64, 9, {3, 2}, 32));
+    cs.push_back(matmul_case(rng, t, 64, 9, {2, 2}, 16));  // decode-sized, strided activations
+    cs.push_back(moe_case(rng, t, 64, 24, 4, 2, 1, false));
+    cs.push_back(moe_case(rng, t, 64, 17, 8, 2, 5, true));
+    cs.push_back(moe_case(rng, t, 96, 9, 6, 3, 4, false));
+    Builder b(rng, "GET_ROWS mxfp4 n=96");
+    const int src = b.input("table", t, {96, 11});
+    const std::vector<int32_t> ids{3, 0, 10, 3, 7};
+    const int id = b.ints("ids", {5}, ids);
+    const int o = b.output("out", BASALT_DTYPE_F32, {96, 5});
+    b.node(BASALT_OP_GET_ROWS, o, {src, id});
+    b.c.needs_blocks = true;
+    const auto v = b.vals(src);
+    std::vector<double> e;
+    for (auto i : ids) e.insert(e.end(), v.begin() + i * 96, v.begin() + (i + 1) * 96);
+    cs.push_back(b.done(e, 0));
     return cs;
 }
 
@@ -1609,6 +1642,7 @@ std::vector<Case> all_cases() {
         cs.push_back(b.done(e, 1e-7));
     }
     for (auto& c : recurrent_cases(rng)) cs.push_back(std::move(c));
+    for (auto& c : mxfp4_cases()) cs.push_back(std::move(c));
     return cs;
 }
 
@@ -1970,7 +2004,8 @@ TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit f
         Instance inst(plugins().ifaces.at(bt.component), bt.params);
         if (inst.status == BASALT_ERR_UNSUPPORTED) continue;  // an ISA this machine lacks
         REQUIRE(inst.status == BASALT_OK);
-        for (basalt_dtype wt : {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0}) {
+        for (basalt_dtype wt :
+             {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0, BASALT_DTYPE_MXFP4}) {
             for (int64_t k : {64, 576, 100}) {
                 if (wt != BASALT_DTYPE_F32 && wt != BASALT_DTYPE_F16 && k % 32 != 0) continue;
                 const int64_t n = 13;

@@ -418,12 +418,15 @@ TEST_CASE("golden: qwen35 f32, f16, q8_0, q4_0", "[golden]") {
 // of the same tokens bit for bit (checked below) and 32/32 greedy tokens agree: up to 24 such rows within 0.3.
 // Batches of 4: the sliding-window layers keep their K/V in rings, the prompt goes in 5 passes. (The mxfp4 variant
 // needs the MXFP4 weight type.)
-TEST_CASE("golden: gpt-oss f32, f16, q8_0, q4_0", "[golden]") {
+TEST_CASE("golden: gpt-oss f32, f16, q8_0, q4_0, mxfp4", "[golden]") {
     run_case({"tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 1e-4});
     run_case({"tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 1e-4, 0, nullptr, 4});
     run_case({"tiny-gpt-oss-f16", "tiny-gpt-oss-f16.ref", &kGptOssPrompt, 0.064});
     run_case({"tiny-gpt-oss-q8_0", "tiny-gpt-oss-q8_0.ref", &kGptOssPrompt, 1e-4, 0.05});
     run_case({"tiny-gpt-oss-q4_0", "tiny-gpt-oss-q4_0.ref", &kGptOssPrompt, 1e-4, 0.3, nullptr, 0, nullptr, 24});
+    // MXFP4 experts (the rest F32): ggml's dot of MXFP4 weights with Q8_0 activations, matched row for row.
+    run_case({"tiny-gpt-oss-mxfp4", "tiny-gpt-oss-mxfp4.ref", &kGptOssPrompt, 1e-4});
+    run_case({"tiny-gpt-oss-mxfp4", "tiny-gpt-oss-mxfp4.ref", &kGptOssPrompt, 1e-4, 0, nullptr, 4});
 }
 // The greedy steps of qwen3, smollm3 and gpt-oss Q4_0 (prompt, then the golden continuation one token per step) equal
 // the rows of the same tokens decoded as one batch: the decode path is the prefill path.
@@ -565,12 +568,13 @@ TEST_CASE("golden vulkan: qwen35 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-qwen35-q4_0", "tiny-qwen35-q4_0-deq.ref", &kBpePrompt, 2e-4);
 }
 // gpt-oss on Vulkan (F32 activations: the quantized variants against `-deq.ref`), and with sliding-window rings.
-TEST_CASE("golden vulkan: gpt-oss f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+TEST_CASE("golden vulkan: gpt-oss f32, f16, q8_0, q4_0, mxfp4", "[golden][.vulkan]") {
     run_vulkan("tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 2e-4);
     run_vulkan("tiny-gpt-oss-f32", "tiny-gpt-oss-f32.ref", &kGptOssPrompt, 2e-4, 4);
     run_vulkan("tiny-gpt-oss-f16", "tiny-gpt-oss-f16-deq.ref", &kGptOssPrompt, 2e-4);
     run_vulkan("tiny-gpt-oss-q8_0", "tiny-gpt-oss-q8_0-deq.ref", &kGptOssPrompt, 2e-4);
     run_vulkan("tiny-gpt-oss-q4_0", "tiny-gpt-oss-q4_0-deq.ref", &kGptOssPrompt, 2e-4);
+    run_vulkan("tiny-gpt-oss-mxfp4", "tiny-gpt-oss-mxfp4-deq.ref", &kGptOssPrompt, 2e-4);
 }
 TEST_CASE("golden vulkan: qwen3 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-qwen3-f32", "tiny-qwen3-f32.ref", &kBpePrompt, 2e-4);

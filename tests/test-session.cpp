@@ -286,9 +286,6 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
         if (entry.path().extension() != ".gguf") continue;
         const bool t5 = name.rfind("tiny-t5", 0) == 0;            // encoder-decoder: a source is encoded first
         if (!test::golden_runs(entry.path().string())) continue;  // an architecture still to come: refused by name
-        // tiny-gpt-oss-mxfp4: its expert weights are MXFP4, a weight type the backends compute only once the MXFP4
-        // work of issue 32 is merged (the lead wires the variant then).
-        if (name.find("-mxfp4") != std::string::npos) continue;
         basalt_model* probe = nullptr;
         REQUIRE(basalt_model_load(nullptr, entry.path().string().c_str(), nullptr, &probe) == BASALT_OK);
         basalt_model_info info{};
@@ -377,8 +374,8 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             CHECK(after.kv_bytes == plan.kv_bytes);
         }
     }
-    CHECK(models == 74);  // 26 before issues 29/32, + qwen3, qwen3moe, gemma2, smollm3, llama3rope, gemma3scaled, phi3,
-                          // qwen35, gpt-oss x 4 variants; tests/golden: granite, olmo2, mistral3 x 4
+    CHECK(models == 75);  // 26 before issues 29/32, + qwen3, qwen3moe, gemma2, smollm3, llama3rope, gemma3scaled, phi3,
+                          // qwen35, gpt-oss x 4 variants; gpt-oss mxfp4; tests/golden: granite, olmo2, mistral3 x 4
 }
 
 TEST_CASE("session: a context the machine cannot hold is refused before anything is allocated", "[session]") {

@@ -66,6 +66,22 @@ float dot_q4_1(int64_t n, const void* w, const void* a) {
     return s;
 }
 
+// ggml's vec_dot_mxfp4_q8_0: per block the integer dot of the doubled E2M1 values with the Q8_0 quants, scaled
+// by the activation's scale times half the E8M0 scale (the halving undoes the doubling).
+float dot_mxfp4(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockMXFP4*>(w);
+    const auto* y = static_cast<const BlockQ8_0*>(a);
+    float s = 0;
+    for (int64_t b = 0; b < n / kQK; ++b) {
+        int sum = 0;
+        for (int j = 0; j < 16; ++j) {
+            sum += kMxfp4Values[x[b].qs[j] & 0x0f] * y[b].qs[j] + kMxfp4Values[x[b].qs[j] >> 4] * y[b].qs[j + 16];
+        }
+        s += static_cast<float>(sum) * (e8m0_half(x[b].e) * h2f(y[b].d));
+    }
+    return s;
+}
+
 uint32_t load_u32(const uint8_t* p) {
     uint32_t v;
     std::memcpy(&v, p, 4);
@@ -333,6 +349,7 @@ void init_kernels_scalar(Kernels& k) {
     k.vec_dot[BASALT_DTYPE_Q4_K] = dot_q4_k;
     k.vec_dot[BASALT_DTYPE_Q5_K] = dot_q5_k;
     k.vec_dot[BASALT_DTYPE_Q6_K] = dot_q6_k;
+    k.vec_dot[BASALT_DTYPE_MXFP4] = dot_mxfp4;
     k.dot_f32 = att_dot_f32;
     k.dot_f16 = att_dot_f16;
     k.axpy_f32 = axpy_f32;

@@ -30,7 +30,7 @@ using VecDotBlockFn = void (*)(int64_t n, const void* w, int64_t w_stride, const
 // of the row in its Q8_0 form (same integer lanes, same float operations in the same order).
 using PackedDotFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, float* out, int valid);
 
-constexpr int kMaxDtype = 31;
+constexpr int kMaxDtype = 40;  // one past the highest weight type id (MXFP4 = 39)
 
 // Activation rows as vec_dot_multi reads them. Every layout holds exactly the values of the ActFormat row.
 enum class MultiAct : uint8_t {

@@ -8,7 +8,7 @@ const TypeInfo* type_info(basalt_dtype type) noexcept {
         q8_0{"q8_0", 32, 34, 2}, q2_k{"q2_K", 256, 84, 2}, q3_k{"q3_K", 256, 110, 2}, q4_k{"q4_K", 256, 144, 2},
         q5_k{"q5_K", 256, 176, 2}, q6_k{"q6_K", 256, 210, 2}, kivi_t8{"kivi_t8", 32, 36, 2},
         kivi_t4{"kivi_t4", 32, 20, 2}, kivi_t2{"kivi_t2", 32, 12, 2}, kivi_c8{"kivi_c8", 32, 36, 2},
-        kivi_c4{"kivi_c4", 32, 20, 2}, kivi_c2{"kivi_c2", 32, 12, 2};
+        kivi_c4{"kivi_c4", 32, 20, 2}, kivi_c2{"kivi_c2", 32, 12, 2}, mxfp4{"mxfp4", 32, 17, 1};
     switch (type) {
         case BASALT_DTYPE_F32:
             return &f32;
@@ -50,6 +50,8 @@ const TypeInfo* type_info(basalt_dtype type) noexcept {
             return &kivi_c4;
         case BASALT_DTYPE_KIVI_C2:
             return &kivi_c2;
+        case BASALT_DTYPE_MXFP4:
+            return &mxfp4;
         default:
             return nullptr;
     }
@@ -72,6 +74,7 @@ ActFormat act_format(basalt_dtype weight) noexcept {
         case BASALT_DTYPE_Q4_0:
         case BASALT_DTYPE_Q5_0:
         case BASALT_DTYPE_Q8_0:
+        case BASALT_DTYPE_MXFP4:
             return ActFormat::Q8_0;
         case BASALT_DTYPE_Q4_1:
         case BASALT_DTYPE_Q5_1:

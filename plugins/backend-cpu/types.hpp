@@ -3,6 +3,7 @@
 #pragma once
 
 #include <basalt/common.h>
+#include <basalt/blocks/mxfp4.hpp>
 
 #include <bit>
 #include <cstdint>
@@ -81,10 +82,20 @@ struct BlockQ8_K {
     int16_t bsums[16];
 };
 
+// MXFP4 (GGUF type 39): E8M0 exponent e, 32 E2M1 codes as nibbles like Q4_0; element value
+// kMxfp4Values[code] * e8m0_half(e) (basalt/blocks/mxfp4.hpp).
+using blocks::e8m0_half;
+using blocks::kMxfp4Values;
+struct BlockMXFP4 {
+    uint8_t e;
+    uint8_t qs[16];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockMXFP4) == 17 && alignof(BlockMXFP4) == 1);
 
 // Size facts of a type: `block` elements take `bytes` bytes; `align` is the alignment its loads need.
 struct TypeInfo {

@@ -69,6 +69,7 @@ bool type_readable(basalt_dtype t) noexcept {
         case BASALT_DTYPE_Q4_K:
         case BASALT_DTYPE_Q5_K:
         case BASALT_DTYPE_Q6_K:
+        case BASALT_DTYPE_MXFP4:
             return true;
         default:
             return false;

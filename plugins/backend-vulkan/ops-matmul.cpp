@@ -41,6 +41,8 @@ const char* matmul_shader(basalt_dtype t) {
             return "matmul_q5_k";
         case BASALT_DTYPE_Q6_K:
             return "matmul_q6_k";
+        case BASALT_DTYPE_MXFP4:
+            return "matmul_mxfp4";
         default:
             return nullptr;
     }

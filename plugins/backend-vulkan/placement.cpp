@@ -16,6 +16,13 @@ namespace {
 
 constexpr uint64_t kArenaAlign = 256;
 
+// The alignment of a tensor's offset and strides: a plain type's element size; 2 for block types with f16 fields
+// (even block sizes); 1 for MXFP4's 17-byte blocks (bytes only: the shaders read them at any byte offset).
+int64_t stride_align(const TensorView& v) {
+    if (v.block == 1) return v.block_bytes;
+    return v.block_bytes % 2 == 0 ? 2 : 1;
+}
+
 // Copies the tensor's dimensions and strides into v and checks them (v.block and v.block_bytes set): positive
 // sizes, aligned strides, whole blocks, contiguous rows, an extent that 32-bit shader indexing reaches.
 void fill_geometry(TensorView& v, const basalt_tensor* t, const basalt_graph_node* n, size_t ni,
@@ -23,7 +30,7 @@ void fill_geometry(TensorView& v, const basalt_tensor* t, const basalt_graph_nod
     if (t->n_dims < 1 || t->n_dims > 4) {
         fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " has n_dims " + std::to_string(t->n_dims) + " (1..4)");
     }
-    const int64_t align = v.block > 1 ? 2 : v.block_bytes;
+    const int64_t align = stride_align(v);
     for (int i = 0; i < t->n_dims; ++i) {
         if (t->ne[i] < 1 || t->ne[i] > (int64_t{1} << 32)) {
             fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT,
@@ -87,7 +94,7 @@ TensorView Backend::make_view(const basalt_graph* g, const basalt_graph_node* n,
     v.block = tr->block_size;
     v.block_bytes = static_cast<int64_t>(tr->type_size);
     fill_geometry(v, t, n, ni, who);
-    const int64_t align = v.block > 1 ? 2 : v.block_bytes;
+    const int64_t align = stride_align(v);
     if (t->buffer != nullptr) {
         if (!owns(t->buffer)) {
             fail_node(n, ni, BASALT_ERR_INVALID_ARGUMENT, who + " refers to a buffer this backend does not own");

@@ -7,6 +7,7 @@
 #include <basalt/blocks/dtype.hpp>
 #include <basalt/blocks/error.hpp>
 #include <basalt/blocks/half.hpp>
+#include <basalt/blocks/mxfp4.hpp>
 
 // ggml's reference is compiled without fused multiply-add; forbid contracting a*b+c here too, whatever -march
 // the build uses (GCC contracts by default even in ISO C++ mode when the target has FMA).
@@ -284,6 +285,7 @@ bool can_dequantize(basalt_dtype type) noexcept {
         case BASALT_DTYPE_Q5_K:
         case BASALT_DTYPE_Q6_K:
         case BASALT_DTYPE_Q8_K:
+        case BASALT_DTYPE_MXFP4:
             return true;
         default:
             return false;
@@ -325,6 +327,8 @@ void dequantize_row(basalt_dtype type, const void* src, float* dst, int64_t n) {
             return deq_q6_k(x, dst, nb);
         case BASALT_DTYPE_Q8_K:
             return deq_q8_k(x, dst, nb);
+        case BASALT_DTYPE_MXFP4:
+            return mxfp4_dequantize(x, dst, nb);
         default:
             break;
     }

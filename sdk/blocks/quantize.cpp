@@ -9,6 +9,7 @@
 #include <basalt/blocks/dtype.hpp>
 #include <basalt/blocks/error.hpp>
 #include <basalt/blocks/half.hpp>
+#include <basalt/blocks/mxfp4.hpp>
 
 // ggml's reference is compiled without fused multiply-add; forbid contracting a*b+c here too, whatever -march
 // the build uses (GCC contracts by default even in ISO C++ mode when the target has FMA).
@@ -368,6 +369,7 @@ bool can_quantize(basalt_dtype type) noexcept {
         case BASALT_DTYPE_Q4_0:
         case BASALT_DTYPE_Q4_K:
         case BASALT_DTYPE_Q6_K:
+        case BASALT_DTYPE_MXFP4:
             return true;
         default:
             return false;
@@ -394,6 +396,8 @@ void quantize_row(basalt_dtype type, const float* src, void* dst, int64_t n) {
             return quant_q4_k(src, y, nb);
         case BASALT_DTYPE_Q6_K:
             return quant_q6_k(src, y, nb);
+        case BASALT_DTYPE_MXFP4:
+            return mxfp4_quantize(src, y, nb);
         default:
             break;
     }

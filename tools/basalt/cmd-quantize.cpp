@@ -30,7 +30,7 @@ const Registrar kQuantize{
             [](po::options_description& d, po::positional_options_description& pos) {
                 d.add_options()("input", po::value<std::string>()->required(), "input GGUF")(
                     "output", po::value<std::string>()->required(), "output GGUF")(
-                    "type", po::value<std::string>()->required(), "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k");
+                    "type", po::value<std::string>()->required(), "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4");
                 pos.add("input", 1).add("output", 1).add("type", 1);
             },
             run_quantize}};

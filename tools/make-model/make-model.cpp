@@ -355,7 +355,7 @@ int usage() {
     std::string shapes;
     for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
     std::fprintf(stderr,
-                 "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k -o OUT.gguf [--seed N] "
+                 "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|mxfp4 -o OUT.gguf [--seed N] "
                  "[--vocab MODEL] [--no-progress]\n"
                  "  --vocab MODEL: the GGUF whose tokenizer the file carries, padded to the shape's vocabulary size "
                  "(default: the shipped model 'target')\n"

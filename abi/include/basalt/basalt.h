@@ -863,7 +863,7 @@ typedef struct basalt_quantize_report {
 /*
  * Writes out_path: the GGUF at in_path (a file, or a shipped model's name as basalt_model_load takes) with every
  * weight matrix in `type` (f32, f16, bf16, q8_0, q4_0, q4_k,
- * q6_k), the tensor rule of llama-quantize --pure: 2-D/3-D "*weight" tensors except norms, the MoE router,
+ * q6_k, mxfp4), the tensor rule of llama-quantize --pure: 2-D/3-D "*weight" tensors except norms, the MoE router,
  * position embeddings and relative-attention bias. Metadata is kept (general.file_type updated). report may
  * be NULL. Thread-safe.
  */
@@ -914,7 +914,7 @@ BASALT_API basalt_status basalt_gguf_writer_set_array_f32(basalt_gguf_writer* wr
 /*
  * Adds tensor `name` (1-63 bytes, llama.cpp's limit; copied) of n_dims (1-4) dimensions ne[0..n_dims) (ne[0]
  * contiguous, each >= 1) from n_values = ne[0] x ... f32 values (borrowed for the call), stored as `type`: f32,
- * f16, bf16, q8_0, q4_0, q4_k or q6_k, quantized with the reference quantizers basalt_model_quantize uses (the
+ * f16, bf16, q8_0, q4_0, q4_k, q6_k or mxfp4, quantized with the reference quantizers basalt_model_quantize uses (the
  * bytes llama-quantize --pure writes). The writer keeps the converted bytes. Fails with
  * BASALT_ERR_INVALID_ARGUMENT naming the tensor for a bad shape, a count that is not the shape's, an unknown type
  * id, or rows that are not whole blocks of the type ("rows of 64 elements are not whole q4_k blocks of 256");

@@ -34,7 +34,7 @@ using basalt::gguf::ValueType;
 // llama.cpp's reader refuses names of GGML_MAX_NAME (64) bytes or more.
 constexpr size_t kMaxTensorName = 63;
 constexpr uint32_t kMaxDims = 4;
-constexpr const char* kWritable = "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k";
+constexpr const char* kWritable = "f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4";
 
 void check_key(const basalt_gguf_writer* writer, const char* key, const char* fn) {
     if (writer == nullptr || key == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "{}: writer and key are required", fn);

@@ -257,8 +257,8 @@ basalt_status basalt_dtype_from_name(const char* name, int32_t* out) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_dtype_from_name: name and out are required");
         const basalt::DtypeTraits* t = basalt::dtype_from_name(name);
         if (t == nullptr)
-            fail(BASALT_ERR_INVALID_ARGUMENT, "unknown tensor type '{}' (e.g. f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)",
-                 name);
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "unknown tensor type '{}' (e.g. f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4)", name);
         *out = t->id;
     });
 }

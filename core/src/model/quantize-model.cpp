@@ -35,6 +35,8 @@ int32_t file_type_of(basalt_dtype type) {
             return 18;
         case BASALT_DTYPE_BF16:
             return 32;
+        case BASALT_DTYPE_MXFP4:
+            return 38;  // MXFP4_MOE (with --pure every weight matrix is MXFP4)
         default:
             return -1;
     }
@@ -53,7 +55,7 @@ bool is_quantizable_weight(const std::string& name, uint32_t n_dims) {
 
 QuantizeReport quantize_model(const std::filesystem::path& in, const std::filesystem::path& out, basalt_dtype type) {
     if (!can_quantize(type) || file_type_of(type) < 0) {
-        fail(BASALT_ERR_UNSUPPORTED, "cannot quantize to {} (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)",
+        fail(BASALT_ERR_UNSUPPORTED, "cannot quantize to {} (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4)",
              dtype_name(type));
     }
     const auto src = gguf::open(in);

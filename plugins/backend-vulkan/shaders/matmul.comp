@@ -41,6 +41,8 @@ DECLARE_DEQUANT(0)
 #define WTYPE T_Q5_K
 #elif defined(W_Q6_K)
 #define WTYPE T_Q6_K
+#elif defined(W_MXFP4)
+#define WTYPE T_MXFP4
 #endif
 
 #define TM_MAX 8u

@@ -143,3 +143,4 @@ float wg_max1(float v) {
 #define T_Q6_K 14u
 #define T_I32 26u
 #define T_BF16 30u
+#define T_MXFP4 39u

@@ -1,6 +1,16 @@
 // Dequantization of the GGUF block types from a byte-addressed word view (needs DECLARE_LOADS(N) first).
 // deq32_N: the 32 values of unit u of a row (a 32-block; a 32-run of a K-quant super-block; or 32 plain values,
 // zero past n). ldel_N: one value (slower; for gathers and conversions).
+// MXFP4: twice the E2M1 value of a 4-bit code, and half the E8M0 scale 2^(e - 128) (ggml's convention: the
+// doubled values times the halved scale; e = 0 and 1 are the subnormals 2^-128 and 2^-127).
+float mxfp4_value(uint q) {
+    const float v[8] = float[8](0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0);
+    return (q & 8u) != 0u ? -v[q & 7u] : v[q];
+}
+float e8m0_half(uint e) {
+    return uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+}
+
 #define DECLARE_DEQUANT(N)                                                                                            \
     void k4_scale_min_##N(uint sb, uint j, out float sc, out float mn) {                                              \
         const uint s = sb + 4u;                                                                                       \
@@ -129,6 +139,16 @@
                     w[l] = (l < 16u ? d0 : d1) * float(q);                                                            \
                 }                                                                                                     \
             }                                                                                                         \
+        } else if (type == T_MXFP4) {                                                                                 \
+            const uint b = row + u * 17u;                                                                             \
+            const float d = e8m0_half(ld8_##N(b));                                                                    \
+            for (uint j = 0u; j < 4u; ++j) {                                                                          \
+                const uint v = ld32_##N(b + 1u + 4u * j);                                                             \
+                for (uint k = 0u; k < 4u; ++k) {                                                                      \
+                    w[4u * j + k] = d * mxfp4_value((v >> (8u * k)) & 15u);                                           \
+                    w[4u * j + k + 16u] = d * mxfp4_value((v >> (8u * k + 4u)) & 15u);                                \
+                }                                                                                                     \
+            }                                                                                                         \
         } else {                                                                                                      \
             for (uint k = 0u; k < 32u; ++k) {                                                                         \
                 const uint e = u * 32u + k;                                                                           \
@@ -199,10 +219,14 @@
             const float sc = float(sext8(ld8_##N(sb + 192u + hf * 8u + 2u * g + (j >> 4))));                          \
             return ldh_##N(sb + 208u) * sc * float(int(lo | (hi << 4)) - 32);                                         \
         }                                                                                                             \
+        if (type == T_MXFP4) {                                                                                        \
+            const uint b = row + (i >> 5) * 17u;                                                                      \
+            return e8m0_half(ld8_##N(b)) * mxfp4_value((ld8_##N(b + 1u + (j & 15u)) >> (j < 16u ? 0u : 4u)) & 15u);   \
+        }                                                                                                             \
         return 0.0;                                                                                                   \
     }
 
 bool type_supported(uint t) {
     return t == T_F32 || t == T_F16 || t == T_BF16 || t == T_Q8_0 || t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 ||
-           t == T_Q5_1 || t == T_Q2_K || t == T_Q3_K || t == T_Q4_K || t == T_Q5_K || t == T_Q6_K;
+           t == T_Q5_1 || t == T_Q2_K || t == T_Q3_K || t == T_Q4_K || t == T_Q5_K || t == T_Q6_K || t == T_MXFP4;
 }

@@ -9,7 +9,7 @@
 
 namespace basalt::blocks {
 
-// True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and Q8_K.
+// True for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K and MXFP4.
 bool can_dequantize(basalt_dtype type) noexcept;
 
 // Converts n elements of `type` at src (borrowed; any alignment, little-endian GGUF layout) into dst[0..n).

@@ -1,7 +1,7 @@
 // Reference quantizers float -> GGUF weight types, byte-identical to llama.cpp's reference (non-imatrix)
 // quantizers: ggml_fp32_to_fp16_row / _bf16_row_ref, quantize_row_q8_0_ref, quantize_row_q4_0_ref,
-// quantize_row_q4_K_ref (make_qkx2_quants) and quantize_row_q6_K_ref (make_qx_quants), i.e. what
-// `llama-quantize --pure` writes without an importance matrix. Pure functions, thread-safe.
+// quantize_row_q4_K_ref (make_qkx2_quants), quantize_row_q6_K_ref (make_qx_quants) and quantize_row_mxfp4_ref,
+// i.e. what `llama-quantize --pure` writes without an importance matrix. Pure functions, thread-safe.
 #pragma once
 
 #include <basalt/plugin_backend.h>
@@ -10,7 +10,7 @@
 
 namespace basalt::blocks {
 
-// True for F32 (a copy), F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K.
+// True for F32 (a copy), F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K and MXFP4.
 bool can_quantize(basalt_dtype type) noexcept;
 
 // Quantizes src[0..n) into dst (borrowed; dtype_bytes(type, n) bytes, any alignment, little-endian GGUF layout).
