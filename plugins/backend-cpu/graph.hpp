@@ -204,6 +204,9 @@ inline constexpr auto check_ssm_conv = &check_contract;
 void run_ssm_conv(NodeCtx&);
 inline constexpr auto check_gated_delta = &check_contract;
 void run_gated_delta(NodeCtx&);
+// GATED_DELTA's chunked form over chunks of at most C tokens of one slot (ops-gated-delta-chunked.cpp); rows are
+// the checked (slot, fresh) pairs.
+void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C);
 
 // Entry points used by backend.cpp. Both throw sdk::error naming the node.
 void graph_compute(Backend& be, const basalt_graph* graph);
