@@ -393,9 +393,10 @@ int usage() {
     for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
     std::fprintf(stderr,
                  "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k -o OUT.gguf [--seed N] "
-                 "[--vocab MODEL] [--no-progress]\n"
+                 "[--vocab MODEL] [--layers N] [--no-progress]\n"
                  "  --vocab MODEL: the GGUF whose tokenizer the file carries, padded to the shape's vocabulary size "
                  "(default: the shipped model 'target')\n"
+                 "  --layers N: only the shape's first N blocks (per-layer benchmarks at a real width)\n"
                  "  --no-progress: no progress bar (one is drawn on stderr only when it is a terminal)\n",
                  shapes.c_str());
     return 2;
@@ -406,6 +407,7 @@ int usage() {
 int main(int argc, char** argv) {
     std::string shape_name = "smollm2-135m", type_name = "q8_0", out, vocab = "target";
     uint64_t seed = 1;
+    uint32_t layers = 0;  // --layers: 0 the shape's own count
     bool no_progress = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -422,6 +424,15 @@ int main(int argc, char** argv) {
             out = argv[++i];
         } else if (a == "--vocab") {
             vocab = argv[++i];
+        } else if (a == "--layers") {
+            const char* v = argv[++i];
+            char* end = nullptr;
+            const unsigned long n = std::strtoul(v, &end, 10);
+            if (*v < '1' || *v > '9' || *end != '\0' || n > 1000) {
+                std::fprintf(stderr, "make-model: error: --layers wants a layer count in 1..1000, not '%s'\n", v);
+                return usage();
+            }
+            layers = static_cast<uint32_t>(n);
         } else if (a == "--seed") {
             const char* v = argv[++i];
             char* end = nullptr;
@@ -453,7 +464,8 @@ int main(int argc, char** argv) {
     basalt_gguf_writer* raw = nullptr;
     if (basalt_gguf_writer_create(&raw) != BASALT_OK) return fail();
     const Writer w(raw, &basalt_gguf_writer_destroy);
-    const Shape& s = *shape;
+    Shape s = *shape;
+    if (layers != 0) s.n_layer = layers;  // the shape's first `layers` blocks (per-layer benchmarks)
     const std::string name = std::string("random-") + s.name;
     if (s.t5) return write_t5(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     const std::string A = std::string(s.arch) + ".";
