@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Tiny random-weight GGUF models of granite, olmo2 and mistral3 for Basalt's golden tests.
+"""Tiny random-weight GGUF models of granite, olmo2, mistral3 and qwen35moe for Basalt's golden tests.
 
 Same generator as ../../../shared/testdata/make_models.py (imported, not copied: its GGUF writer, seeded
-RNG, tokenizers, quantizers and llama-quantize --pure type rule); only the three builders are new. Metadata keys
+RNG, tokenizers, quantizers and llama-quantize --pure type rule); only the four builders are new. Metadata keys
 and tensor names are the ones llama.cpp's converter writes (conversion/granite.py, olmo.py, mistral3.py on top
-of conversion/base.py and llama.py), shapes the ones src/models/<arch>.cpp loads.
+of conversion/base.py and llama.py; qwen.py for qwen35moe), shapes the ones src/models/<arch>.cpp loads.
 
     /usr/bin/python3 tests/golden/make_tiny_models.py [--only tiny-granite,...] [--variants f32,...] [--out DIR]
 
