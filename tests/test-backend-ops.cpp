@@ -701,6 +701,68 @@ Case attention_residual_case(Rng& rng, basalt_dtype kt, basalt_dtype vt) {
     return b.done(e, std::max(kv_type_tol(kt), kv_type_tol(vt)));
 }
 
+// GATED_DELTA on q, k, v, log-decay, beta and state drawn from rng (unit q and k, decays in (e^-2, 1), beta in
+// (0, 1)) for tokens of the given slots and fresh starts, with ip[0] chunk; against the float64 recurrence: the output
+// or (state_out) the state left. `scale` multiplies v (and so the state's size).
+void gated_delta_case(std::vector<Case>& cs, Rng& rng, const std::vector<int32_t>& slot_of,
+                      const std::vector<int32_t>& fresh_of, int32_t chunk, int64_t dk, int64_t nk, int64_t dv,
+                      int64_t nv, float scale, bool state_out) {
+    const auto T = static_cast<int64_t>(slot_of.size());
+    const int64_t S = 1 + *std::max_element(slot_of.begin(), slot_of.end());
+    std::vector<int32_t> rows;
+    for (size_t t = 0; t < slot_of.size(); ++t) rows.insert(rows.end(), {slot_of[t], fresh_of[t]});
+    Builder b(rng, std::string("GATED_DELTA ") + shape_str({dk, nk, dv, nv, T}) + " chunk " + std::to_string(chunk) +
+                       (state_out ? " state" : ""));
+    auto unit_rows = [&](int64_t n, int64_t count) {
+        auto v = uniform(rng, n * count);
+        for (int64_t r = 0; r < count; ++r) {
+            double ss = 0;
+            for (int64_t i = 0; i < n; ++i)
+                ss += double{v[static_cast<size_t>(r * n + i)]} * v[static_cast<size_t>(r * n + i)];
+            for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(r * n + i)] /= static_cast<float>(std::sqrt(ss));
+        }
+        return bytes_of(v);
+    };
+    const int q = b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
+    const int k = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
+    const int v = b.input_data("v", BASALT_DTYPE_F32, {dv, nv, T}, bytes_of(uniform(rng, dv * nv * T, -scale, scale)));
+    const int g = b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, -2.0f, 0.0f)));
+    const int be = b.input_data("beta", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, 0.0f, 1.0f)));
+    const int st = b.input_data("state", BASALT_DTYPE_F32, {dv * dk * nv, S}, bytes_of(uniform(rng, dv * dk * nv * S)));
+    const int r = b.ints("rows", {2, T}, rows);
+    const int y = state_out ? b.intermediate("y", {dv, nv, T}) : b.output("y", BASALT_DTYPE_F32, {dv, nv, T});
+    b.node(BASALT_OP_GATED_DELTA, y, {q, k, v, g, be, st, r}, {chunk});
+    const auto Q = b.vals(q), Kv = b.vals(k), V = b.vals(v), G = b.vals(g), B = b.vals(be);
+    auto St = b.vals(st);
+    std::vector<double> e(static_cast<size_t>(dv * nv * T));
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t h = 0; h < nv; ++h) {
+            const int64_t hk = h % nk;
+            double* s = &St[static_cast<size_t>((slot_of[static_cast<size_t>(t)] * nv + h) * dv * dk)];
+            if (fresh_of[static_cast<size_t>(t)] != 0) std::fill(s, s + dv * dk, 0.0);
+            const double* kt = &Kv[static_cast<size_t>((t * nk + hk) * dk)];
+            const double* qt = &Q[static_cast<size_t>((t * nk + hk) * dk)];
+            const double decay = std::exp(G[static_cast<size_t>(t * nv + h)]), bt = B[static_cast<size_t>(t * nv + h)];
+            for (int64_t i = 0; i < dv; ++i) {
+                double* si = s + i * dk;
+                double sk = 0;
+                for (int64_t j = 0; j < dk; ++j) sk += (si[j] *= decay) * kt[j];
+                const double d = bt * (V[static_cast<size_t>((t * nv + h) * dv + i)] - sk);
+                double o = 0;
+                for (int64_t j = 0; j < dk; ++j) o += (si[j] += d * kt[j]) * qt[j];
+                e[static_cast<size_t>((t * nv + h) * dv + i)] = o;
+            }
+        }
+    }
+    if (state_out) {
+        const int o = b.output("state_after", BASALT_DTYPE_F32, {dv * dk * nv, S});
+        b.node(BASALT_OP_COPY, o, {st});
+        cs.push_back(b.done(St, 1e-7));
+    } else {
+        cs.push_back(b.done(e, 1e-7));
+    }
+}
+
 // SOFTPLUS, SLICE and the recurrent ops (since ABI 1.4, hybrid architectures). SSM_CONV and GATED_DELTA each get
 // two cases: their output, and (a COPY of) the state they leave, from a random initial state with tokens of three
 // slots interleaved and fresh starts.
@@ -772,58 +834,27 @@ std::vector<Case> recurrent_cases(Rng& rng) {
             cs.push_back(b.done(e, 1e-7));
         }
     }
-    for (bool state_out : {false, true}) {
-        const int64_t dk = 16, nk = 2, dv = 8, nv = 4;
-        Builder b(rng, std::string("GATED_DELTA ") + shape_str({dk, nk, dv, nv, T}) + (state_out ? " state" : ""));
-        // Unit-length q and k (as the architecture normalises them), decays in (e^-2, 1), beta in (0, 1).
-        auto unit_rows = [&](int64_t n, int64_t count) {
-            auto v = uniform(rng, n * count);
-            for (int64_t r = 0; r < count; ++r) {
-                double ss = 0;
-                for (int64_t i = 0; i < n; ++i)
-                    ss += double{v[static_cast<size_t>(r * n + i)]} * v[static_cast<size_t>(r * n + i)];
-                for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(r * n + i)] /= static_cast<float>(std::sqrt(ss));
+    for (bool state_out : {false, true}) gated_delta_case(cs, rng, slot_of, fresh_of, 0, 16, 2, 8, 4, 1, state_out);
+    // The chunked form (prefill) against the same float64 recurrence: runs of 70, 50 and 30 tokens of three slots (one
+    // continuing a random state, one restarted mid-node), decays down to e^-2 per token (e^-128 over a chunk of 64);
+    // the recurrent form (chunk 1), the backend's choice (0: chunks of 64), chunks of 16 and of 5 on equal inputs.
+    {
+        std::vector<int32_t> slots, fresh;
+        auto run = [&](int32_t slot, int n, bool first_fresh) {
+            for (int i = 0; i < n; ++i) {
+                slots.push_back(slot);
+                fresh.push_back(i == 0 && first_fresh ? 1 : 0);
             }
-            return bytes_of(v);
         };
-        const int q = b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
-        const int k = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
-        const int v = b.input("v", BASALT_DTYPE_F32, {dv, nv, T});
-        const int g = b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, -2.0f, 0.0f)));
-        const int be = b.input_data("beta", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, 0.0f, 1.0f)));
-        const int st = b.input("state", BASALT_DTYPE_F32, {dv * dk * nv, S});
-        const int r = b.ints("rows", {2, T}, rows);
-        const int y = state_out ? b.intermediate("y", {dv, nv, T}) : b.output("y", BASALT_DTYPE_F32, {dv, nv, T});
-        b.node(BASALT_OP_GATED_DELTA, y, {q, k, v, g, be, st, r});
-        const auto Q = b.vals(q), Kv = b.vals(k), V = b.vals(v), G = b.vals(g), B = b.vals(be);
-        auto St = b.vals(st);
-        std::vector<double> e(static_cast<size_t>(dv * nv * T));
-        for (int64_t t = 0; t < T; ++t) {
-            for (int64_t h = 0; h < nv; ++h) {
-                const int64_t hk = h % nk;
-                double* s = &St[static_cast<size_t>((slot_of[static_cast<size_t>(t)] * nv + h) * dv * dk)];
-                if (fresh_of[static_cast<size_t>(t)] != 0) std::fill(s, s + dv * dk, 0.0);
-                const double* kt = &Kv[static_cast<size_t>((t * nk + hk) * dk)];
-                const double* qt = &Q[static_cast<size_t>((t * nk + hk) * dk)];
-                const double decay = std::exp(G[static_cast<size_t>(t * nv + h)]),
-                             bt = B[static_cast<size_t>(t * nv + h)];
-                for (int64_t i = 0; i < dv; ++i) {
-                    double* si = s + i * dk;
-                    double sk = 0;
-                    for (int64_t j = 0; j < dk; ++j) sk += (si[j] *= decay) * kt[j];
-                    const double d = bt * (V[static_cast<size_t>((t * nv + h) * dv + i)] - sk);
-                    double o = 0;
-                    for (int64_t j = 0; j < dk; ++j) o += (si[j] += d * kt[j]) * qt[j];
-                    e[static_cast<size_t>((t * nv + h) * dv + i)] = o;
-                }
-            }
-        }
-        if (state_out) {
-            const int o = b.output("state_after", BASALT_DTYPE_F32, {dv * dk * nv, S});
-            b.node(BASALT_OP_COPY, o, {st});
-            cs.push_back(b.done(St, 1e-7));
-        } else {
-            cs.push_back(b.done(e, 1e-7));
+        run(0, 70, true);
+        run(2, 50, false);
+        run(0, 12, false);
+        run(1, 30, true);
+        run(0, 9, true);
+        for (int32_t chunk : {1, 0, 16, 5}) {
+            Rng same(77);
+            for (bool state_out : {false, true})
+                gated_delta_case(cs, same, slots, fresh, chunk, 32, 2, 24, 4, 2, state_out);
         }
     }
     return cs;

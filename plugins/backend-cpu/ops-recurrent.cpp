@@ -1,5 +1,6 @@
 // SLICE and the recurrent ops of hybrid architectures (qwen35's Gated DeltaNet layers): SSM_CONV (short causal
-// convolution with a rolling state) and GATED_DELTA (the gated delta rule, recurrent form). Their per-sequence state
+// convolution with a rolling state) and GATED_DELTA (the gated delta rule: the recurrent form here, the chunked form
+// for prefill in ops-gated-delta-chunked.cpp). Their per-sequence state
 // is an input read and written in place; each token's (slot, fresh) pair says which state it continues. Tokens of
 // one slot run in row order; channels (conv) and value heads (delta rule) run in parallel.
 #include <algorithm>
@@ -35,6 +36,10 @@ void over(NodeCtx& c, int64_t n, F&& body) {
         body(b, std::min(n, b + per));
     });
 }
+
+// GATED_DELTA's default form: chunks of kChunk tokens once a sequence runs kChunkFrom tokens in one node.
+constexpr int64_t kChunk = 64;
+constexpr int64_t kChunkFrom = 16;
 
 }  // namespace
 
@@ -83,6 +88,20 @@ void run_gated_delta(NodeCtx& c) {
     const TensorView& state = c.in[5];
     const int64_t dk = q.ne[0], nk = q.ne[1], T = q.ne[2], dv = v.ne[0], nv = v.ne[1];
     const int32_t* rows = state_rows(c, c.in[6], state, T);
+    // The chunked form when asked for, or by default when some sequence runs kChunkFrom tokens or more (prefill).
+    int64_t chunk = c.ip(op::gated_delta::chunk);
+    if (chunk == 0) {
+        int64_t run = 0, longest = 0;
+        for (int64_t t = 0; t < T; ++t) {
+            run = t > 0 && rows[2 * t] == rows[2 * t - 2] && rows[2 * t + 1] == 0 ? run + 1 : 1;
+            longest = std::max(longest, run);
+        }
+        chunk = longest >= kChunkFrom ? kChunk : 1;
+    }
+    if (chunk > 1) {
+        run_gated_delta_chunked(c, rows, chunk);
+        return;
+    }
     // Every row i of a head's matrix evolves on its own: S_i = e^g S_i; S_i += beta (v_i - S_i . k) k; o_i = S_i . q.
     over(c, nv * dv, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {

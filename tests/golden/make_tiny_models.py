@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Tiny random-weight GGUF models of granite, olmo2 and mistral3 for Basalt's golden tests.
+"""Tiny random-weight GGUF models of granite, olmo2, mistral3 and qwen35moe for Basalt's golden tests.
 
 Same generator as ../../../shared/testdata/make_models.py (imported, not copied: its GGUF writer, seeded
-RNG, tokenizers, quantizers and llama-quantize --pure type rule); only the three builders are new. Metadata keys
+RNG, tokenizers, quantizers and llama-quantize --pure type rule); only the four builders are new. Metadata keys
 and tensor names are the ones llama.cpp's converter writes (conversion/granite.py, olmo.py, mistral3.py on top
-of conversion/base.py and llama.py), shapes the ones src/models/<arch>.cpp loads.
+of conversion/base.py and llama.py; qwen.py for qwen35moe), shapes the ones src/models/<arch>.cpp loads.
 
     /usr/bin/python3 tests/golden/make_tiny_models.py [--only tiny-granite,...] [--variants f32,...] [--out DIR]
 
@@ -134,6 +134,78 @@ def build_mistral3(h, seed, g):
     return A, b.tensors
 
 
+def build_qwen35moe(h, seed, g):
+    """qwen35moe (Qwen3.5 MoE, conversion/qwen.py Qwen3_5MoeTextModel on Qwen3NextModel + Qwen2MoeModel): qwen35's
+    hybrid blocks (Gated DeltaNet layers, every 4th layer gated full attention with partial NEOX rope) with a
+    routed MoE FFN (router ffn_gate_inp, softmax, top-k, weights renormalised) plus a shared SwiGLU expert of
+    width expert_shared_feed_forward_length scaled per token by sigmoid(ffn_gate_inp_shexp . h). No
+    feed_forward_length (Qwen3.5 MoE configs have no dense intermediate_size); tied output."""
+    A = "qwen35moe"
+    b = mm.Builder(seed)
+    E, V, L, hd = h["n_embd"], h["n_vocab"], h["n_layer"], h["head_dim"]
+    H, Hkv, X, Fe, Fs = h["n_head"], h["n_head_kv"], h["n_expert"], h["n_ff_exp"], h["n_ff_shexp"]
+    nk, nv, dk, K = h["ssm_n_k_heads"], h["ssm_n_v_heads"], h["ssm_head_dim"], h["ssm_conv"]
+    interval = 4
+    g.u32(f"{A}.block_count", L)
+    g.u32(f"{A}.context_length", h["n_ctx"])
+    g.u32(f"{A}.embedding_length", E)
+    g.u32(f"{A}.attention.head_count", H)
+    g.u32(f"{A}.attention.head_count_kv", Hkv)
+    g.f32(f"{A}.rope.freq_base", h["rope_base"])
+    g.f32(f"{A}.attention.layer_norm_rms_epsilon", 1e-6)
+    g.u32(f"{A}.expert_count", X)
+    g.u32(f"{A}.expert_used_count", h["n_expert_used"])
+    g.u32(f"{A}.attention.key_length", hd)
+    g.u32(f"{A}.attention.value_length", hd)
+    g.u32(f"{A}.expert_feed_forward_length", Fe)
+    g.u32(f"{A}.expert_shared_feed_forward_length", Fs)
+    g.u32(f"{A}.ssm.conv_kernel", K)
+    g.u32(f"{A}.ssm.state_size", dk)
+    g.u32(f"{A}.ssm.group_count", nk)
+    g.u32(f"{A}.ssm.time_step_rank", nv)
+    g.u32(f"{A}.ssm.inner_size", dk * nv)
+    g.u32(f"{A}.full_attention_interval", interval)
+    g.u32(f"{A}.rope.dimension_count", h["n_rot"])
+    g.arr(f"{A}.rope.dimension_sections", mm.T_INT32, h["rope_sections"])
+    b.w("token_embd.weight", (V, E), h["std_embd"])
+    for i in range(L):
+        p = f"blk.{i}."
+        b.norm(p + "attn_norm.weight", E)
+        if (i + 1) % interval == 0:
+            b.w(p + "attn_q.weight", (H * hd * 2, E), h["std"])
+            b.w(p + "attn_k.weight", (Hkv * hd, E), h["std"])
+            b.w(p + "attn_v.weight", (Hkv * hd, E), h["std"])
+            b.w(p + "attn_output.weight", (E, H * hd), h["std"])
+            b.norm(p + "attn_q_norm.weight", hd)
+            b.norm(p + "attn_k_norm.weight", hd)
+        else:
+            conv_dim = 2 * nk * dk + nv * dk
+            b.w(p + "attn_qkv.weight", (conv_dim, E), h["std"])
+            b.w(p + "attn_gate.weight", (nv * dk, E), h["std"])
+            b.w(p + "ssm_conv1d.weight", (conv_dim, K), 0.5)
+            b.bias(p + "ssm_dt.bias", nv, 0.5)
+            # ssm_a = -exp(A_log) with A_log spread over log [1, 16] (the converter stores -exp(A_log))
+            u = 0.5 + 0.5 * mm.np.tanh(mm.randn(seed, p + "A_log", (nv,)))
+            b.tensors.append((p + "ssm_a", (-(1.0 + 15.0 * u)).astype(mm.np.float32)))
+            b.w(p + "ssm_beta.weight", (nv, E), 0.3)
+            b.w(p + "ssm_alpha.weight", (nv, E), 0.3)
+            b.norm(p + "ssm_norm.weight", dk)
+            b.w(p + "ssm_out.weight", (E, nv * dk), h["std"])
+        b.norm(p + "post_attention_norm.weight", E)
+        b.w(p + "ffn_gate_inp.weight", (X, E), h["std_router"])
+        b.w(p + "ffn_gate_exps.weight", (X, Fe, E), h["std"])
+        b.w(p + "ffn_down_exps.weight", (X, E, Fe), h["std"])
+        b.w(p + "ffn_up_exps.weight", (X, Fe, E), h["std"])
+        b.w(p + "ffn_gate_inp_shexp.weight", (E,), h["std_router"])
+        b.w(p + "ffn_gate_shexp.weight", (Fs, E), h["std"])
+        b.w(p + "ffn_down_shexp.weight", (E, Fs), h["std"])
+        b.w(p + "ffn_up_shexp.weight", (Fs, E), h["std"])
+    b.norm("output_norm.weight", E)
+    mm.tok_bpe(g, "qwen2", V, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+               bos="<|endoftext|>", eos="<|im_end|>", add_bos=False)
+    return A, b.tensors
+
+
 TINY = {
     # Granite 3.x multipliers in kind: embedding 12, residual 0.22, attention 1/head_dim (not 1/sqrt), logits / 8.
     "tiny-granite": (build_granite, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
@@ -148,6 +220,13 @@ TINY = {
                                            rope_base=1e9, attn_temp_beta=0.1,
                                            yarn=dict(factor=16.0, orig_ctx=16, beta_fast=32.0, beta_slow=1.0,
                                                      mscale_all_dim=1.0)), 1263),
+    # Qwen3.5-35B-A3B in kind: hybrid 3:1 DeltaNet:attention, 8 experts top-2 of width 32, a shared expert of 64,
+    # partial rope (8 of 32 dims), base 1e7; the tiny-qwen35 shape of the shared set otherwise.
+    "tiny-qwen35moe": (build_qwen35moe, dict(n_vocab=512, n_embd=64, n_layer=4, n_head=4, n_head_kv=2, head_dim=32,
+                                             n_rot=8, rope_sections=[2, 1, 1, 0], n_ctx=256, n_expert=8,
+                                             n_expert_used=2, n_ff_exp=32, n_ff_shexp=64, ssm_n_k_heads=2,
+                                             ssm_n_v_heads=2, ssm_head_dim=32, ssm_conv=4, std=0.2, std_embd=0.3,
+                                             std_router=0.3, rope_base=1e7), 1135),
 }
 
 

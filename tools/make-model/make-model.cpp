@@ -1,6 +1,5 @@
-// make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3 or t5), for
-// benchmarks
-// (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading a model.
+// make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3, qwen35 or t5),
+// for benchmarks (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1] [--vocab target]
 // Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), a tiny one for tests, and
 // encoder-decoder ones (t5 architecture, gated-GELU FFN, relative position buckets): T5-small (6+6 layers, tied head)
@@ -42,6 +41,9 @@ struct Shape {
     float rope_linear = 0.f;      // gemma3 4B+: rope.scaling.type linear with this factor (global layers)
     bool llama3_rope = false;     // Llama 3.2: rope_freqs.weight (factor 32, low/high 1/4, original context 8192)
     uint32_t longrope_ctx = 0;    // phi3 longrope: rope_factors_long/short.weight, original_context_length
+    // qwen35 (hybrid): Gated DeltaNet layers (ssm.*: conv kernel, key heads of ssm_head, value heads of ssm_head)
+    // with every 4th layer gated full attention (attn_q = per head [q | gate]); 0: not a hybrid shape.
+    uint32_t ssm_k_heads = 0, ssm_v_heads = 0, ssm_head = 0, ssm_conv = 4;
 };
 
 const Shape kShapes[] = {
@@ -138,6 +140,41 @@ const Shape kShapes[] = {
      .fused = true,
      .sliding_window = 262144,
      .longrope_ctx = 4096},
+    // Qwen3.5-0.8B (issue 32): 24 layers, 18 of them Gated DeltaNet (16 key and 16 value heads of 128, conv 4), every
+    // 4th gated attention (8 heads of 256, 2 KV heads, rope on 64 of 256 dims, base 1e7), FFN 3584, tied output.
+    {.name = "qwen35-0.8b",
+     .n_embd = 1024,
+     .n_layer = 24,
+     .n_head = 8,
+     .n_head_kv = 2,
+     .n_ff = 3584,
+     .n_vocab = 248320,
+     .n_ctx = 262144,
+     .rope_base = 10000000.f,
+     .tied = true,
+     .arch = "qwen35",
+     .head_dim = 256,
+     .n_rot = 64,
+     .eps = 1e-6f,
+     .qk_norm = true,
+     .ssm_k_heads = 16,
+     .ssm_v_heads = 16,
+     .ssm_head = 128},
+    // The same width with every layer attention (qwen3's block): the baseline of the DeltaNet-vs-attention decode cost.
+    {.name = "qwen35-0.8b-attn",
+     .n_embd = 1024,
+     .n_layer = 24,
+     .n_head = 8,
+     .n_head_kv = 2,
+     .n_ff = 3584,
+     .n_vocab = 248320,
+     .n_ctx = 262144,
+     .rope_base = 10000000.f,
+     .tied = true,
+     .arch = "qwen3",
+     .head_dim = 256,
+     .eps = 1e-6f,
+     .qk_norm = true},
 };
 
 // Llama 3.1/3.2 frequency factors (what llama.cpp's converter computes from rope_scaling): per rotated pair i with
@@ -356,9 +393,10 @@ int usage() {
     for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
     std::fprintf(stderr,
                  "usage: make-model --shape %s --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|mxfp4 -o OUT.gguf [--seed N] "
-                 "[--vocab MODEL] [--no-progress]\n"
+                 "[--vocab MODEL] [--layers N] [--no-progress]\n"
                  "  --vocab MODEL: the GGUF whose tokenizer the file carries, padded to the shape's vocabulary size "
                  "(default: the shipped model 'target')\n"
+                 "  --layers N: only the shape's first N blocks (per-layer benchmarks at a real width)\n"
                  "  --no-progress: no progress bar (one is drawn on stderr only when it is a terminal)\n",
                  shapes.c_str());
     return 2;
@@ -369,6 +407,7 @@ int usage() {
 int main(int argc, char** argv) {
     std::string shape_name = "smollm2-135m", type_name = "q8_0", out, vocab = "target";
     uint64_t seed = 1;
+    uint32_t layers = 0;  // --layers: 0 the shape's own count
     bool no_progress = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -385,6 +424,15 @@ int main(int argc, char** argv) {
             out = argv[++i];
         } else if (a == "--vocab") {
             vocab = argv[++i];
+        } else if (a == "--layers") {
+            const char* v = argv[++i];
+            char* end = nullptr;
+            const unsigned long n = std::strtoul(v, &end, 10);
+            if (*v < '1' || *v > '9' || *end != '\0' || n > 1000) {
+                std::fprintf(stderr, "make-model: error: --layers wants a layer count in 1..1000, not '%s'\n", v);
+                return usage();
+            }
+            layers = static_cast<uint32_t>(n);
         } else if (a == "--seed") {
             const char* v = argv[++i];
             char* end = nullptr;
@@ -416,7 +464,8 @@ int main(int argc, char** argv) {
     basalt_gguf_writer* raw = nullptr;
     if (basalt_gguf_writer_create(&raw) != BASALT_OK) return fail();
     const Writer w(raw, &basalt_gguf_writer_destroy);
-    const Shape& s = *shape;
+    Shape s = *shape;
+    if (layers != 0) s.n_layer = layers;  // the shape's first `layers` blocks (per-layer benchmarks)
     const std::string name = std::string("random-") + s.name;
     if (s.t5) return write_t5(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     const std::string A = std::string(s.arch) + ".";
@@ -458,12 +507,26 @@ int main(int argc, char** argv) {
                                              s.longrope_ctx) == BASALT_OK &&
                   basalt_gguf_writer_set_f32(raw, key("rope.scaling.attn_factor").c_str(), attn) == BASALT_OK;
     }
+    const bool hybrid = s.ssm_v_heads != 0;
+    if (meta_ok && hybrid) {
+        const int32_t sections[4] = {11, 11, 10, 0};  // Qwen3.5's mrope_section (text positions: plain neox rope)
+        meta_ok =
+            basalt_gguf_writer_set_u32(raw, key("ssm.conv_kernel").c_str(), s.ssm_conv) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("ssm.state_size").c_str(), s.ssm_head) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("ssm.group_count").c_str(), s.ssm_k_heads) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("ssm.time_step_rank").c_str(), s.ssm_v_heads) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("ssm.inner_size").c_str(), s.ssm_head * s.ssm_v_heads) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("full_attention_interval").c_str(), 4) == BASALT_OK &&
+            basalt_gguf_writer_set_array_i32(raw, key("rope.dimension_sections").c_str(), sections, 4) == BASALT_OK;
+    }
     if (!meta_ok) return fail();
     if (!add_vocabulary(raw, vocab, s.n_vocab)) return 1;
     Rng rng{seed};
     const int64_t E = s.n_embd, q = int64_t{hd} * s.n_head, kv = int64_t{hd} * s.n_head_kv;
     const basalt_dtype t = type;
-    const uint64_t per_layer = (s.fused ? 6 : 9) + (s.qk_norm ? 2 : 0) + (s.post_norms ? 2 : 0);
+    // (hybrid shapes: 15 tensors per DeltaNet layer, 13 per attention layer, counted as 14)
+    const uint64_t per_layer =
+        s.ssm_v_heads != 0 ? 14 : (s.fused ? 6 : 9) + (s.qk_norm ? 2 : 0) + (s.post_norms ? 2 : 0);
     basalt::tools::ProgressBar bar("making " + std::string(s.name),
                                    2 + per_layer * uint64_t{s.n_layer} + (s.tied ? 0 : 1),
                                    basalt::tools::ProgressBar::Unit::kCount, "tensors");
@@ -479,6 +542,29 @@ int main(int argc, char** argv) {
         return basalt_gguf_writer_add_tensor_f32(raw, tensor, BASALT_DTYPE_F32, &ne, 1, v.data(), v.size()) ==
                BASALT_OK;
     };
+    // qwen35: a Gated DeltaNet mixer (recurrent) or gated attention. The conv taps stay F32 (llama-quantize keeps
+    // ssm_conv1d); ssm_a = -exp(A_log) with A_log spread over [0, ln 16] as in the reference initialisation.
+    auto put_hybrid_mixer = [&](const std::string& p, bool recurrent) {
+        if (!recurrent) {
+            return put(p + "attn_q.weight", {E, 2 * q}, 0.05f) && put(p + "attn_k.weight", {E, kv}, 0.05f) &&
+                   put(p + "attn_v.weight", {E, kv}, 0.05f) && put(p + "attn_output.weight", {q, E}, 0.05f) &&
+                   put(p + "attn_q_norm.weight", {hd}, 0, true) && put(p + "attn_k_norm.weight", {hd}, 0, true);
+        }
+        const int64_t nv = s.ssm_v_heads, inner = int64_t{s.ssm_head} * nv;
+        const int64_t conv = 2 * int64_t{s.ssm_head} * s.ssm_k_heads + inner;
+        std::vector<float> a_neg(static_cast<size_t>(nv));
+        for (int64_t h = 0; h < nv; ++h)
+            a_neg[static_cast<size_t>(h)] = -std::exp(std::log(16.f) * static_cast<float>(h) / static_cast<float>(nv));
+        const bool ok =
+            put(p + "attn_qkv.weight", {E, conv}, 0.05f) && put(p + "attn_gate.weight", {E, inner}, 0.05f) &&
+            add(raw, rng, p + "ssm_conv1d.weight", {s.ssm_conv, conv}, BASALT_DTYPE_F32, 0.3f) &&
+            add(raw, rng, p + "ssm_dt.bias", {nv}, BASALT_DTYPE_F32, 0.5f) && put_f32((p + "ssm_a").c_str(), a_neg) &&
+            put(p + "ssm_beta.weight", {E, nv}, 0.05f) && put(p + "ssm_alpha.weight", {E, nv}, 0.05f) &&
+            put(p + "ssm_norm.weight", {s.ssm_head}, 0, true) && put(p + "ssm_out.weight", {inner, E}, 0.05f);
+        n_made += 3;
+        bar.update(n_made);
+        return ok;
+    };
     if (s.llama3_rope && !put_f32("rope_freqs.weight", llama3_factors(n_rot, s.rope_base))) return fail();
     if (s.longrope_ctx != 0) {
         std::vector<float> longf(n_rot / 2), shortf(n_rot / 2, 1.f);
@@ -490,6 +576,13 @@ int main(int argc, char** argv) {
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         bool ok = put(p + "attn_norm.weight", {E}, 0, true);
+        if (hybrid) {
+            ok = ok && put_hybrid_mixer(p, (il + 1) % 4 != 0) && put(p + "post_attention_norm.weight", {E}, 0, true) &&
+                 put(p + "ffn_gate.weight", {E, s.n_ff}, 0.05f) && put(p + "ffn_up.weight", {E, s.n_ff}, 0.05f) &&
+                 put(p + "ffn_down.weight", {s.n_ff, E}, 0.05f);
+            if (!ok) return fail();
+            continue;
+        }
         if (s.fused) {
             ok = ok && put(p + "attn_qkv.weight", {E, q + 2 * kv}, 0.05f);
         } else {

@@ -4,7 +4,9 @@
 // short causal convolution with a per-sequence rolling state (SSM_CONV) and SiLU, q and k L2-normalised per head,
 // then the gated delta rule over a per-sequence matrix state (GATED_DELTA; decay exp(softplus(alpha + dt_bias) *
 // ssm_a), beta sigmoid), an RMS norm per head gated by silu(z), and the output projection. The states live in the
-// session (docs/kv-cache.md); c.state_rows says which one each token continues.
+// session (docs/kv-cache.md); c.state_rows says which one each token continues. qwen35moe (Qwen3.5 MoE) has the same
+// blocks with a routed mixture of experts (softmax, top-k, renormalised) plus a shared expert (a SwiGLU FFN of
+// width n_ff_shexp) scaled per token by sigmoid(ffn_gate_inp_shexp . h).
 #include <cmath>
 
 #include "graph/arch.hpp"
@@ -102,6 +104,31 @@ int32_t delta_net(ForwardContext& c, uint32_t il, int32_t h, const std::string& 
     return linear(c, reshape(c, o, {inner, T}, p + "delta.rows"), p + "ssm_out.weight", hp.n_embd, p + "ssm_out");
 }
 
+// The shared expert of qwen35moe: SwiGLU FFN out [n_embd, T] times sigmoid(ffn_gate_inp_shexp . h) per token
+// (MOE_COMBINE with one "expert" of weight the gate).
+int32_t shared_expert(ForwardContext& c, int32_t h, const std::string& p) {
+    const auto& hp = c.hp;
+    const int64_t T = c.n_tokens, D = hp.n_embd, F = hp.n_ff_shexp;
+    const int32_t gate = linear(c, h, p + "ffn_gate_shexp.weight", F, p + "shexp_gate");
+    const int32_t up = linear(c, h, p + "ffn_up_shexp.weight", F, p + "shexp_up");
+    const int32_t a = c.g.op(BASALT_OP_SWIGLU, p + "shexp_act", BASALT_DTYPE_F32, {F, T}, {gate, up});
+    const int32_t down = linear(c, a, p + "ffn_down_shexp.weight", D, p + "shexp_down");
+    const int32_t g = c.g.op(BASALT_OP_SIGMOID, p + "shexp_weight", BASALT_DTYPE_F32, {1, T},
+                             {c.g.op(BASALT_OP_MATMUL, p + "shexp_logit", BASALT_DTYPE_F32, {1, T},
+                                     {c.weight(p + "ffn_gate_inp_shexp.weight", {D}), h})});
+    return c.g.op(BASALT_OP_MOE_COMBINE, p + "shexp_out", BASALT_DTYPE_F32, {D, T},
+                  {reshape(c, down, {D, 1, T}, p + "shexp_down.one"), g});
+}
+
+int32_t ffn(ForwardContext& c, uint32_t il, int32_t h, const std::string& p) {
+    const int i = static_cast<int>(il);
+    if (c.hp.n_expert == 0) return ffn_gated(c, i, h, BASALT_OP_SWIGLU);
+    const int32_t routed = ffn_moe(c, i, h);
+    if (c.hp.n_ff_shexp == 0 || !c.has_weight(p + "ffn_up_shexp.weight")) return routed;
+    return c.g.op(BASALT_OP_ADD, p + "ffn_out", BASALT_DTYPE_F32, {c.hp.n_embd, c.n_tokens},
+                  {routed, shared_expert(c, h, p)});
+}
+
 }  // namespace
 
 void build_qwen35(ForwardContext& c) {
@@ -114,8 +141,7 @@ void build_qwen35(ForwardContext& c) {
         const int32_t h = rms_norm(c, x, p + "attn_norm.weight", p + "attn_norm");
         const int32_t a = hp.layer_recurrent[il] ? delta_net(c, il, h, p) : gated_attention(c, il, h, p);
         x = c.g.op(BASALT_OP_ADD, p + "attn_residual", BASALT_DTYPE_F32, {hp.n_embd, T}, {x, a});
-        const int32_t f = ffn_gated(c, static_cast<int>(il),
-                                    rms_norm(c, x, p + "post_attention_norm.weight", p + "ffn_norm"), BASALT_OP_SWIGLU);
+        const int32_t f = ffn(c, il, rms_norm(c, x, p + "post_attention_norm.weight", p + "ffn_norm"), p);
         x = c.g.op(BASALT_OP_ADD, p + "ffn_residual", BASALT_DTYPE_F32, {hp.n_embd, T}, {x, f});
         x = steer_hook(c, static_cast<int>(il), x);
     }

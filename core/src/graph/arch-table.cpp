@@ -101,6 +101,15 @@ constexpr ArchSpec kArchs[] = {
      .sliding_pattern = 2},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
+    // qwen35's hybrid blocks with routed experts and a sigmoid-gated shared expert (arch-qwen35.cpp).
+    {.name = "qwen35moe",
+     .label = "qwen35moe",
+     .experts = ArchExperts::REQUIRED,
+     .build = build_qwen35,
+     .rope_freq_base = 1e7,
+     .recurrent = true,
+     .full_attention_interval = 4,
+     .shared_expert = true},
 };
 
 // The facts of an architecture the table does not have.
@@ -113,7 +122,8 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
            a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap && a.rope_freqs == b.rope_freqs &&
            a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
            a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys &&
-           a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval;
+           a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval &&
+           a.shared_expert == b.shared_expert;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

@@ -63,6 +63,9 @@ struct ArchSpec {
     // interval-th is a recurrent (Gated DeltaNet) layer with per-sequence state (docs/kv-cache.md).
     bool recurrent = false;
     uint32_t full_attention_interval = 0;  // default of <arch>.full_attention_interval
+    // A shared expert beside the routed ones (qwen35moe): reads expert_shared_feed_forward_length (default
+    // feed_forward_length) into n_ff_shexp, which the memory plan counts.
+    bool shared_expert = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

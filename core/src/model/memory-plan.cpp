@@ -129,10 +129,11 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     const uint64_t ffn_mats = hp.ffn_mats;
     const uint64_t experts = std::max<uint32_t>(1, hp.n_expert_used);
     uint64_t floats = 0;
-    floats += 4 * T * hp.n_embd;                                     // residual, norm, attn out, ffn out
-    floats += T * qkv;                                               // q, k, v
-    floats += T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_v;  // attention context
-    floats += ffn_mats * T * hp.n_ff * experts + T * hp.n_expert;    // ffn (+ router)
+    floats += 4 * T * hp.n_embd;                                          // residual, norm, attn out, ffn out
+    floats += T * qkv;                                                    // q, k, v
+    floats += T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_v;       // attention context
+    floats += ffn_mats * T * hp.n_ff * experts + T * hp.n_expert;         // ffn (+ router)
+    floats += T * (3ull * hp.n_ff_shexp + (hp.n_ff_shexp != 0 ? 2 : 0));  // shared expert: gate, up, act; its gate
     if (hp.recurrent()) {
         // A recurrent layer: projection, conv, q/k/v (twice: sliced, normed), z, output; gate of attention layers.
         floats += T * (3ull * hp.ssm_conv_channels() + 3ull * hp.ssm_d_inner + 4ull * hp.ssm_dt_rank) +

@@ -73,6 +73,7 @@ ModelHparams read_hparams(const gguf::File& f) {
         fail(BASALT_ERR_FORMAT, "{}: expert_used_count {} must be in 1..expert_count {}", f.source(), h.n_expert_used,
              h.n_expert);
     }
+    if (spec.shared_expert) h.n_ff_shexp = optional_u32(f, A + "expert_shared_feed_forward_length", h.n_ff);
     // qwen3moe: feed_forward_length is the (unused) dense width, the experts' own is this key.
     if (h.n_expert > 0) h.n_ff = optional_u32(f, A + "expert_feed_forward_length", h.n_ff);
     h.rope_freq_base = static_cast<float>(f.get_float(A + "rope.freq_base").value_or(spec.rope_freq_base));

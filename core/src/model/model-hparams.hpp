@@ -27,6 +27,9 @@ struct ModelHparams {
     uint32_t n_vocab = 0;
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;
+    uint32_t n_ff_shexp =
+        0;               // shared expert's FFN width (arch table `shared_expert`: expert_shared_feed_forward_length,
+                         // default the dense feed_forward_length); 0: no shared expert
     uint32_t n_rot = 0;  // rope dimensions (0 for models without rope)
     float rope_freq_base = 10000.f;
     float rope_freq_scale = 1.f;

@@ -515,6 +515,9 @@ void gated_delta(const C& c) {
                                                 " are not [dk, nk, T], [dv, nv, T], [nv, T], [dv dk nv, slots]");
     }
     state_rows(c, c.in[6], T);
+    if (c.ip(op::gated_delta::chunk) < 0) {
+        c.fail(BASALT_ERR_INVALID_ARGUMENT, "chunk " + std::to_string(c.ip(op::gated_delta::chunk)) + " is negative");
+    }
 }
 
 // Runs the contract ops.def names for c's op (its return value, where it has one, is dropped); an op the
