@@ -94,6 +94,19 @@ constexpr ArchSpec kArchs[] = {
     {.name = "olmo2", .label = "olmo2", .experts = ArchExperts::NONE, .build = build_olmo2, .rope_freq_base = 5e5},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).
     {.name = "controlvector", .label = nullptr, .kind = ArchKind::CONTROL_VECTOR},
+    // Gemma 4 (dense): per-layer head sizes and counts, q/k norms and a weightless V norm, attention scale 1, full
+    // layers with proportional rope (rope_freqs.weight), sliding-window layers with their own base (arch-gemma4.cpp).
+    {.name = "gemma4",
+     .label = "gemma4",
+     .experts = ArchExperts::NONE,
+     .build = build_gemma4,
+     .rope_freq_base = 1e6,
+     .sliding_pattern = 6,
+     .final_soft_cap = 30.f,
+     .rope_freqs = true,
+     .rope_swa_base = true,
+     .soft_caps = true,
+     .per_layer_attention = true},
 };
 
 // The facts of an architecture the table does not have.
@@ -106,7 +119,8 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
            a.attn_soft_cap == b.attn_soft_cap && a.final_soft_cap == b.final_soft_cap && a.rope_freqs == b.rope_freqs &&
            a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
            a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys &&
-           a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval;
+           a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval &&
+           a.per_layer_attention == b.per_layer_attention;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

@@ -63,6 +63,10 @@ struct ArchSpec {
     // interval-th is a recurrent (Gated DeltaNet) layer with per-sequence state (docs/kv-cache.md).
     bool recurrent = false;
     uint32_t full_attention_interval = 0;  // default of <arch>.full_attention_interval
+    // Gemma 4: head counts per layer (attention.head_count / head_count_kv may be arrays), sliding-window layers with
+    // their own head size and rotated dims (attention.key_length_swa / value_length_swa, rope.dimension_count_swa);
+    // KV shared between layers and per-layer embeddings are refused naming their key (not implemented).
+    bool per_layer_attention = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.
