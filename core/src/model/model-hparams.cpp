@@ -66,7 +66,7 @@ void read_per_layer_attention(const gguf::File& f, const std::string& A, ModelHp
                  h.layer_n_head[il], h.layer_n_head_kv[il]);
         }
     }
-    h.n_head_kv = std::max(h.n_head_kv, 1u);
+    h.n_head_kv = *std::max_element(h.layer_n_head_kv.begin(), h.layer_n_head_kv.end());
     h.head_dim_k_swa = optional_u32(f, A + "attention.key_length_swa", 0);
     h.head_dim_v_swa = optional_u32(f, A + "attention.value_length_swa", h.head_dim_k_swa);
     h.n_rot_swa = optional_u32(f, A + "rope.dimension_count_swa", h.head_dim_k_swa);
