@@ -1,7 +1,7 @@
 // Writes the models of unrunnable-models.hpp into a folder for the CLI tests (a CTest fixture):
 //   basalt-test-make-unrunnable DIR  ->  DIR/complete.gguf, DIR/missing-tensor.gguf, DIR/zero-dim.gguf,
 //   DIR/unknown-rope-scaling.gguf, DIR/soft-cap.gguf, DIR/rope-freqs.gguf, DIR/yarn.gguf, DIR/yarn-beta.gguf,
-//   DIR/mistral3.gguf
+//   DIR/mistral3.gguf, DIR/invented-arch.gguf
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
                   {"rope-freqs.gguf", test::Unrunnable::kRopeFreqs},
                   {"yarn.gguf", test::Unrunnable::kYarn},
                   {"yarn-beta.gguf", test::Unrunnable::kYarnBeta},
-                  {"mistral3.gguf", test::Unrunnable::kMistral3}};
+                  {"mistral3.gguf", test::Unrunnable::kMistral3},
+                  {"invented-arch.gguf", test::Unrunnable::kInventedArch}};
     for (const auto& m : models) {
         const std::string error = test::write_unrunnable_model((dir / m.file).string(), m.variant);
         if (!error.empty()) {

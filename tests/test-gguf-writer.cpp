@@ -107,6 +107,8 @@ TEST_CASE("a written model loads with its metadata and tensors", "[gguf-writer]"
     const float floats[] = {0.25f, -1.f, 3.f, 4.f};
     REQUIRE(basalt_gguf_writer_set_array_f32(w.w, "test.floats", floats, 4) == BASALT_OK);
     REQUIRE(basalt_gguf_writer_set_array_i32(w.w, "test.empty", nullptr, 0) == BASALT_OK);
+    const int32_t flags[] = {1, 0, 7};
+    REQUIRE(basalt_gguf_writer_set_array_bool(w.w, "test.bools", flags, 3) == BASALT_OK);
     // Setting a key again replaces its value (and type).
     REQUIRE(basalt_gguf_writer_set_u32(w.w, "test.i32", 9) == BASALT_OK);
     REQUIRE(basalt_gguf_writer_set_i32(w.w, "test.i32", -8) == BASALT_OK);
@@ -141,6 +143,10 @@ TEST_CASE("a written model loads with its metadata and tensors", "[gguf-writer]"
     CHECK(meta(model.m, "test.bool") == "true");
     CHECK(meta(model.m, "test.strings") == "[3 string]");
     CHECK(meta(model.m, "test.ints") == "[2 int32]");
+    CHECK(meta(model.m, "test.bools") == "[3 bool]");
+    double flag = -1;
+    REQUIRE(basalt_model_meta_array_number(model.m, "test.bools", 2, &flag) == BASALT_OK);
+    CHECK(flag == 1);
     CHECK(meta(model.m, "test.floats") == "[4 float32]");
     CHECK(meta(model.m, "test.empty") == "[0 int32]");
 

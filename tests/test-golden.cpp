@@ -428,6 +428,19 @@ TEST_CASE("golden: gpt-oss f32, f16, q8_0, q4_0, mxfp4", "[golden]") {
     run_case({"tiny-gpt-oss-mxfp4", "tiny-gpt-oss-mxfp4.ref", &kGptOssPrompt, 1e-4});
     run_case({"tiny-gpt-oss-mxfp4", "tiny-gpt-oss-mxfp4.ref", &kGptOssPrompt, 1e-4, 0, nullptr, 4});
 }
+// gemma4 (GELU, no exact-GELU golden; README: "very sensitive", scale-1 attention on normed q/k): its `.ref` used
+// llama.cpp's fp16 GELU table, which the README measures at 0.084 from exact GELU in f32 (numpy). F32: 2x that
+// (measured 0.084 batch, 0.12 greedy rows, greedy 32/32). F16: 2x the README's "f16 act. effect" 0.16 (measured 0.16 /
+// 0.17). Q8_0/Q4_0: bounded by its "act. effect" column 5.1 / 4.9 (measured 2.8 / 2.5 batch, 3.0 / 3.5 greedy rows;
+// greedy 23 / 24 of 32, each flip at a golden margin within that error). Batches of 4: the sliding-window layers
+// (window 8, head size 16) in rings, the full layer (head size 32) in the whole cache.
+TEST_CASE("golden: gemma4 f32, f16, q8_0, q4_0", "[golden]") {
+    run_case({"tiny-gemma4-f32", "tiny-gemma4-f32.ref", &kGemmaPrompt, 0.17});
+    run_case({"tiny-gemma4-f32", "tiny-gemma4-f32.ref", &kGemmaPrompt, 0.17, 0, nullptr, 4});
+    run_case({"tiny-gemma4-f16", "tiny-gemma4-f16.ref", &kGemmaPrompt, 0.32});
+    run_case({"tiny-gemma4-q8_0", "tiny-gemma4-q8_0.ref", &kGemmaPrompt, 5.1});
+    run_case({"tiny-gemma4-q4_0", "tiny-gemma4-q4_0.ref", &kGemmaPrompt, 4.9});
+}
 // The greedy steps of qwen3, smollm3 and gpt-oss Q4_0 (prompt, then the golden continuation one token per step) equal
 // the rows of the same tokens decoded as one batch: the decode path is the prefill path.
 TEST_CASE("golden: qwen3, smollm3 and gpt-oss q4_0 greedy steps equal one batch of the same tokens", "[golden]") {
@@ -595,6 +608,15 @@ TEST_CASE("golden vulkan: gemma2 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-gemma2-q8_0", "tiny-gemma2-q8_0-deq.ref", &kGemmaPrompt, 0.03);
     run_vulkan("tiny-gemma2-q4_0", "tiny-gemma2-q4_0-deq.ref", &kGemmaPrompt, 0.03);
     run_vulkan("tiny-gemma2-f32", "tiny-gemma2-f32.ref", &kGemmaPrompt, 0.03, 4);  // sliding-window rings
+}
+// gemma4's `.ref` / `-deq.ref` goldens used llama.cpp's fp16 GELU table (README: 0.084 from exact GELU in f32): 2x
+// that for every variant (F32 activations; measured 0.056 .. 0.085 batch, <= 0.15 greedy rows, greedy 32/32).
+TEST_CASE("golden vulkan: gemma4 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
+    run_vulkan("tiny-gemma4-f32", "tiny-gemma4-f32.ref", &kGemmaPrompt, 0.17);
+    run_vulkan("tiny-gemma4-f16", "tiny-gemma4-f16-deq.ref", &kGemmaPrompt, 0.17);
+    run_vulkan("tiny-gemma4-q8_0", "tiny-gemma4-q8_0-deq.ref", &kGemmaPrompt, 0.17);
+    run_vulkan("tiny-gemma4-q4_0", "tiny-gemma4-q4_0-deq.ref", &kGemmaPrompt, 0.17);
+    run_vulkan("tiny-gemma4-f32", "tiny-gemma4-f32.ref", &kGemmaPrompt, 0.17, 4);  // sliding-window rings
 }
 TEST_CASE("golden vulkan: smollm3 f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_vulkan("tiny-smollm3-f32", "tiny-smollm3-f32.ref", &kLlamaPrompt, 1e-4);

@@ -1,5 +1,8 @@
 // The memory plan against hand computation (docs/memory-plan.md) for two golden models, plus hparams.
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -179,4 +182,62 @@ TEST_CASE("host memory: /proc/meminfo parsing and byte descriptions", "[memory-p
     CHECK(describe_bytes(512) == "512 B");
     CHECK(describe_bytes(1536) == "1536 B (1.5 KiB)");
     CHECK(describe_bytes(1024000000000ull) == "1024000000000 B (953.7 GiB)");
+}
+
+// gemma4: per-layer head sizes (key_length 32 on the full layer, key_length_swa 16 on the 5 sliding ones), the
+// per-layer K/V rows the plan counts, layer_output_scale read from the file, and the keys of its other layouts
+// (KV shared between layers, per-layer embeddings) refused by name.
+TEST_CASE("tiny-gemma4: per-layer head sizes, K/V rows per layer, refused layouts", "[memory-plan]") {
+    const auto g = open_golden("tiny-gemma4-f32.gguf");
+    const ModelHparams hp = read_hparams(g.file);
+    CHECK(hp.unimplemented.empty());
+    CHECK(hp.layer_sliding == std::vector<bool>{true, true, true, true, true, false});
+    CHECK(hp.head_dim_k_at(0) == 16);
+    CHECK(hp.head_dim_k_at(5) == 32);
+    CHECK(hp.n_rot_at(0) == 16);
+    CHECK(hp.n_rot_at(5) == 32);
+    CHECK(hp.n_embd_k_gqa(0) == 2 * 16);
+    CHECK(hp.n_embd_v_gqa(5) == 2 * 32);
+    REQUIRE(hp.layer_out_scale.size() == 6);
+    for (float s : hp.layer_out_scale) CHECK((s > 0.5f && s < 1.0f));  // 0.75 + 0.25 tanh(.) in make_models.py
+    PlanRequest req;
+    req.n_ctx = 512;
+    req.n_batch = 16;
+    const MemoryPlan p = plan_memory(g.file, hp, req);
+    // f16 K and V: 5 sliding layers of 2 x 16 values (64 B each), 1 full layer of 2 x 32 values (128 B each).
+    CHECK(p.kv_bytes_per_token == 5 * (64 + 64) + (128 + 128));
+    CHECK(p.kv_bytes == 5 * (8 + 16) * (64 + 64) + 512 * (128 + 128));
+
+    auto with = [&](const std::function<void(gguf::Writer&)>& edit) {
+        gguf::Writer w;
+        gguf::copy_metadata(g.file, w);
+        edit(w);
+        auto bytes = std::make_shared<std::vector<uint8_t>>(w.to_bytes());
+        return std::make_pair(bytes, gguf::File::parse(bytes->data(), bytes->size(), "edited.gguf"));
+    };
+    {
+        // K/V heads per layer (real files): the full layer with 1 head.
+        const auto [bytes, f] = with([](gguf::Writer& w) {
+            gguf::Value v;
+            v.type = gguf::ValueType::ARRAY;
+            v.elem_type = gguf::ValueType::INT32;
+            for (int32_t n : {2, 2, 2, 2, 2, 1}) {
+                gguf::Value e;
+                e.type = gguf::ValueType::INT32;
+                e.i = n;
+                v.array.push_back(e);
+            }
+            w.set("gemma4.attention.head_count_kv", v);
+        });
+        const ModelHparams h = read_hparams(f);
+        CHECK(h.n_head_kv == 2);
+        CHECK(h.n_head_kv_at(0) == 2);
+        CHECK(h.n_head_kv_at(5) == 1);
+        CHECK(h.n_embd_k_gqa(5) == 32);
+    }
+    for (const char* key : {"gemma4.attention.shared_kv_layers", "gemma4.embedding_length_per_layer_input"}) {
+        const auto [bytes, f] = with([&](gguf::Writer& w) { w.set_u32(key, 2); });
+        CHECK_THAT(read_hparams(f).unimplemented,
+                   Contains(std::string("'") + key + "' = 2") && Contains("is not implemented"));
+    }
 }

@@ -354,6 +354,13 @@ TEST_CASE("tiny model vectors: tiny-gpt2 (BPE)", "[tokenizer]") {
 TEST_CASE("tiny model vectors: tiny-t5 (Unigram)", "[tokenizer]") {
     check_tiny("t5", RoundTrip::WITHOUT_UNK);
 }
+// gemma4 (BPE on raw UTF-8 with U+2581 spaces, <0xXX> byte fallback): tiny.inp through the pinned llama.cpp's
+// tokenizer, made in this tree (tests/golden/README.md). Detokenizing cleans spaces as llama.cpp's does for it
+// (" ?" -> "?"), so the round trip is checked as for gpt2.
+TEST_CASE("tiny model vectors: tiny-gemma4 (gemma4 BPE)", "[tokenizer]") {
+    check_vectors(golden_models() / "tiny-gemma4-f32.gguf", tokenizer_data() / "tiny" / "tiny.inp",
+                  fs::path(BASALT_TEST_GOLDEN_LOCAL_DIR) / "tokenizer" / "tiny-gemma4.out", RoundTrip::CLEAN_SPACES);
+}
 
 // The golden prompt as llama.cpp tokenized it (with BOS where the vocabulary adds one) for issue 29's models: qwen3
 // and qwen3moe (BPE, pre-tokenizer qwen2), gemma2 (SPM, gemma specials), smollm3 (SPM).

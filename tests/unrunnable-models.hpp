@@ -38,7 +38,8 @@ enum class Unrunnable {
     kYarn,
     kYarnBeta,
     kLongrope,
-    kMistral3
+    kMistral3,
+    kInventedArch  // the llama model as architecture "nosucharch", a name no model family has: never supported
 };
 
 // The tensor each broken variant breaks.
@@ -72,9 +73,10 @@ inline std::string write_unrunnable_model(const std::string& path, Unrunnable va
     std::vector<const char*> token_ptrs;
     for (const auto& t : tokens) token_ptrs.push_back(t.c_str());
     const auto n_vocab = static_cast<uint32_t>(tokens.size());
-    const std::string arch = variant == Unrunnable::kUnknownArch ? "mamba"
-                             : variant == Unrunnable::kMistral3  ? "mistral3"
-                                                                 : "llama";
+    const std::string arch = variant == Unrunnable::kUnknownArch    ? "mamba"
+                             : variant == Unrunnable::kMistral3     ? "mistral3"
+                             : variant == Unrunnable::kInventedArch ? "nosucharch"
+                                                                    : "llama";
     auto key = [&arch](const char* k) { return arch + "." + k; };
     const bool meta_ok =
         basalt_gguf_writer_set_string(w, "general.architecture", arch.c_str()) == BASALT_OK &&

@@ -93,3 +93,20 @@ execute_process(COMMAND ${EXE} batch -m ${OUT}.t5.gguf --requests ${OUT}.t5.json
 if(NOT rc EQUAL 0 OR NOT o MATCHES "\"id\":\"a\"" OR NOT o MATCHES "\"id\":\"b\"" OR NOT o MATCHES "\"source_tokens\":3")
   message(FATAL_ERROR "batch with sources on the t5-tiny model failed (${rc}): ${o}${e}")
 endif()
+# The gemma4 shapes (dense layout: per-layer head sizes and K/V heads, V = K on full layers, proportional rope,
+# layer_output_scale): gemma4-tiny, the 31B layout at test size, written as q4_0, inspects as runnable and runs.
+execute_process(COMMAND ${MAKE} --shape gemma4-tiny --type q4_0 -o ${OUT}.gemma4.gguf RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "make-model --shape gemma4-tiny failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} inspect ${OUT}.gemma4.gguf RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT o MATCHES "architecture gemma4" OR NOT o MATCHES "runnable     yes"
+   OR NOT o MATCHES "rows per layer: [0-9]+ full, [0-9]+ sliding-window")
+  message(FATAL_ERROR "inspect of the gemma4-tiny model failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} run -m ${OUT}.gemma4.gguf -p "Once upon a time" -n 4 --ignore-eos RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT e MATCHES "generated 4 tokens")
+  message(FATAL_ERROR "run of the gemma4-tiny model failed (${rc}): ${o}${e}")
+endif()

@@ -115,3 +115,26 @@ TEST_CASE("reasoning: each family's markers come from its template; a generation
     CHECK_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n", think));
     CHECK_FALSE(prompt_opens_reasoning("<|im_start|>assistant\n", think));
 }
+
+// Gemma 4 thinks in "<|channel>thought\n ... <channel|>" (its template renders past reasoning so, and a thinking
+// prompt ends the turn header without opening the channel: the model writes the opening itself).
+TEST_CASE("reasoning: Gemma 4's thought channel is recognised from its template and split from the answer") {
+    std::ifstream in(std::string(BASALT_CHAT_TEMPLATES_DIR) + "/templates/google-gemma-4-31B-it.jinja");
+    REQUIRE(in.good());
+    std::stringstream source;
+    source << in.rdbuf();
+    const ReasoningMarkers m = reasoning_markers_for(source.str());
+    CHECK(std::string(m.open) == "<|channel>thought");
+    CHECK(std::string(m.close) == "<channel|>");
+    const std::string reply = "<|channel>thought\nIs 21 = 3 * 7? Yes.<channel|>No, 21 = 3 * 7.";
+    for (size_t cut = 0; cut <= reply.size(); ++cut) {
+        INFO(cut);
+        ReasoningSplitter s(m, false);
+        std::string reasoning, content;
+        s.feed(reply.substr(0, cut), reasoning, content);
+        s.feed(reply.substr(cut), reasoning, content);
+        s.finish(reasoning, content);
+        CHECK(reasoning == "Is 21 = 3 * 7? Yes.");
+        CHECK(content == "No, 21 = 3 * 7.");
+    }
+}

@@ -1,5 +1,6 @@
-// make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3, qwen35 or t5),
-// for benchmarks (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading a model.
+// make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3, qwen35, gemma4
+// or t5), for benchmarks (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading a
+// model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1] [--vocab target]
 // Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), a tiny one for tests, and
 // encoder-decoder ones (t5 architecture, gated-GELU FFN, relative position buckets): T5-small (6+6 layers, tied head)
@@ -9,6 +10,7 @@
 // A client of the public C API only (basalt_gguf_writer_*, basalt_model_meta*).
 #include <basalt/basalt.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -44,6 +46,13 @@ struct Shape {
     // qwen35 (hybrid): Gated DeltaNet layers (ssm.*: conv kernel, key heads of ssm_head, value heads of ssm_head)
     // with every 4th layer gated full attention (attn_q = per head [q | gate]); 0: not a hybrid shape.
     uint32_t ssm_k_heads = 0, ssm_v_heads = 0, ssm_head = 0, ssm_conv = 4;
+    // gemma4 (dense layout, llama.cpp's conversion/gemma.py): every full_every-th layer is a full-attention layer with
+    // head size head_dim_full and n_head_kv_full K/V heads, no attn_v (V is K's projection) and proportional rope
+    // (rope_freqs.weight: 1 for a quarter of the pairs, 1e30 for the rest) at rope_base; the others slide with
+    // head_dim / n_head_kv at base 1e4; per-layer layer_output_scale; final-logit soft-cap 30. 0: not gemma4.
+    uint32_t head_dim_full = 0;
+    uint32_t n_head_kv_full = 0;
+    uint32_t full_every = 0;
 };
 
 const Shape kShapes[] = {
@@ -175,6 +184,47 @@ const Shape kShapes[] = {
      .head_dim = 256,
      .eps = 1e-6f,
      .qk_norm = true},
+    // Gemma 4 31B, the published dense layout (the E2B/E4B shapes add per-layer embeddings and KV shared between
+    // layers, which Basalt refuses naming the key): 60 layers, every 6th global.
+    {.name = "gemma4-31b",
+     .n_embd = 5376,
+     .n_layer = 60,
+     .n_head = 32,
+     .n_head_kv = 16,
+     .n_ff = 21504,
+     .n_vocab = 262144,
+     .n_ctx = 262144,
+     .rope_base = 1000000.f,
+     .tied = true,
+     .arch = "gemma4",
+     .head_dim = 256,
+     .eps = 1e-6f,
+     .qk_norm = true,
+     .post_norms = true,
+     .sliding_window = 1024,
+     .head_dim_full = 512,
+     .n_head_kv_full = 4,
+     .full_every = 6},
+    // Its layout at test size (CTest writes and runs it).
+    {.name = "gemma4-tiny",
+     .n_embd = 64,
+     .n_layer = 6,
+     .n_head = 4,
+     .n_head_kv = 2,
+     .n_ff = 128,
+     .n_vocab = 2560,
+     .n_ctx = 512,
+     .rope_base = 1000000.f,
+     .tied = true,
+     .arch = "gemma4",
+     .head_dim = 16,
+     .eps = 1e-6f,
+     .qk_norm = true,
+     .post_norms = true,
+     .sliding_window = 8,
+     .head_dim_full = 32,
+     .n_head_kv_full = 1,
+     .full_every = 3},
 };
 
 // Llama 3.1/3.2 frequency factors (what llama.cpp's converter computes from rope_scaling): per rotated pair i with
@@ -519,6 +569,31 @@ int main(int argc, char** argv) {
             basalt_gguf_writer_set_u32(raw, key("full_attention_interval").c_str(), 4) == BASALT_OK &&
             basalt_gguf_writer_set_array_i32(raw, key("rope.dimension_sections").c_str(), sections, 4) == BASALT_OK;
     }
+    const bool gemma4 = s.full_every != 0;
+    auto full_layer = [&](uint32_t il) { return gemma4 && (il + 1) % s.full_every == 0; };
+    if (meta_ok && gemma4) {
+        // The converter's keys: head sizes and rotated dims per layer type, K/V heads and the pattern per layer.
+        std::vector<int32_t> kv_heads, sliding;
+        for (uint32_t il = 0; il < s.n_layer; ++il) {
+            kv_heads.push_back(static_cast<int32_t>(full_layer(il) ? s.n_head_kv_full : s.n_head_kv));
+            sliding.push_back(full_layer(il) ? 0 : 1);
+        }
+        meta_ok =
+            basalt_gguf_writer_set_u32(raw, key("attention.key_length").c_str(), s.head_dim_full) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("attention.value_length").c_str(), s.head_dim_full) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("attention.key_length_swa").c_str(), s.head_dim) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("attention.value_length_swa").c_str(), s.head_dim) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("rope.dimension_count").c_str(), s.head_dim_full) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("rope.dimension_count_swa").c_str(), s.head_dim) == BASALT_OK &&
+            basalt_gguf_writer_set_f32(raw, key("rope.freq_base_swa").c_str(), 10000.f) == BASALT_OK &&
+            basalt_gguf_writer_set_array_i32(raw, key("attention.head_count_kv").c_str(), kv_heads.data(),
+                                             kv_heads.size()) == BASALT_OK &&
+            basalt_gguf_writer_set_array_bool(raw, key("attention.sliding_window_pattern").c_str(), sliding.data(),
+                                              sliding.size()) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("attention.shared_kv_layers").c_str(), 0) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("embedding_length_per_layer_input").c_str(), 0) == BASALT_OK &&
+            basalt_gguf_writer_set_f32(raw, key("final_logit_softcapping").c_str(), 30.f) == BASALT_OK;
+    }
     if (!meta_ok) return fail();
     if (!add_vocabulary(raw, vocab, s.n_vocab)) return 1;
     Rng rng{seed};
@@ -526,7 +601,7 @@ int main(int argc, char** argv) {
     const basalt_dtype t = type;
     // (hybrid shapes: 15 tensors per DeltaNet layer, 13 per attention layer, counted as 14)
     const uint64_t per_layer =
-        s.ssm_v_heads != 0 ? 14 : (s.fused ? 6 : 9) + (s.qk_norm ? 2 : 0) + (s.post_norms ? 2 : 0);
+        s.ssm_v_heads != 0 ? 14 : (s.fused ? 6 : 9) + (s.qk_norm ? 2 : 0) + (s.post_norms ? 2 : 0) + (gemma4 ? 1 : 0);
     basalt::tools::ProgressBar bar("making " + std::string(s.name),
                                    2 + per_layer * uint64_t{s.n_layer} + (s.tied ? 0 : 1),
                                    basalt::tools::ProgressBar::Unit::kCount, "tensors");
@@ -572,9 +647,18 @@ int main(int argc, char** argv) {
             longf[i] = 1.f + 31.f * static_cast<float>(i) / static_cast<float>(longf.size());
         if (!put_f32("rope_factors_long.weight", longf) || !put_f32("rope_factors_short.weight", shortf)) return fail();
     }
+    if (gemma4) {
+        // Proportional rope of the full layers: a quarter of the pairs rotate, the rest (factor 1e30) stay put.
+        std::vector<float> factors(s.head_dim_full / 2, 1e30f);
+        std::fill(factors.begin(), factors.begin() + s.head_dim_full / 8, 1.f);
+        if (!put_f32("rope_freqs.weight", factors)) return fail();
+    }
     if (!put("token_embd.weight", {E, s.n_vocab}, 1.0f)) return fail();
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
+        const bool full = full_layer(il);
+        const int64_t lhd = full ? s.head_dim_full : hd, lq = lhd * s.n_head,
+                      lkv = lhd * (full ? s.n_head_kv_full : s.n_head_kv);
         bool ok = put(p + "attn_norm.weight", {E}, 0, true);
         if (hybrid) {
             ok = ok && put_hybrid_mixer(p, (il + 1) % 4 != 0) && put(p + "post_attention_norm.weight", {E}, 0, true) &&
@@ -586,12 +670,12 @@ int main(int argc, char** argv) {
         if (s.fused) {
             ok = ok && put(p + "attn_qkv.weight", {E, q + 2 * kv}, 0.05f);
         } else {
-            ok = ok && put(p + "attn_q.weight", {E, q}, 0.05f) && put(p + "attn_k.weight", {E, kv}, 0.05f) &&
-                 put(p + "attn_v.weight", {E, kv}, 0.05f);
+            ok = ok && put(p + "attn_q.weight", {E, lq}, 0.05f) && put(p + "attn_k.weight", {E, lkv}, 0.05f) &&
+                 (full || put(p + "attn_v.weight", {E, lkv}, 0.05f));
         }
         if (s.qk_norm)
-            ok = ok && put(p + "attn_q_norm.weight", {hd}, 0, true) && put(p + "attn_k_norm.weight", {hd}, 0, true);
-        ok = ok && put(p + "attn_output.weight", {q, E}, 0.05f);
+            ok = ok && put(p + "attn_q_norm.weight", {lhd}, 0, true) && put(p + "attn_k_norm.weight", {lhd}, 0, true);
+        ok = ok && put(p + "attn_output.weight", {lq, E}, 0.05f);
         if (s.post_norms) ok = ok && put(p + "post_attention_norm.weight", {E}, 0, true);
         ok = ok && put(p + "ffn_norm.weight", {E}, 0, true);
         if (s.fused) {
@@ -601,6 +685,8 @@ int main(int argc, char** argv) {
         }
         ok = ok && put(p + "ffn_down.weight", {s.n_ff, E}, 0.05f);
         if (s.post_norms) ok = ok && put(p + "post_ffw_norm.weight", {E}, 0, true);
+        if (gemma4)
+            ok = ok && put_f32((p + "layer_output_scale.weight").c_str(), {0.5f + 0.5f * std::abs(rng.normal())});
         if (!ok) return fail();
     }
     if (!put("output_norm.weight", {E}, 0, true)) return fail();

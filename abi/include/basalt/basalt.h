@@ -1024,6 +1024,12 @@ BASALT_API basalt_status basalt_chat_prompt_piece(const basalt_chat_prompt* prom
 /* since 1.4. Frees a prompt; NULL is ignored. */
 BASALT_API void basalt_chat_prompt_destroy(basalt_chat_prompt* prompt);
 
+/* since 1.5. Sets metadata `key` to an array of n bools (values[i] != 0 is true; copied; e.g. gemma4's
+ * attention.sliding_window_pattern, which llama.cpp reads only as bools). Same key rules as
+ * basalt_gguf_writer_set_u32. Not thread-safe on one writer. */
+BASALT_API basalt_status basalt_gguf_writer_set_array_bool(basalt_gguf_writer* writer, const char* key,
+                                                           const int32_t* values, size_t n);
+
 BASALT_END_DECLS
 
 #endif /* BASALT_BASALT_H */

@@ -186,6 +186,17 @@ basalt_status basalt_gguf_writer_set_array_i32(basalt_gguf_writer* writer, const
     });
 }
 
+basalt_status basalt_gguf_writer_set_array_bool(basalt_gguf_writer* writer, const char* key, const int32_t* values,
+                                                size_t n) {
+    return guard([&] {
+        check_key(writer, key, "basalt_gguf_writer_set_array_bool");
+        if (values == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "metadata '{}': {} values at NULL", key, n);
+        Value v = array_of(ValueType::BOOL, n);
+        for (size_t i = 0; i < n; ++i) v.array[i].u = values[i] != 0 ? 1 : 0;
+        set_value(writer, key, std::move(v));
+    });
+}
+
 basalt_status basalt_gguf_writer_set_array_f32(basalt_gguf_writer* writer, const char* key, const float* values,
                                                size_t n) {
     return guard([&] {

@@ -65,9 +65,9 @@ void KvReservation::add_copies(GraphBuilder& g, const SessionResources& res) con
                 const std::string p = "blk." + std::to_string(il) + (pass == 0 ? ".kv_copy" : ".kv_window_copy");
                 for (int kv = 0; kv < 2; ++kv) {
                     basalt_buffer* buf = kv == 0 ? res.k[il].get() : res.v[il].get();
-                    const uint64_t row = kv == 0 ? res.k_row_bytes : res.v_row_bytes;
+                    const uint64_t row = kv == 0 ? res.k_row_bytes[il] : res.v_row_bytes[il];
                     const basalt_dtype type = kv == 0 ? res.layout.k_type : res.layout.v_type;
-                    const int64_t width = kv == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa();
+                    const int64_t width = kv == 0 ? hp.n_embd_k_gqa(il) : hp.n_embd_v_gqa(il);
                     const int32_t src =
                         g.tensor(type, {width, cp.n_slots}, p, buf, row * static_cast<uint64_t>(cp.src_slot));
                     const int32_t dst =

@@ -1,5 +1,7 @@
 #include "exec/plugin-handles.hpp"
 
+#include <algorithm>
+
 #include "host/host-services.hpp"
 #include "support/error.hpp"
 #include "support/params.hpp"
@@ -61,8 +63,13 @@ KvManager::KvManager(const Component& component, const std::string& name, const 
     kc.struct_size = sizeof(kc);
     kc.n_layers = n_layers;
     kc.n_kv_heads = hp.n_head_kv;
+    // Models with per-layer head sizes (gemma4): the smallest, so that the manager's type checks hold for every layer.
     kc.head_dim_k = hp.head_dim_k;
     kc.head_dim_v = hp.head_dim_v;
+    for (uint32_t il = 0; il < n_layers; ++il) {
+        kc.head_dim_k = std::min(kc.head_dim_k, hp.head_dim_k_at(il));
+        kc.head_dim_v = std::min(kc.head_dim_v, hp.head_dim_v_at(il));
+    }
     kc.n_slots = n_slots;
     kc.n_seq_max = n_seq_max;
     kc.layer_window = windows.data();

@@ -184,14 +184,19 @@ uint32_t SessionResources::cache_layers() const {
 }
 
 void SessionResources::check_layout(const SessionConfig& config, SessionShape shape) {
-    const auto kb = dtype_bytes(layout.k_type, hp.n_embd_k_gqa());
-    const auto vb = dtype_bytes(layout.v_type, hp.n_embd_v_gqa());
-    if (!kb || !vb) {
-        fail(BASALT_ERR_UNSUPPORTED, "KV types {}/{} cannot hold rows of {}/{} values", dtype_name(layout.k_type),
-             dtype_name(layout.v_type), hp.n_embd_k_gqa(), hp.n_embd_v_gqa());
+    // One K and one V row width per cache layer (gemma4's layers differ; elsewhere all equal).
+    k_row_bytes.clear();
+    v_row_bytes.clear();
+    for (uint32_t il = 0; il < cache_layers(); ++il) {
+        const auto kb = dtype_bytes(layout.k_type, hp.n_embd_k_gqa(il));
+        const auto vb = dtype_bytes(layout.v_type, hp.n_embd_v_gqa(il));
+        if (!kb || !vb) {
+            fail(BASALT_ERR_UNSUPPORTED, "KV types {}/{} cannot hold rows of {}/{} values", dtype_name(layout.k_type),
+                 dtype_name(layout.v_type), hp.n_embd_k_gqa(il), hp.n_embd_v_gqa(il));
+        }
+        k_row_bytes.push_back(*kb);
+        v_row_bytes.push_back(*vb);
     }
-    k_row_bytes = *kb;
-    v_row_bytes = *vb;
     residual = BASALT_HAS_FIELD(&layout, basalt_kv_cache_layout, residual) ? layout.residual : 0;
     if (residual % 32 != 0 || (residual != 0 && layout.block_size % residual != 0)) {
         fail(BASALT_ERR_PLUGIN,
@@ -284,13 +289,13 @@ void SessionResources::allocate_caches() {
     };
     if (hp.encoder_only) return;  // every pass attends over its own rows: nothing is cached
     for (uint32_t il = 0; il < n_cache_layers; ++il) {
-        alloc(k, k_row_bytes * (window_storage[il] ? n_window_slots : k_storage_rows), "buffer_alloc(K cache)");
-        alloc(v, v_row_bytes * (window_storage[il] ? n_window_slots : v_storage_rows), "buffer_alloc(V cache)");
+        alloc(k, k_row_bytes[il] * (window_storage[il] ? n_window_slots : k_storage_rows), "buffer_alloc(K cache)");
+        alloc(v, v_row_bytes[il] * (window_storage[il] ? n_window_slots : v_storage_rows), "buffer_alloc(V cache)");
         if (residual != 0) {
             // F32 residual rows: R per sequence, for K and for V.
             const uint64_t res_rows = static_cast<uint64_t>(residual) * n_seq_max;
-            alloc(k_residual, 4ull * hp.n_embd_k_gqa() * res_rows, "buffer_alloc(KV residual)");
-            alloc(v_residual, 4ull * hp.n_embd_v_gqa() * res_rows, "buffer_alloc(KV residual)");
+            alloc(k_residual, 4ull * hp.n_embd_k_gqa(il) * res_rows, "buffer_alloc(KV residual)");
+            alloc(v_residual, 4ull * hp.n_embd_v_gqa(il) * res_rows, "buffer_alloc(KV residual)");
         }
     }
     for (uint32_t il = 0; il < hp.layer_recurrent.size(); ++il) {
@@ -310,8 +315,8 @@ void SessionResources::allocate_caches() {
         // Cross-attention K/V of encoded sources: n_ctx rows per decoder layer (the plan counts them with the
         // decoder's own cache), handed out per source.
         for (uint32_t il = 0; il < hp.n_layer_dec; ++il) {
-            alloc(cross_k, k_row_bytes * n_ctx, "buffer_alloc(cross K)");
-            alloc(cross_v, v_row_bytes * n_ctx, "buffer_alloc(cross V)");
+            alloc(cross_k, k_row_bytes[il] * n_ctx, "buffer_alloc(cross K)");
+            alloc(cross_v, v_row_bytes[il] * n_ctx, "buffer_alloc(cross V)");
         }
     }
 }
@@ -344,19 +349,19 @@ void SessionResources::bind_storage(ForwardContext& c, bool encoder_pass) const 
         for (uint32_t il = 0; il < cache_layers(); ++il) {
             const auto k_rows = static_cast<int64_t>(window_storage[il] != 0 ? n_window_slots : k_storage_rows);
             const auto v_rows = static_cast<int64_t>(window_storage[il] != 0 ? n_window_slots : v_storage_rows);
-            c.k_cache.push_back(
-                g.tensor(layout.k_type, {hp.n_embd_k_gqa(), k_rows}, "cache_k." + std::to_string(il), k[il].get(), 0));
-            c.v_cache.push_back(
-                g.tensor(layout.v_type, {hp.n_embd_v_gqa(), v_rows}, "cache_v." + std::to_string(il), v[il].get(), 0));
+            c.k_cache.push_back(g.tensor(layout.k_type, {hp.n_embd_k_gqa(il), k_rows}, "cache_k." + std::to_string(il),
+                                         k[il].get(), 0));
+            c.v_cache.push_back(g.tensor(layout.v_type, {hp.n_embd_v_gqa(il), v_rows}, "cache_v." + std::to_string(il),
+                                         v[il].get(), 0));
         }
     }
     if (!encoder_pass && residual != 0) {
         const auto res_rows = static_cast<int64_t>(residual) * static_cast<int64_t>(n_seq_max);
         c.kv_residual = static_cast<int32_t>(residual);
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
-            c.k_residual.push_back(g.tensor(BASALT_DTYPE_F32, {hp.n_embd_k_gqa(), res_rows},
+            c.k_residual.push_back(g.tensor(BASALT_DTYPE_F32, {hp.n_embd_k_gqa(il), res_rows},
                                             "residual_k." + std::to_string(il), k_residual[il].get(), 0));
-            c.v_residual.push_back(g.tensor(BASALT_DTYPE_F32, {hp.n_embd_v_gqa(), res_rows},
+            c.v_residual.push_back(g.tensor(BASALT_DTYPE_F32, {hp.n_embd_v_gqa(il), res_rows},
                                             "residual_v." + std::to_string(il), v_residual[il].get(), 0));
         }
     }
@@ -387,7 +392,8 @@ void SessionResources::copy_residual_rows(int32_t src, int32_t dst) const {
     for (size_t il = 0; il < k_residual.size(); ++il) {
         for (int kv_index = 0; kv_index < 2; ++kv_index) {
             basalt_buffer* b = kv_index == 0 ? k_residual[il].get() : v_residual[il].get();
-            const uint64_t row = 4ull * (kv_index == 0 ? hp.n_embd_k_gqa() : hp.n_embd_v_gqa());
+            const auto l = static_cast<uint32_t>(il);
+            const uint64_t row = 4ull * (kv_index == 0 ? hp.n_embd_k_gqa(l) : hp.n_embd_v_gqa(l));
             const uint64_t bytes = row * residual;
             std::vector<uint8_t> tmp(bytes);
             backend.check(be.buffer_read(backend.get(), b, bytes * static_cast<uint64_t>(src), tmp.data(), bytes),
@@ -422,15 +428,18 @@ MemoryPlan SessionResources::allocated(uint64_t logits_floats, uint64_t io_logit
     m.k_type = layout.k_type;
     m.v_type = layout.v_type;
     m.kv_residual = residual;
-    m.kv_residual_bytes = static_cast<uint64_t>(k_residual.size()) * residual * n_seq_max * 4ull *
-                          (static_cast<uint64_t>(hp.n_embd_k_gqa()) + hp.n_embd_v_gqa());
+    m.kv_residual_bytes = 0;
+    for (uint32_t il = 0; il < k_residual.size(); ++il) {
+        m.kv_residual_bytes += static_cast<uint64_t>(residual) * n_seq_max * 4ull *
+                               (static_cast<uint64_t>(hp.n_embd_k_gqa(il)) + hp.n_embd_v_gqa(il));
+    }
     m.state_bytes = state_bytes;
     m.n_params = plan.n_params;
     m.types = plan.types;
     m.weight_bytes = weights.bytes;
-    m.kv_bytes_per_token = hp.encoder_only ? 0
-                                           : static_cast<uint64_t>(cache_layers()) * (k_row_bytes + v_row_bytes) *
-                                                 (hp.encoder_decoder ? 2 : 1);  // + the cross-attention rows
+    m.kv_bytes_per_token = 0;
+    for (uint32_t il = 0; il < k_row_bytes.size() && !hp.encoder_only; ++il)
+        m.kv_bytes_per_token += (k_row_bytes[il] + v_row_bytes[il]) * (hp.encoder_decoder ? 2 : 1);  // + cross rows
     m.kv_bytes = kv_bytes;
     m.kv_cells_full = hp.encoder_only ? 0 : n_ctx;
     bool any_sliding = false;

@@ -73,7 +73,7 @@ struct SessionResources {
     LoadedWeights weights;
     KvManager kv;
     basalt_kv_cache_layout layout{};
-    uint64_t k_row_bytes = 0, v_row_bytes = 0;
+    std::vector<uint64_t> k_row_bytes, v_row_bytes;  // per cache layer: bytes of one K / V row
     // Residual window of quantized K/V (layout.residual, 0: none): per layer F32 [n_embd_{k,v}_gqa, n_seq_max * R].
     uint32_t residual = 0;
     // Rows of the sliding-window layers' own K/V storage (the layout's n_window_slots); 0: they use the n_ctx rows.

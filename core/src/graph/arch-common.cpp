@@ -165,12 +165,12 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
                   o.out_bias ? p + "attn_output.bias" : "");
 }
 
-int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled,
-             const std::string& name) {
+int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled, const std::string& name,
+             uint32_t n_rot_layer) {
     const auto& hp = c.hp;
     const RopeScaling& rs = hp.rope_scaling;
     const int64_t hd = c.g.ne(x, 0), T = c.n_tokens;
-    const auto n_rot = static_cast<int32_t>(hp.n_rot);
+    const auto n_rot = static_cast<int32_t>(n_rot_layer != 0 ? n_rot_layer : hp.n_rot);
     if (!rs.needs_scaled_op()) {
         return c.g.op(BASALT_OP_ROPE, name, BASALT_DTYPE_F32, {hd, n_heads, T}, {x, c.positions},
                       {{op::rope::mode, mode},

@@ -110,6 +110,19 @@ constexpr ArchSpec kArchs[] = {
      .recurrent = true,
      .full_attention_interval = 4,
      .shared_expert = true},
+    // Gemma 4 (dense): per-layer head sizes and counts, q/k norms and a weightless V norm, attention scale 1, full
+    // layers with proportional rope (rope_freqs.weight), sliding-window layers with their own base (arch-gemma4.cpp).
+    {.name = "gemma4",
+     .label = "gemma4",
+     .experts = ArchExperts::NONE,
+     .build = build_gemma4,
+     .rope_freq_base = 1e6,
+     .sliding_pattern = 6,
+     .final_soft_cap = 30.f,
+     .rope_freqs = true,
+     .rope_swa_base = true,
+     .soft_caps = true,
+     .per_layer_attention = true},
 };
 
 // The facts of an architecture the table does not have.
@@ -123,7 +136,7 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
            a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
            a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys &&
            a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval &&
-           a.shared_expert == b.shared_expert;
+           a.shared_expert == b.shared_expert && a.per_layer_attention == b.per_layer_attention;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

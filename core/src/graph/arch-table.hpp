@@ -66,6 +66,10 @@ struct ArchSpec {
     // A shared expert beside the routed ones (qwen35moe): reads expert_shared_feed_forward_length (default
     // feed_forward_length) into n_ff_shexp, which the memory plan counts.
     bool shared_expert = false;
+    // Gemma 4: head counts per layer (attention.head_count / head_count_kv may be arrays), sliding-window layers with
+    // their own head size and rotated dims (attention.key_length_swa / value_length_swa, rope.dimension_count_swa);
+    // KV shared between layers and per-layer embeddings are refused naming their key (not implemented).
+    bool per_layer_attention = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

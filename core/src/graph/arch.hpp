@@ -115,8 +115,10 @@ struct AttentionOptions {
 };
 
 // ROPE of x [head_dim, n_heads, T] at the batch's positions with the model's rope scaling (hp.rope_scaling: freq_scale,
-// frequency factors, YaRN) when `scaled`, else plain rope at `base` (sliding-window layers of gemma3).
-int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled, const std::string& name);
+// frequency factors, YaRN) when `scaled`, else plain rope at `base` (sliding-window layers of gemma3). n_rot: the
+// layer's rotated dims (0: hp.n_rot).
+int32_t rope(ForwardContext& c, int32_t x, int64_t n_heads, int mode, float base, bool scaled, const std::string& name,
+             uint32_t n_rot = 0);
 
 // x [n_embd, T] -> rms_norm(x) * weight.
 int32_t rms_norm(ForwardContext& c, int32_t x, const std::string& weight, const std::string& name);
@@ -189,6 +191,9 @@ void build_qwen35(ForwardContext& c);
 void build_gpt_oss(ForwardContext& c);
 void build_granite(ForwardContext& c);
 void build_olmo2(ForwardContext& c);
+// gemma4 (dense): per-layer head sizes and counts, V = weightless RMS norm of V (or of K where a layer has no attn_v),
+// attention scale 1, proportional rope on full layers, layer_output_scale.
+void build_gemma4(ForwardContext& c);
 // t5: the encoder pass or the decoder pass, as c.encoder_pass says.
 void build_t5(ForwardContext& c);
 // T5's relative position bucket of distance (key position - query position), as in the T5 reference code.

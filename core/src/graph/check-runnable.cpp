@@ -32,8 +32,8 @@ void check_runnable(const gguf::File& file, const ModelHparams& hp) {
     c.logits = g.tensor(BASALT_DTYPE_F32, {static_cast<int64_t>(hp.n_vocab), 1}, "logits");
     const uint32_t cache_layers = hp.encoder_decoder ? hp.n_layer_dec : hp.n_layer;
     for (uint32_t il = 0; il < cache_layers; ++il) {
-        c.k_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_k_gqa()), 1}, "cache_k"));
-        c.v_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_v_gqa()), 1}, "cache_v"));
+        c.k_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_k_gqa(il)), 1}, "cache_k"));
+        c.v_cache.push_back(g.tensor(BASALT_DTYPE_F32, {std::max<int64_t>(1, hp.n_embd_v_gqa(il)), 1}, "cache_v"));
     }
     if (hp.recurrent()) {
         c.state_rows = g.tensor(BASALT_DTYPE_I32, {2, 1}, "inp_state_rows");

@@ -100,16 +100,17 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
                  "a KV residual window ({}) does not compose with this model's capped sliding-window storage",
                  req.kv_residual);
         }
-        const uint64_t k_row = row_bytes(req.k_type, hp.n_embd_k_gqa(), "K");
-        const uint64_t v_row = row_bytes(req.v_type, hp.n_embd_v_gqa(), "V");
+        // Rows of each layer's own width (gemma4's layers differ) and, per layer and sequence, the residual windows'
+        // R F32 rows of K and of V.
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
-            p.kv_bytes_per_token += kv_row;
+            const uint64_t k_row = row_bytes(req.k_type, hp.n_embd_k_gqa(il), "K");
+            const uint64_t v_row = row_bytes(req.v_type, hp.n_embd_v_gqa(il), "V");
+            p.kv_bytes_per_token += k_row + v_row;
             const uint64_t cells = hp.layer_sliding[il] ? win : ctx;
             p.kv_bytes += (k_row + v_row) * kv_storage_rows(req.k_type, req.v_type, cells);
+            p.kv_residual_bytes += static_cast<uint64_t>(p.n_seq_max) * req.kv_residual * 4ull *
+                                   (static_cast<uint64_t>(hp.n_embd_k_gqa(il)) + hp.n_embd_v_gqa(il));
         }
-        // The residual windows: per layer and sequence, R F32 rows of K and of V.
-        p.kv_residual_bytes = static_cast<uint64_t>(hp.n_layer) * p.n_seq_max * req.kv_residual * 4ull *
-                              (static_cast<uint64_t>(hp.n_embd_k_gqa()) + hp.n_embd_v_gqa());
         p.kv_bytes += p.kv_residual_bytes;
         // Recurrent layers (hybrid models): each sequence's conv and delta-rule state, F32.
         for (uint32_t il = 0; il < hp.layer_recurrent.size(); ++il) {

@@ -1,8 +1,10 @@
 #include "model/model-hparams.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "graph/arch-table.hpp"
+#include "model/dequantize.hpp"
 #include "support/error.hpp"
 
 namespace basalt {
@@ -22,6 +24,77 @@ uint32_t optional_u32(const gguf::File& f, const std::string& key, uint32_t fall
     if (*v < 0 || *v > UINT32_MAX)
         fail(BASALT_ERR_FORMAT, "{}: metadata '{}' = {} is out of range", f.source(), key, *v);
     return static_cast<uint32_t>(*v);
+}
+
+// A key that llama.cpp reads with get_key_or_arr: one number, or one per layer. Returns the per-layer values (all
+// equal for a single number); empty when the key is absent.
+std::vector<uint32_t> per_layer_u32(const gguf::File& f, const std::string& key, uint32_t n_layer) {
+    const gguf::Value* v = f.find(key);
+    if (v == nullptr) return {};
+    if (v->type != gguf::ValueType::ARRAY) return std::vector<uint32_t>(n_layer, optional_u32(f, key, 0));
+    if (v->array.size() != n_layer) {
+        fail(BASALT_ERR_FORMAT, "{}: metadata '{}' has {} entries for {} layers", f.source(), key, v->array.size(),
+             n_layer);
+    }
+    std::vector<uint32_t> out(n_layer);
+    for (uint32_t il = 0; il < n_layer; ++il) {
+        const auto e = v->array[il].as_int();
+        if (!e || *e < 0 || *e > UINT32_MAX)
+            fail(BASALT_ERR_FORMAT, "{}: metadata '{}' entry {} is not a count", f.source(), key, il);
+        out[il] = static_cast<uint32_t>(*e);
+    }
+    return out;
+}
+
+// Gemma 4's per-layer attention shapes (arch table `per_layer_attention`) and the keys of its variants Basalt does
+// not implement (recorded in h.unimplemented, naming the key).
+void read_per_layer_attention(const gguf::File& f, const std::string& A, ModelHparams& h) {
+    auto heads = [&](const std::string& key, uint32_t fallback, std::vector<uint32_t>& layers) {
+        layers = per_layer_u32(f, key, h.n_layer);
+        if (layers.empty()) layers.assign(h.n_layer, fallback);
+        uint32_t most = 0;
+        for (uint32_t n : layers) most = std::max(most, n);
+        return most;
+    };
+    h.n_head = heads(A + "attention.head_count", 0, h.layer_n_head);
+    h.n_head_kv = heads(A + "attention.head_count_kv", 0, h.layer_n_head_kv);
+    for (uint32_t il = 0; il < h.n_layer; ++il) {
+        if (h.layer_n_head_kv[il] == 0) h.layer_n_head_kv[il] = h.layer_n_head[il];
+        if (h.layer_n_head[il] == 0 || h.layer_n_head[il] % h.layer_n_head_kv[il] != 0) {
+            fail(BASALT_ERR_FORMAT,
+                 "{}: layer {}: attention.head_count {} is not a positive multiple of head_count_kv {}", f.source(), il,
+                 h.layer_n_head[il], h.layer_n_head_kv[il]);
+        }
+    }
+    h.n_head_kv = *std::max_element(h.layer_n_head_kv.begin(), h.layer_n_head_kv.end());
+    h.head_dim_k_swa = optional_u32(f, A + "attention.key_length_swa", 0);
+    h.head_dim_v_swa = optional_u32(f, A + "attention.value_length_swa", h.head_dim_k_swa);
+    h.n_rot_swa = optional_u32(f, A + "rope.dimension_count_swa", h.head_dim_k_swa);
+    const std::vector<uint32_t> ff = per_layer_u32(f, A + "feed_forward_length", h.n_layer);
+    for (uint32_t n : ff) {
+        if (n != ff[0] && h.unimplemented.empty())
+            h.unimplemented = fmt::format("'{}feed_forward_length' differs between layers: not implemented", A);
+    }
+    if (!ff.empty()) h.n_ff = ff[0];
+    for (uint32_t il = 0; il < h.n_layer; ++il) {
+        const std::string name = "blk." + std::to_string(il) + ".layer_output_scale.weight";
+        const gguf::TensorInfo* t = f.tensor(name);
+        if (t == nullptr) continue;
+        if (t->n_elements() != 1 || (t->type != BASALT_DTYPE_F32 && t->type != BASALT_DTYPE_F16)) {
+            fail(BASALT_ERR_FORMAT, "{}: tensor '{}' must hold one F32 or F16 number", f.source(), name);
+        }
+        if (h.layer_out_scale.empty()) h.layer_out_scale.assign(h.n_layer, 1.0f);
+        dequantize_row(t->type, f.tensor_data(*t), &h.layer_out_scale[il], 1);
+    }
+    for (const char* key : {"attention.shared_kv_layers", "embedding_length_per_layer_input"}) {
+        const uint32_t n = optional_u32(f, A + key, 0);
+        if (n != 0 && h.unimplemented.empty()) {
+            h.unimplemented =
+                fmt::format("'{}{}' = {} ({}) is not implemented", A, key, n,
+                            std::string(key).find("shared") != std::string::npos ? "KV shared between layers"
+                                                                                 : "per-layer embeddings");
+        }
+    }
 }
 
 }  // namespace
@@ -52,9 +125,15 @@ ModelHparams read_hparams(const gguf::File& f) {
 
     h.n_layer = require_u32(f, A + "block_count");
     h.n_embd = require_u32(f, A + "embedding_length");
-    h.n_head = require_u32(f, A + "attention.head_count");
-    h.n_head_kv = optional_u32(f, A + "attention.head_count_kv", h.n_head);
-    if (h.n_head_kv == 0 || h.n_head % h.n_head_kv != 0) {
+    if (spec.per_layer_attention) {
+        read_per_layer_attention(f, A, h);
+    } else {
+        h.n_head = require_u32(f, A + "attention.head_count");
+        h.n_head_kv = optional_u32(f, A + "attention.head_count_kv", h.n_head);
+    }
+    if (h.n_head == 0)
+        fail(BASALT_ERR_FORMAT, "{}: required metadata '{}attention.head_count' is missing", f.source(), A);
+    if (h.n_head_kv == 0 || (!spec.per_layer_attention && h.n_head % h.n_head_kv != 0)) {
         fail(BASALT_ERR_FORMAT, "{}: attention.head_count {} is not a multiple of head_count_kv {}", f.source(),
              h.n_head, h.n_head_kv);
     }
@@ -65,7 +144,7 @@ ModelHparams read_hparams(const gguf::File& f) {
         fail(BASALT_ERR_FORMAT, "{}: head dimension is 0 (embedding_length {} / head_count {})", f.source(), h.n_embd,
              h.n_head);
     }
-    h.n_ff = optional_u32(f, A + "feed_forward_length", 0);
+    if (h.n_ff == 0) h.n_ff = optional_u32(f, A + "feed_forward_length", 0);
     h.n_ctx_train = optional_u32(f, A + "context_length", 0);
     h.n_expert = optional_u32(f, A + "expert_count", 0);
     h.n_expert_used = optional_u32(f, A + "expert_used_count", 0);
@@ -82,7 +161,7 @@ ModelHparams read_hparams(const gguf::File& f) {
     h.rope_freq_scale = h.rope_scaling.freq_scale;
     h.rope_description = describe(h.rope_scaling, spec);
     // (An architecture without a builder is refused as such, not for its keys.)
-    if (h.known_arch) h.unimplemented = h.rope_scaling.refusal;
+    if (h.known_arch && !h.rope_scaling.refusal.empty()) h.unimplemented = h.rope_scaling.refusal;
     for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {
         const auto v = f.get_float(A + cap);
         if (v && *v != 0.0 && !spec.soft_caps && h.unimplemented.empty() && h.known_arch) {

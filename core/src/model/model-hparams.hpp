@@ -79,9 +79,39 @@ struct ModelHparams {
     float attention_scale = 0.f;  // <arch>.attention.scale
     float logit_scale = 0.f;      // <arch>.logit_scale
 
-    // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
+    // Per-layer attention shapes (gemma4; arch table `per_layer_attention`): head counts from head_count /
+    // head_count_kv arrays (empty: n_head / n_head_kv on every layer, which then hold the largest count), and the
+    // sliding-window layers' own head sizes and rotated dims (key_length_swa, value_length_swa,
+    // rope.dimension_count_swa; 0: as the other layers).
+    std::vector<uint32_t> layer_n_head;
+    std::vector<uint32_t> layer_n_head_kv;
+    uint32_t head_dim_k_swa = 0;
+    uint32_t head_dim_v_swa = 0;
+    uint32_t n_rot_swa = 0;
+    // Gemma 4's blk.N.layer_output_scale.weight: one number per layer multiplying the layer's output, read from the
+    // file at load (the op set has no scalar broadcast, so the graph applies it as SCALE); empty: none.
+    std::vector<float> layer_out_scale;
+
+    // Layer il's query heads, K/V heads, head sizes and rotated dims.
+    uint32_t n_head_at(uint32_t il) const noexcept { return il < layer_n_head.size() ? layer_n_head[il] : n_head; }
+    uint32_t n_head_kv_at(uint32_t il) const noexcept {
+        return il < layer_n_head_kv.size() ? layer_n_head_kv[il] : n_head_kv;
+    }
+    bool swa_shape(uint32_t il) const noexcept { return il < layer_sliding.size() && layer_sliding[il]; }
+    uint32_t head_dim_k_at(uint32_t il) const noexcept {
+        return swa_shape(il) && head_dim_k_swa != 0 ? head_dim_k_swa : head_dim_k;
+    }
+    uint32_t head_dim_v_at(uint32_t il) const noexcept {
+        return swa_shape(il) && head_dim_v_swa != 0 ? head_dim_v_swa : head_dim_v;
+    }
+    uint32_t n_rot_at(uint32_t il) const noexcept { return swa_shape(il) && n_rot_swa != 0 ? n_rot_swa : n_rot; }
+
+    // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim (the model-wide shape; the
+    // per-layer forms below are what the caches of a model with per-layer shapes hold).
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }
     uint32_t n_embd_v_gqa() const noexcept { return n_head_kv * head_dim_v; }
+    uint32_t n_embd_k_gqa(uint32_t il) const noexcept { return n_head_kv_at(il) * head_dim_k_at(il); }
+    uint32_t n_embd_v_gqa(uint32_t il) const noexcept { return n_head_kv_at(il) * head_dim_v_at(il); }
 };
 
 // Reads and validates the hyper-parameters; throws Error(FORMAT) naming the missing/invalid key.

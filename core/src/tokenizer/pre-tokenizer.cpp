@@ -206,6 +206,8 @@ std::vector<std::string> PreTokenizer::patterns(PreType type) {
         case PreType::MINICPM5:
             return {R"re(\p{N}{1,3})re", join({kContractions, R"re(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+)re",
                                                R"re(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"})};
+        case PreType::GEMMA4:
+            return {R"re([^\n]+|[\n]+)re"};  // merges run over whole lines; only newlines split
         case PreType::BAILINGMOE:
             return {R"re('(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})re"
                     R"re(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)re"};

@@ -1,6 +1,7 @@
 // Byte-level BPE as llama.cpp runs it: pre-tokenize with the vocabulary's regex patterns, map every byte of a
-// word to its GPT-2 character, then repeatedly apply the lowest-ranked merge among adjacent symbols (ties: the
-// leftmost pair). A final symbol that is not a token is emitted byte by byte where single bytes are tokens.
+// word to its GPT-2 character (gemma4: keep the raw UTF-8), then repeatedly apply the lowest-ranked merge among
+// adjacent symbols (ties: the leftmost pair). A final symbol that is not a token is emitted byte by byte where single
+// bytes are tokens.
 #include <queue>
 #include <string>
 
@@ -35,10 +36,15 @@ struct BigramOrder {
 
 class BpeModel final : public TokenizerModel {
   public:
-    explicit BpeModel(const Vocab& vocab) : vocab_(vocab), pre_(vocab.pre_type) {}
+    explicit BpeModel(const Vocab& vocab)
+        : vocab_(vocab), pre_(vocab.pre_type), raw_utf8_(vocab.pre_type == PreType::GEMMA4) {}
 
     void encode(std::string_view text, std::vector<int32_t>& out) const override {
         for (const std::string& raw : pre_.split(text)) {
+            if (raw_utf8_) {
+                encode_word(raw, out);
+                continue;
+            }
             std::string word;
             word.reserve(raw.size() * 2);
             for (const char c : raw) word += unicode::byte_to_bpe_char(static_cast<uint8_t>(c));
@@ -49,10 +55,13 @@ class BpeModel final : public TokenizerModel {
   private:
     const Vocab& vocab_;
     PreTokenizer pre_;
+    bool raw_utf8_;  // gemma4: merges over the text's own UTF-8, unknown bytes as <0xXX> tokens
 
     void encode_word(const std::string& word, std::vector<int32_t>& out) const {
         std::vector<Symbol> symbols;
-        if (vocab_.ignore_merges && vocab_.find(word) != kTokenNull) {
+        // A run of newlines that is a token stays whole (gemma4, as llama.cpp: its merges would split it).
+        const bool whole_newlines = raw_utf8_ && word.find_first_not_of('\n') == std::string::npos;
+        if ((vocab_.ignore_merges || whole_newlines) && vocab_.find(word) != kTokenNull) {
             symbols.push_back({-1, -1, 0, word.size()});
         } else {
             for (size_t offset = 0; offset < word.size();) {
@@ -108,9 +117,11 @@ class BpeModel final : public TokenizerModel {
                 out.push_back(id);
                 continue;
             }
-            // As llama.cpp: look each byte of the (encoded) piece up as a one-byte token; skip it when absent.
+            // As llama.cpp: look each byte of the (encoded) piece up as a one-byte token, or as its <0xXX> token on
+            // raw UTF-8; skip it when absent.
             for (const char c : piece) {
-                const int32_t byte_id = vocab_.find(std::string_view(&c, 1));
+                const int32_t byte_id =
+                    raw_utf8_ ? vocab_.byte_to_token(static_cast<uint8_t>(c)) : vocab_.find(std::string_view(&c, 1));
                 if (byte_id != kTokenNull) out.push_back(byte_id);
             }
         }

@@ -142,6 +142,8 @@ const PreInfo kPreTokenizers[] = {
     {"bailingmoe", PreType::BAILINGMOE, false},
     {"bailingmoe2", PreType::BAILINGMOE, false},
     {"llada-moe", PreType::BAILINGMOE, false},
+    {"gemma4", PreType::GEMMA4, true},
+    {"granite-embed-multi-311m", PreType::GEMMA4, true},
 };
 // clang-format on
 
@@ -250,6 +252,12 @@ class Loader {
             v.bos = 11;
             v.eos = 11;
             read_merges(v);
+        } else if (v.model_name == "gemma4") {
+            // BPE merges over SentencePiece-style pieces; llama.cpp names the pre-tokenizer after the model and
+            // leaves every special id to the file.
+            v.type = VocabType::BPE;
+            v.pre_name = "gemma4";
+            read_merges(v);
         } else if (v.model_name == "t5") {
             v.type = VocabType::UGM;
             v.eos = 1;
@@ -258,7 +266,7 @@ class Loader {
             read_charsmap(v);
         } else {
             fail(BASALT_ERR_UNSUPPORTED,
-                 "{}: vocabulary: {} = '{}' is not supported (supported: llama, gpt2, bert, t5)", f_.source(),
+                 "{}: vocabulary: {} = '{}' is not supported (supported: llama, gpt2, gemma4, bert, t5)", f_.source(),
                  kKeyModel, v.model_name);
         }
 
@@ -285,6 +293,7 @@ class Loader {
                 if (it->add_bos) v.add_bos = true;
                 if (it->add_sep) v.add_sep = true;
                 if (it->no_bos) v.bos = kTokenNull;
+                if (v.pre_type == PreType::GEMMA4) v.escape_whitespaces = true;  // spaces are U+2581 in its pieces
                 break;
             }
             case VocabType::SPM:
@@ -455,6 +464,7 @@ class Loader {
         v.add_bos = f_.get_bool(kKeyAddBos).value_or(v.add_bos);
         v.add_eos = f_.get_bool(kKeyAddEos).value_or(v.add_eos);
         v.add_sep = f_.get_bool(kKeyAddSep).value_or(v.add_sep);
+        if (v.pre_type == PreType::GEMMA4) v.add_bos = true;  // llama.cpp overrides the key for Gemma 4
         const auto check = [&](bool add, int32_t id, const char* add_key, const char* id_key) {
             if (add && id == kTokenNull)
                 format_error(fmt::format("'{}' is true, but '{}' is not set", add_key, id_key));
@@ -625,6 +635,12 @@ int32_t Vocab::byte_to_token(uint8_t byte) const {
             return find(std::string_view(&raw, 1));
         }
         case VocabType::BPE:
+            if (pre_type == PreType::GEMMA4) {
+                static constexpr char kHex[] = "0123456789ABCDEF";
+                const char buf[6] = {'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
+                return find(std::string_view(buf, sizeof(buf)));
+            }
+            return find(unicode::byte_to_bpe_char(byte));
         case VocabType::WPM:
             return find(unicode::byte_to_bpe_char(byte));
     }

@@ -23,7 +23,7 @@ constexpr int32_t kTokenNull = -1;
 // Tokenizer families, named after `tokenizer.ggml.model`.
 enum class VocabType {
     SPM,  // "llama": SentencePiece BPE with scores and byte fallback
-    BPE,  // "gpt2": byte-level BPE with merges and a regex pre-tokenizer
+    BPE,  // "gpt2": byte-level BPE with merges and a regex pre-tokenizer; "gemma4": the same on raw UTF-8
     WPM,  // "bert": WordPiece
     UGM,  // "t5": SentencePiece Unigram
 };
@@ -49,6 +49,7 @@ enum class PreType {
     LAGUNA,
     MINICPM5,
     BAILINGMOE,
+    GEMMA4,  // SentencePiece-style BPE: spaces as U+2581, raw UTF-8 (no byte-level map), <0xXX> byte fallback
 };
 
 // Token attributes (bit flags, numbered as llama.cpp's llama_token_attr).
