@@ -89,7 +89,11 @@ constexpr ArchSpec kArchs[] = {
      .rope_longrope = true,
      .rope_yarn_keys = true},
     // Llama's block with embedding, residual, attention and logit multipliers (arch-granite.cpp).
-    {.name = "granite", .label = "granite", .experts = ArchExperts::NONE, .build = build_granite},
+    {.name = "granite",
+     .label = "granite",
+     .experts = ArchExperts::NONE,
+     .build = build_granite,
+     .rope_finetuned_switch = true},
     // Post-norms only and q/k norms over the whole projection; rope on halves; OLMo 2's base 5e5.
     {.name = "olmo2", .label = "olmo2", .experts = ArchExperts::NONE, .build = build_olmo2, .rope_freq_base = 5e5},
     // Not a model: loads for its metadata and directions (the steering-vector plugin reads it).

@@ -63,6 +63,9 @@ struct ArchSpec {
     // interval-th is a recurrent (Gated DeltaNet) layer with per-sequence state (docs/kv-cache.md).
     bool recurrent = false;
     uint32_t full_attention_interval = 0;  // default of <arch>.full_attention_interval
+    // Reads <arch>.rope.scaling.finetuned as llama.cpp's granite loaders do: a switch for rope on every layer
+    // (default true; false: no layer rotates). Elsewhere the key is informational in llama.cpp and not read.
+    bool rope_finetuned_switch = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

@@ -75,6 +75,8 @@ struct ModelHparams {
     float residual_scale = 0.f;   // <arch>.residual_scale
     float attention_scale = 0.f;  // <arch>.attention.scale
     float logit_scale = 0.f;      // <arch>.logit_scale
+    // granite: <arch>.rope.scaling.finetuned, llama.cpp's switch for rope on every layer (false: no layer rotates).
+    bool rope_on = true;
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim.
     uint32_t n_embd_k_gqa() const noexcept { return n_head_kv * head_dim_k; }
