@@ -96,6 +96,69 @@ TEST_CASE("chat templates: every corpus rendering is byte-equal to jinja2's", "[
     CHECK(equal >= 500);
 }
 
+// expected-llama-cpp/ holds llama-server's rendering of each corpus case where it differs from jinja2's
+// (check-llama-cpp.py --write). Where llama-server's own context explains the difference (NAME/CONV.context.json:
+// enable_thinking defined, a system message merged, ...), Basalt rendering that context gives llama-server's text
+// string for string; every other difference has its reason in explained.json (jinja2, i.e. transformers, and Basalt
+// are right there, or the case depends on llama-server's own message handling).
+TEST_CASE("chat templates: every llama-server rendering is Basalt's in llama-server's context, or explained",
+          "[template]") {
+    const fs::path dir = kCorpus / "expected-llama-cpp";
+    const Value explained = parse_json(slurp(dir / "explained.json"));
+    REQUIRE(explained.dict);
+    size_t in_context = 0, with_reason = 0;
+    std::vector<std::string> failures;
+    for (const auto& tdir : fs::directory_iterator(dir)) {
+        if (!tdir.is_directory()) continue;
+        const std::string stem = tdir.path().filename().string();
+        const std::string source = slurp(kCorpus / "templates" / (stem + ".jinja"));
+        for (const auto& file : fs::directory_iterator(tdir.path())) {
+            const std::string fname = file.path().filename().string();
+            if (fname.ends_with(".context.json")) continue;
+            const std::string conv = file.path().stem().string();
+            const std::string key = stem + "/" + conv;
+            const fs::path context = tdir.path() / (conv + ".context.json");
+            if (!fs::exists(context)) {
+                const Value* why = explained.dict->find(key);
+                if (why == nullptr || !why->str || why->str->text.empty())
+                    failures.push_back(key + ": llama-server's rendering differs and explained.json gives no reason");
+                else
+                    ++with_reason;
+                continue;
+            }
+            const Value ctx = parse_json(slurp(context));
+            const Value* c = ctx.dict ? ctx.dict->find("context") : nullptr;
+            REQUIRE(c != nullptr);
+            REQUIRE(c->dict);
+            Dict d = *c->dict;
+            d.set(Str::markup("bos_token"), Value::markup("<s>"));
+            d.set(Str::markup("eos_token"), Value::markup("</s>"));
+            std::string got;
+            try {
+                got = Template::parse(source).render(d, options()).text;
+            } catch (const TemplateError& e) {
+                failures.push_back(key + ": in llama-server's context Basalt raises " + e.what());
+                continue;
+            }
+            const std::string want = slurp(file.path());
+            if (got != want) {
+                size_t at = 0;
+                while (at < got.size() && at < want.size() && got[at] == want[at]) ++at;
+                failures.push_back(key + ": in llama-server's context differs at byte " + std::to_string(at) +
+                                   ": got \"" + got.substr(at > 40 ? at - 40 : 0, 100) + "\" llama-server \"" +
+                                   want.substr(at > 40 ? at - 40 : 0, 100) + "\"");
+                continue;
+            }
+            ++in_context;
+        }
+    }
+    for (const auto& f : failures) UNSCOPED_INFO(f);
+    INFO(in_context << " equal in llama-server's context, " << with_reason << " explained, " << failures.size()
+                    << " failures");
+    CHECK(failures.empty());
+    CHECK(in_context >= 100);
+}
+
 TEST_CASE("chat templates: message content stays data, the template's text is markup", "[template]") {
     const Template t = Template::parse(
         "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content | trim + '<|im_end|>' }}{% endfor %}");

@@ -37,17 +37,24 @@ Kernels select_kernels(const std::string& isa) {
 
 namespace {
 
-// round_away for |v| <= 128 without a libm call: v - trunc(v) is exact, so this is roundf bit for bit.
-inline int round_away_small(float v) noexcept {
+// Round half to even for |v| <= 256 without a libm call (what _mm256_round_ps(_MM_ROUND_NEAREST) and NEON's
+// vcvtnq_s32_f32 do): v - trunc(v) is exact, and a tie goes to the even neighbour.
+inline int round_even_small(float v) noexcept {
     int t = static_cast<int>(v);
     const float frac = v - static_cast<float>(t);
-    if (frac >= 0.5f) ++t;
-    if (frac <= -0.5f) --t;
+    if (frac > 0.5f || (frac == 0.5f && (t & 1) != 0)) ++t;
+    if (frac < -0.5f || (frac == -0.5f && (t & 1) != 0)) --t;
     return t;
 }
 
 }  // namespace
 
+// Activations are quantized by the rule ggml's CPU backend uses on the machine it runs on (its quantize_row_q8_0,
+// also ggml_quantize_mat_q8_0_4x8 for repacked weights), not by its file-writing reference
+// (quantize_row_q8_0_ref: id = 1 / d, round half away from zero): on x86 (the AVX/AVX2 path) id = 127 / amax, on
+// ARM (NEON) id = 1 / d, both rounding half to even. The two break exact ties differently (a dequantized Q4_0 value
+// fed straight into a projection, as OLMo 2's raw embedding rows are, lands on k + 0.5), and from the first tie on
+// the logits are not llama.cpp's.
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
         float amax = 0;
@@ -56,12 +63,16 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
             amax = ax > amax ? ax : amax;  // std::fmax(amax, ax): a NaN ax keeps amax
         }
         const float d = amax / 127.0f;
+#if defined(__aarch64__) || defined(__arm__)
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
+#else
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+#endif
         y[b].d = fp32_to_fp16(d);
         for (int j = 0; j < kQK; ++j) {
             const float v = x[j] * id;
             // |v| <= 127 (plus rounding) unless x holds NaN / Inf: those keep the reference rounding.
-            y[b].qs[j] = static_cast<int8_t>(std::fabs(v) <= 256.0f ? round_away_small(v) : round_away(v));
+            y[b].qs[j] = static_cast<int8_t>(std::fabs(v) <= 256.0f ? round_even_small(v) : round_away(v));
         }
     }
 }

@@ -40,6 +40,8 @@ def build_granite(h, seed, g):
     g.f32(f"{A}.embedding_scale", h["embedding_scale"])
     g.f32(f"{A}.residual_scale", h["residual_scale"])
     g.f32(f"{A}.logit_scale", h["logit_scale"])
+    if "rope_finetuned" in h:  # llama.cpp's granite loaders: false turns rope off on every layer
+        g.bool(f"{A}.rope.scaling.finetuned", h["rope_finetuned"])
     b.w("token_embd.weight", (V, E), h["std_embd"])
     for i in range(L):
         p = f"blk.{i}."
@@ -211,6 +213,11 @@ TINY = {
     "tiny-granite": (build_granite, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
                                          n_ctx=256, std=0.15, std_embd=0.1, std_out=2.0, attention_scale=0.0625,
                                          embedding_scale=12.0, residual_scale=0.22, logit_scale=8.0), 1242),
+    # The same with granite.rope.scaling.finetuned = false: llama.cpp then rotates no layer (f32 only).
+    "tiny-granite-norope": (build_granite, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
+                                                n_ctx=256, std=0.15, std_embd=0.1, std_out=2.0,
+                                                attention_scale=0.0625, embedding_scale=12.0, residual_scale=0.22,
+                                                logit_scale=8.0, rope_finetuned=False), 1242),
     "tiny-olmo2": (build_olmo2, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
                                      n_ctx=256, std=0.1, std_embd=1.0, std_out=0.3, rope_base=500000.0), 1282),
     # Ministral 3 3B in kind (factor 16, beta 32/1, mscale_all_dim 1, temperature beta 0.1, base 1e9), with an

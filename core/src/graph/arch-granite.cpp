@@ -1,7 +1,8 @@
 // granite (IBM Granite 3.x dense): llama's block (RMS norm, GQA attention with rope in pairs, SwiGLU) with four
 // multipliers from the file: embeddings times embedding_scale, each residual branch (attention, FFN) times
 // residual_scale before its add, attention scores times attention.scale instead of 1/sqrt(head_dim), and logits
-// divided by logit_scale. Attention-output and FFN biases (optional in llama.cpp's loader) are refused by name.
+// divided by logit_scale; rope.scaling.finetuned = false turns rope off on every layer. Attention-output and FFN biases
+// (optional in llama.cpp's loader) are refused by name.
 #include "graph/arch.hpp"
 #include "support/error.hpp"
 
@@ -32,6 +33,7 @@ void build_granite(ForwardContext& c) {
     AttentionOptions ao;
     ao.rope_base = hp.rope_freq_base;
     ao.scale = hp.attention_scale;
+    ao.rope = hp.rope_on;  // rope.scaling.finetuned false: no layer rotates (llama.cpp's granite rope_pattern)
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         const int i = static_cast<int>(il);

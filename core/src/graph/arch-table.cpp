@@ -89,7 +89,11 @@ constexpr ArchSpec kArchs[] = {
      .rope_longrope = true,
      .rope_yarn_keys = true},
     // Llama's block with embedding, residual, attention and logit multipliers (arch-granite.cpp).
-    {.name = "granite", .label = "granite", .experts = ArchExperts::NONE, .build = build_granite},
+    {.name = "granite",
+     .label = "granite",
+     .experts = ArchExperts::NONE,
+     .build = build_granite,
+     .rope_finetuned_switch = true},
     // Post-norms only and q/k norms over the whole projection; rope on halves; OLMo 2's base 5e5.
     {.name = "olmo2", .label = "olmo2", .experts = ArchExperts::NONE, .build = build_olmo2, .rope_freq_base = 5e5},
     // gpt-oss: biased attention with learned sink logits, sliding window on even layers, neox rope with YaRN,
@@ -136,7 +140,8 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
            a.rope_longrope == b.rope_longrope && a.rope_swa_base == b.rope_swa_base && a.soft_caps == b.soft_caps &&
            a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys &&
            a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval &&
-           a.shared_expert == b.shared_expert && a.per_layer_attention == b.per_layer_attention;
+           a.shared_expert == b.shared_expert && a.per_layer_attention == b.per_layer_attention &&
+           a.rope_finetuned_switch == b.rope_finetuned_switch;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

@@ -70,6 +70,9 @@ struct ArchSpec {
     // their own head size and rotated dims (attention.key_length_swa / value_length_swa, rope.dimension_count_swa);
     // KV shared between layers and per-layer embeddings are refused naming their key (not implemented).
     bool per_layer_attention = false;
+    // Reads <arch>.rope.scaling.finetuned as llama.cpp's granite loaders do: a switch for rope on every layer
+    // (default true; false: no layer rotates). Elsewhere the key is informational in llama.cpp and not read.
+    bool rope_finetuned_switch = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

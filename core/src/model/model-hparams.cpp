@@ -160,6 +160,11 @@ ModelHparams read_hparams(const gguf::File& f) {
     h.rope_scaling = read_rope_scaling(f, h.arch, spec, h.n_ctx_train);
     h.rope_freq_scale = h.rope_scaling.freq_scale;
     h.rope_description = describe(h.rope_scaling, spec);
+    if (spec.rope_finetuned_switch) {
+        h.rope_on = f.get_bool(A + "rope.scaling.finetuned").value_or(true);
+        if (!h.rope_on)
+            h.rope_description = fmt::format("none (no layer rotates: {}rope.scaling.finetuned is false)", A);
+    }
     // (An architecture without a builder is refused as such, not for its keys.)
     if (h.known_arch && !h.rope_scaling.refusal.empty()) h.unimplemented = h.rope_scaling.refusal;
     for (const char* cap : {"attn_logit_softcapping", "final_logit_softcapping"}) {

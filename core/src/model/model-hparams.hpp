@@ -78,6 +78,8 @@ struct ModelHparams {
     float residual_scale = 0.f;   // <arch>.residual_scale
     float attention_scale = 0.f;  // <arch>.attention.scale
     float logit_scale = 0.f;      // <arch>.logit_scale
+    // granite: <arch>.rope.scaling.finetuned, llama.cpp's switch for rope on every layer (false: no layer rotates).
+    bool rope_on = true;
 
     // Per-layer attention shapes (gemma4; arch table `per_layer_attention`): head counts from head_count /
     // head_count_kv arrays (empty: n_head / n_head_kv on every layer, which then hold the largest count), and the
