@@ -63,6 +63,9 @@ struct ArchSpec {
     // interval-th is a recurrent (Gated DeltaNet) layer with per-sequence state (docs/kv-cache.md).
     bool recurrent = false;
     uint32_t full_attention_interval = 0;  // default of <arch>.full_attention_interval
+    // A decoder whose builder also runs embedding passes (attention_block's encoder path, embedding_out): a file
+    // with <arch>.pooling_type mean, cls or last is then a decoder embedder (docs/embeddings.md).
+    bool embed_pass = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.
