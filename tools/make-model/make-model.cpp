@@ -428,15 +428,18 @@ bool write_bert(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std
     basalt::tools::ProgressBar bar("making " + std::string(s.name), 5 + 16 * uint64_t{s.n_layer},
                                    basalt::tools::ProgressBar::Unit::kCount, "tensors");
     uint64_t n_made = 0;
-    auto put = [&](const std::string& tensor, std::vector<int64_t> ne, float std_dev, bool ones = false) {
-        const bool ok = add(raw, rng, tensor, std::move(ne), type, std_dev, ones);
+    auto put = [&](const std::string& tensor, std::vector<int64_t> ne, float std_dev, bool ones = false,
+                   int32_t as = -1) {
+        const bool ok = add(raw, rng, tensor, std::move(ne), as >= 0 ? as : type, std_dev, ones);
         bar.update(++n_made);
         return ok;
     };
-    // Biases and norm shifts small, weights as the decoder shapes have them: the activations stay O(1).
-    bool ok = put("token_embd.weight", {E, s.n_vocab}, 1.0f) && put("token_types.weight", {E, 2}, 0.1f) &&
-              put("position_embd.weight", {E, s.n_ctx}, 0.1f) && put("token_embd_norm.weight", {E}, 0, true) &&
-              put("token_embd_norm.bias", {E}, 0.01f);
+    // Biases and norm shifts small, weights as the decoder shapes have them: the activations stay O(1). Token types
+    // and positions stay F32, as the converter keeps them.
+    bool ok = put("token_embd.weight", {E, s.n_vocab}, 1.0f) &&
+              put("token_types.weight", {E, 2}, 0.1f, false, BASALT_DTYPE_F32) &&
+              put("position_embd.weight", {E, s.n_ctx}, 0.1f, false, BASALT_DTYPE_F32) &&
+              put("token_embd_norm.weight", {E}, 0, true) && put("token_embd_norm.bias", {E}, 0.01f);
     for (uint32_t il = 0; il < s.n_layer && ok; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
