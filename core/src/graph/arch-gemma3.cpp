@@ -1,7 +1,8 @@
 // The gemma family: embeddings scaled by sqrt(n_embd), rope on halves, sliding-window and global layers,
 // post-attention and post-FFN norms, GeGLU; attention soft-cap and final-logit soft-cap where the file has them
 // (gemma2). gemma3: q/k RMS norm per head, rope.freq_base_swa (default 10000) unscaled on sliding-window layers, the
-// model's base and rope scaling on global ones.
+// model's base and rope scaling on global ones. gemma-embedding: gemma3's block as a bidirectional embedding pass
+// (a symmetric window on sliding layers), its rows through output_norm and the dense layers (embedding_out).
 #include <cmath>
 
 #include "graph/arch.hpp"
