@@ -122,7 +122,8 @@ def main():
                  "-ub", str(args.batch), "--no-webui"], stdout=log, stderr=log))
             procs.append(subprocess.Popen(
                 [args.basalt, "serve", "-m", model, "--threads", str(args.threads), "--port", str(bp),
-                 "--parallel", str(args.parallel), "--max-batch-tokens", str(args.batch)], stdout=log, stderr=log))
+                 "--parallel", str(args.parallel), "--max-batch-tokens", str(args.batch), "--max-queue", "65536"],
+                stdout=log, stderr=log))
             wait_ready(lp, procs[0], "llama-server")
             wait_ready(bp, procs[1], "basalt serve")
             timed(lp, texts[:32])
