@@ -508,6 +508,7 @@ Case attention_case(Rng& rng, const AttnSpec& s) {
                 const int32_t p = lv[static_cast<size_t>(2 * (g * n_vis + i) + 1)];
                 if (slot < 0 || (s.causal && p > pos)) continue;
                 if (s.window != 0 && !(p > pos - s.window || p < s.sinks)) continue;
+                if (s.window != 0 && !s.causal && p >= pos + s.window) continue;  // not causal: symmetric
                 std::vector<double> kr(static_cast<size_t>(s.hd_k));
                 for (int64_t j = 0; j < s.hd_k; ++j) {
                     kr[static_cast<size_t>(j)] = K[static_cast<size_t>(slot * s.hd_k * s.n_kv + kvh * s.hd_k + j)];
@@ -1291,6 +1292,13 @@ std::vector<Case> all_cases() {
         s.bias_r = 1;
         s.label = "not causal, position bias R 1, head dims 6/10";
         cs.push_back(attention_case(rng, s));
+        // Not causal with a window (gemma-embedding's sliding layers): symmetric, |key - query| < window.
+        s.bias_r = -1;
+        s.window = 2;
+        s.label = "not causal, symmetric window 2";
+        cs.push_back(attention_case(rng, s));
+        s.bias_r = 1;
+        s.window = 0;
         s.sink_logits = true;  // 7 inputs: the position bias, then the sink logits
         s.label = "not causal, position bias R 1, sink logits, head dims 6/10";
         cs.push_back(attention_case(rng, s));

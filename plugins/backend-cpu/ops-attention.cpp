@@ -286,6 +286,7 @@ void run_attention(NodeCtx& c) {
                 const int64_t p = list[2 * i + 1];
                 if (slot < 0 || (causal && p > pos)) continue;
                 if (window != 0 && !(p > pos - window || p < sinks)) continue;
+                if (window != 0 && !causal && p >= pos + window) continue;  // not causal: the window is symmetric
                 if (shift > 0 && p < sinks) w.sink_pairs.push_back(n);
                 if (bias != nullptr) w.positions[static_cast<size_t>(n)] = static_cast<int32_t>(p);
                 const auto ni = static_cast<size_t>(n);

@@ -3,11 +3,16 @@
 // llama.cpp (tests/golden/README.md says how); never part of Basalt's build or CI.
 //
 //   golden-dump MODEL.gguf ref|dflt OUTPREFIX [PROMPT]
+//   golden-dump MODEL.gguf embed OUTPREFIX [PROMPT]
 //
 // Writes OUTPREFIX.batch.f32 (every prompt position, the whole prompt in one llama_decode), OUTPREFIX.seq.f32 (the
 // same tokens one llama_decode each, fresh context), OUTPREFIX.gen.f32 (32 greedy steps after the batch prefill, no
 // EOS stop, argmax ties to the lowest id) and OUTPREFIX.json (tokens, margins, batch-vs-seq, parameters).
 // `ref`: K/V cache F32, flash attention off. `dflt`: llama.cpp's defaults (K/V F16, flash attention auto).
+// `embed` (embedding models, ../shared/testdata/golden/README.md "Embedding goldens"): OUTPREFIX.embd.f32 (every
+// row's output embedding, pooling NONE, the whole prompt in one llama_decode), OUTPREFIX.pooled.f32
+// (llama_get_embeddings_seq with the file's pooling, not normalised: n_embd floats, or the rank head's n_cls_out
+// scores for pooling RANK) and OUTPREFIX.json ("kind": "embeddings"); K/V F32 and flash attention off.
 #include <llama.h>
 
 #include <algorithm>
@@ -71,6 +76,40 @@ void decode(llama_context* ctx, const std::vector<llama_token>& toks, int32_t po
     llama_batch_free(b);
 }
 
+// An embeddings context (K/V F32 and flash attention off, as `ref`) with the given pooling.
+llama_context* new_embed_context(llama_model* model, enum llama_pooling_type pooling) {
+    llama_context_params p = llama_context_default_params();
+    p.n_ctx = 128;
+    p.n_batch = 512;
+    p.n_ubatch = 512;
+    p.n_seq_max = 1;
+    p.n_threads = 2;
+    p.n_threads_batch = 2;
+    p.embeddings = true;
+    p.pooling_type = pooling;
+    p.type_k = GGML_TYPE_F32;  // decoder embedders keep a cache within the pass: F32 as `ref`
+    p.type_v = GGML_TYPE_F32;
+    p.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    llama_context* ctx = llama_init_from_model(model, p);
+    if (ctx == nullptr) die("llama_init_from_model (embeddings) failed");
+    return ctx;
+}
+
+// Runs the prompt as sequence 0 in one llama_decode with every row an output.
+void decode_embed(llama_context* ctx, const std::vector<llama_token>& toks) {
+    llama_batch b = llama_batch_init(static_cast<int32_t>(toks.size()), 0, 1);
+    for (size_t i = 0; i < toks.size(); ++i) {
+        b.token[i] = toks[i];
+        b.pos[i] = static_cast<int32_t>(i);
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = static_cast<int32_t>(toks.size());
+    if (llama_decode(ctx, b) != 0) die("llama_decode (embeddings) failed");
+    llama_batch_free(b);
+}
+
 int32_t argmax(const float* row, int32_t n) {
     int32_t best = 0;
     for (int32_t i = 1; i < n; ++i) {
@@ -129,9 +168,80 @@ std::string base_name(const std::string& p) {
 
 }  // namespace
 
+// The `embed` mode: per-row embeddings (pooling NONE) and the file's pooled result.
+int dump_embeddings(llama_model* model, const std::vector<llama_token>& prompt, const std::string& prompt_text,
+                    const std::string& model_path, const std::string& out) {
+    const int32_t n = static_cast<int32_t>(prompt.size());
+    const int32_t n_embd_out = llama_model_n_embd_out(model);
+    std::vector<float> embd;
+    {
+        llama_context* ctx = new_embed_context(model, LLAMA_POOLING_TYPE_NONE);
+        decode_embed(ctx, prompt);
+        for (int32_t i = 0; i < n; ++i) {
+            const float* row = llama_get_embeddings_ith(ctx, i);
+            if (row == nullptr) die("llama_get_embeddings_ith failed");
+            embd.insert(embd.end(), row, row + n_embd_out);
+        }
+        llama_free(ctx);
+    }
+    std::vector<float> pooled;
+    int32_t pooling = 0;
+    {
+        llama_context* ctx = new_embed_context(model, LLAMA_POOLING_TYPE_UNSPECIFIED);
+        pooling = llama_pooling_type(ctx);
+        decode_embed(ctx, prompt);
+        const float* v = llama_get_embeddings_seq(ctx, 0);
+        if (v == nullptr) die("llama_get_embeddings_seq failed");
+        const int32_t n_out =
+            pooling == LLAMA_POOLING_TYPE_RANK ? static_cast<int32_t>(llama_model_n_cls_out(model)) : n_embd_out;
+        pooled.assign(v, v + n_out);
+        llama_free(ctx);
+    }
+    double rms = 0;
+    for (float x : embd) rms += static_cast<double>(x) * x;
+    rms = std::sqrt(rms / static_cast<double>(embd.size()));
+    char desc[256];
+    llama_model_desc(model, desc, sizeof desc);
+    char arch[64] = "";
+    llama_model_meta_val_str(model, "general.architecture", arch, sizeof arch);
+    write_f32(out + ".embd.f32", embd);
+    write_f32(out + ".pooled.f32", pooled);
+    const std::string stem = base_name(out);
+    std::string j = "{\n";
+    j += " \"model\": " + quoted(base_name(model_path)) + ",\n";
+    j += " \"model_desc\": " + quoted(desc) + ",\n";
+    j += " \"arch\": " + quoted(arch) + ",\n";
+    j += " \"n_embd\": " + std::to_string(n_embd_out) + ",\n";
+    j += " \"prompt_text\": " + quoted(prompt_text) + ",\n";
+    j += " \"prompt_tokens\": " + list(prompt) + ",\n";
+    j += " \"n_prompt\": " + std::to_string(n) + ",\n";
+    j += " \"kind\": \"embeddings\",\n";
+    j += " \"pooling_type\": " + std::to_string(pooling) + ",\n";
+    j += " \"n_pooled\": " + std::to_string(pooled.size()) + ",\n";
+    j += " \"files\": {\n";
+    j += "  \"embd\": {\"file\": " + quoted(stem + ".embd.f32") + ", \"dtype\": \"float32-le\", \"shape\": [" +
+         std::to_string(n) + ", " + std::to_string(n_embd_out) +
+         "], \"what\": \"every row's output embedding, pooling NONE, whole prompt in one llama_decode\"},\n";
+    j += "  \"pooled\": {\"file\": " + quoted(stem + ".pooled.f32") + ", \"dtype\": \"float32-le\", \"shape\": [" +
+         std::to_string(pooled.size()) +
+         "], \"what\": \"llama_get_embeddings_seq(ctx, 0) with the file's pooling, not normalised\"}\n";
+    j += " },\n";
+    j += " \"params\": {\"kv_type\": \"f32\", \"flash_attn\": \"off\", \"n_threads\": 2, \"n_ctx\": 128, \"n_batch\": "
+         "512, \"n_ubatch\": "
+         "512, \"backend\": \"CPU\"},\n";
+    j += " \"embedding_rms\": " + num(rms) + ",\n";
+    j += " \"system_info\": " + quoted(llama_print_system_info()) + "\n";
+    j += "}\n";
+    FILE* f = std::fopen((out + ".json").c_str(), "w");
+    if (f == nullptr || std::fputs(j.c_str(), f) < 0) die("cannot write " + out + ".json");
+    std::fclose(f);
+    return 0;
+}
+
 int main(int argc, char** argv) {
-    if (argc < 4 || (std::strcmp(argv[2], "ref") != 0 && std::strcmp(argv[2], "dflt") != 0)) {
-        std::fprintf(stderr, "usage: %s MODEL.gguf ref|dflt OUTPREFIX [PROMPT]\n", argv[0]);
+    if (argc < 4 ||
+        (std::strcmp(argv[2], "ref") != 0 && std::strcmp(argv[2], "dflt") != 0 && std::strcmp(argv[2], "embed") != 0)) {
+        std::fprintf(stderr, "usage: %s MODEL.gguf ref|dflt|embed OUTPREFIX [PROMPT]\n", argv[0]);
         return 2;
     }
     const std::string model_path = argv[1], out = argv[3];
@@ -152,6 +262,12 @@ int main(int argc, char** argv) {
                                      prompt.data(), static_cast<int32_t>(prompt.size()), true, false);
     if (n <= 0) die("tokenization failed");
     prompt.resize(static_cast<size_t>(n));
+    if (std::strcmp(argv[2], "embed") == 0) {
+        const int rc = dump_embeddings(model, prompt, prompt_text, model_path, out);
+        llama_model_free(model);
+        llama_backend_free();
+        return rc;
+    }
 
     // 1. batch prefill, then the greedy continuation in the same context.
     std::vector<float> batch, gen;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Tiny random-weight GGUF models of granite, olmo2, mistral3 and qwen35moe for Basalt's golden tests.
+"""Tiny random-weight GGUF models of granite, olmo2, mistral3, qwen35moe and four embedding models (nomic-bert, a
+bert reranker, a Qwen3-Embedding-style qwen3, gemma-embedding) for Basalt's golden tests.
 
 Same generator as ../../../shared/testdata/make_models.py (imported, not copied: its GGUF writer, seeded
-RNG, tokenizers, quantizers and llama-quantize --pure type rule); only the four builders are new. Metadata keys
+RNG, tokenizers, quantizers and llama-quantize --pure type rule); only the builders are new. Metadata keys
 and tensor names are the ones llama.cpp's converter writes (conversion/granite.py, olmo.py, mistral3.py on top
 of conversion/base.py and llama.py; qwen.py for qwen35moe), shapes the ones src/models/<arch>.cpp loads.
 
@@ -208,6 +209,123 @@ def build_qwen35moe(h, seed, g):
     return A, b.tensors
 
 
+def build_nomic_bert(h, seed, g):
+    """nomic-bert (nomic-embed-text v1/v1.5, conversion/bert.py NomicBertModel on BertModel): bert's post-LN
+    encoder without a position table: rope NEOX (rotary_emb_base, here 1000) on q and k; one fused attn_qkv
+    without bias; attn_output without bias; SwiGLU FFN (ffn_gate, ffn_up, ffn_down, no biases); LayerNorms with
+    bias; token_types (2 rows, row 0 added); mean pooling; WordPiece vocabulary."""
+    A = "nomic-bert"
+    b = mm.Builder(seed)
+    E, V, L, F, H = h["n_embd"], h["n_vocab"], h["n_layer"], h["n_ff"], h["n_head"]
+    g.u32(f"{A}.context_length", h["n_ctx"])
+    g.u32(f"{A}.embedding_length", E)
+    g.u32(f"{A}.feed_forward_length", F)
+    g.u32(f"{A}.block_count", L)
+    g.u32(f"{A}.attention.head_count", H)
+    g.f32(f"{A}.attention.layer_norm_epsilon", 1e-12)
+    g.f32(f"{A}.rope.freq_base", h["rope_base"])
+    g.bool(f"{A}.attention.causal", False)
+    g.u32(f"{A}.pooling_type", 1)
+    b.w("token_embd.weight", (V, E), h["std_embd"])
+    b.w("token_types.weight", (2, E), h["std_embd"])
+    b.norm("token_embd_norm.weight", E)
+    b.bias("token_embd_norm.bias", E, 0.1)
+    for i in range(L):
+        p = f"blk.{i}."
+        b.w(p + "attn_qkv.weight", (3 * E, E), h["std"])
+        b.w(p + "attn_output.weight", (E, E), h["std"])
+        b.norm(p + "attn_output_norm.weight", E)
+        b.bias(p + "attn_output_norm.bias", E, 0.1)
+        b.w(p + "ffn_up.weight", (F, E), h["std"])
+        b.w(p + "ffn_gate.weight", (F, E), h["std"])
+        b.w(p + "ffn_down.weight", (E, F), h["std"])
+        b.norm(p + "layer_output_norm.weight", E)
+        b.bias(p + "layer_output_norm.bias", E, 0.1)
+    _wpm(g, V)
+    return A, b.tensors
+
+
+def _wpm(g, V):
+    toks, types = mm.wpm_vocab(V)
+    g.u32("tokenizer.ggml.token_type_count", 2)
+    g.str("tokenizer.ggml.model", "bert")
+    g.str("tokenizer.ggml.pre", "default")
+    g.arr("tokenizer.ggml.tokens", mm.T_STRING, toks)
+    g.arr("tokenizer.ggml.token_type", mm.T_INT32, types)
+    g.u32("tokenizer.ggml.unknown_token_id", 100)
+    g.u32("tokenizer.ggml.seperator_token_id", 102)
+    g.u32("tokenizer.ggml.padding_token_id", 0)
+    g.u32("tokenizer.ggml.cls_token_id", 101)
+    g.u32("tokenizer.ggml.mask_token_id", 103)
+
+
+def build_bert_rerank(h, seed, g):
+    """bert reranker (a cross-encoder as conversion/bert.py writes BertForSequenceClassification / roberta's
+    classifier): tiny-bert's encoder plus cls.weight/bias [n_embd, n_embd] (then tanh) and cls.output.weight/bias
+    [n_embd, 1]; pooling_type 4 (rank): the head reads each sequence's first row."""
+    A, tensors = mm.build_bert(dict(h, pooling=4), seed, g)
+    b = mm.Builder(seed)
+    E = h["n_embd"]
+    b.w("cls.weight", (E, E), h["std"])
+    b.bias("cls.bias", E, 0.1)
+    b.w("cls.output.weight", (1, E), h["std_out"])
+    b.bias("cls.output.bias", 1, 0.1)
+    return A, tensors + b.tensors
+
+
+def build_qwen3_embed(h, seed, g):
+    """Qwen3-Embedding: a qwen3 model (tiny-qwen3's builder) whose converter found sentence-transformers'
+    lasttoken pooling (conversion/base.py _try_set_pooling_type): qwen3.pooling_type = 3 (last). llama.cpp runs it
+    causally and takes each sequence's last row after output_norm."""
+    A, tensors = mm.build_qwen3(h, seed, g)
+    g.u32(f"{A}.pooling_type", 3)
+    return A, tensors
+
+
+def build_gemma_embedding(h, seed, g):
+    """gemma-embedding (EmbeddingGemma, conversion/gemma.py EmbeddingGemma on Gemma3Model): gemma3's block
+    (embeddings * sqrt(n_embd), pre/post RMS norms, q/k norms, GeGLU, rope NEOX global base 1e6 / sliding 1e4)
+    with bidirectional attention, a symmetric sliding window (n_swa / 2 each side) on 5 of every 6 layers,
+    output_norm, mean pooling, and (--sentence-transformers-dense-modules) dense_2 [n_embd -> d] and
+    dense_3 [d -> n_embd] without biases, applied after pooling."""
+    A = "gemma-embedding"
+    b = mm.Builder(seed)
+    E, V, L, F, hd, D = h["n_embd"], h["n_vocab"], h["n_layer"], h["n_ff"], h["head_dim"], h["dense"]
+    mm.common_hp(g, A, h)
+    g.u32(f"{A}.attention.key_length", hd)
+    g.u32(f"{A}.attention.value_length", hd)
+    g.f32(f"{A}.rope.freq_base", 1000000.0)
+    g.f32(f"{A}.attention.layer_norm_rms_epsilon", 1e-6)
+    g.u32(f"{A}.attention.sliding_window", h["swa"])
+    g.bool(f"{A}.attention.causal", False)
+    g.u32(f"{A}.dense_2_feat_in", E)
+    g.u32(f"{A}.dense_2_feat_out", D)
+    g.u32(f"{A}.dense_3_feat_in", D)
+    g.u32(f"{A}.dense_3_feat_out", E)
+    g.u32(f"{A}.pooling_type", 1)
+    b.w("token_embd.weight", (V, E), h["std_embd"])
+    for i in range(L):
+        p = f"blk.{i}."
+        b.norm(p + "attn_norm.weight", E)
+        b.w(p + "attn_q.weight", (h["n_head"] * hd, E), h["std"])
+        b.w(p + "attn_k.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.w(p + "attn_v.weight", (h["n_head_kv"] * hd, E), h["std"])
+        b.norm(p + "attn_q_norm.weight", hd, mean=h.get("qk_norm_mean", 1.0))
+        b.norm(p + "attn_k_norm.weight", hd, mean=h.get("qk_norm_mean", 1.0))
+        b.w(p + "attn_output.weight", (E, h["n_head"] * hd), h["std"])
+        b.norm(p + "post_attention_norm.weight", E)
+        b.norm(p + "ffn_norm.weight", E)
+        b.w(p + "ffn_gate.weight", (F, E), h["std"])
+        b.w(p + "ffn_up.weight", (F, E), h["std"])
+        b.w(p + "ffn_down.weight", (E, F), h["std"])
+        b.norm(p + "post_ffw_norm.weight", E)
+    b.norm("output_norm.weight", E)
+    b.w("dense_2.weight", (D, E), h["std_dense"])
+    b.w("dense_3.weight", (E, D), h["std_dense"])
+    mm.tok_spm(g, "gemma", V)
+    return A, b.tensors
+
+
 TINY = {
     # Granite 3.x multipliers in kind: embedding 12, residual 0.22, attention 1/head_dim (not 1/sqrt), logits / 8.
     "tiny-granite": (build_granite, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, n_ff=128,
@@ -234,6 +352,19 @@ TINY = {
                                              n_expert_used=2, n_ff_exp=32, n_ff_shexp=64, ssm_n_k_heads=2,
                                              ssm_n_v_heads=2, ssm_head_dim=32, ssm_conv=4, std=0.2, std_embd=0.3,
                                              std_router=0.3, rope_base=1e7), 1135),
+    # Embedding models (README "Embedding goldens"): golden-dump's `embed` mode.
+    "tiny-nomic-bert": (build_nomic_bert, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_ff=128, n_ctx=128,
+                                               std=0.2, std_embd=1.0, rope_base=1000.0), 1301),
+    "tiny-bert-rerank": (build_bert_rerank, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_ff=128, n_ctx=128,
+                                                 std=0.2, std_embd=1.0, std_pos=0.5, std_out=0.5), 1302),
+    "tiny-qwen3-embed": (build_qwen3_embed, dict(n_vocab=512, n_embd=64, n_layer=3, n_head=4, n_head_kv=2,
+                                                 head_dim=32, n_ff=160, n_ctx=256, std=0.2, std_embd=1.0,
+                                                 tied=True), 1303),
+    # swa 8: sliding layers see 4 positions each side, so the 22-token prompt crosses the window.
+    "tiny-gemma-embedding": (build_gemma_embedding, dict(n_vocab=512, n_embd=64, n_layer=6, n_head=4, n_head_kv=1,
+                                                         head_dim=32, n_ff=128, n_ctx=512, swa=8, dense=96,
+                                                         std=0.1, std_embd=0.1, std_dense=0.15,
+                                                         qk_norm_mean=3.0), 1304),
 }
 
 

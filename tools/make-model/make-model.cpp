@@ -1,10 +1,11 @@
-// make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3, qwen35, gemma4
-// or t5), for benchmarks (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading a
-// model.
+// make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3, qwen35, gemma4,
+// t5 or bert), for benchmarks (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading
+// a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1] [--vocab target]
 // Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), a tiny one for tests, and
 // encoder-decoder ones (t5 architecture, gated-GELU FFN, relative position buckets): T5-small (6+6 layers, tied head)
-// and a PEGASUS-large shape (16+16 layers, d_model 1024, its own output matrix) plus a tiny one.
+// and a PEGASUS-large shape (16+16 layers, d_model 1024, its own output matrix) plus a tiny one; embedding models
+// (bert): all-MiniLM-L6 and bge-small, which need a WordPiece --vocab.
 // The file carries a real tokenizer, so both engines load and run it unchanged: the vocabulary of --vocab (default
 // the shipped target model's 2048 SentencePiece pieces) padded with unused "[PADn]" tokens to the shape's size.
 // A client of the public C API only (basalt_gguf_writer_*, basalt_model_meta*).
@@ -53,6 +54,10 @@ struct Shape {
     uint32_t head_dim_full = 0;
     uint32_t n_head_kv_full = 0;
     uint32_t full_every = 0;
+    // bert (embedding models, docs/embeddings.md): post-LN encoder with biases, learned positions, token types; the
+    // vocabulary must be a WordPiece one (--vocab); pooling_type as the converter writes it (1 mean, 2 cls).
+    bool bert = false;
+    uint32_t pooling = 0;
 };
 
 const Shape kShapes[] = {
@@ -225,6 +230,36 @@ const Shape kShapes[] = {
      .head_dim_full = 32,
      .n_head_kv_full = 1,
      .full_every = 3},
+    // Embedding models (issue 33): sentence-transformers/all-MiniLM-L6-v2 (mean pooling) and BAAI/bge-small-en-v1.5
+    // (cls pooling), both BERT with a 30522-token WordPiece vocabulary.
+    {.name = "all-minilm-l6",
+     .n_embd = 384,
+     .n_layer = 6,
+     .n_head = 12,
+     .n_head_kv = 12,
+     .n_ff = 1536,
+     .n_vocab = 30522,
+     .n_ctx = 512,
+     .rope_base = 0.f,
+     .tied = false,
+     .arch = "bert",
+     .eps = 1e-12f,
+     .bert = true,
+     .pooling = 1},
+    {.name = "bge-small",
+     .n_embd = 384,
+     .n_layer = 12,
+     .n_head = 12,
+     .n_head_kv = 12,
+     .n_ff = 1536,
+     .n_vocab = 30522,
+     .n_ctx = 512,
+     .rope_base = 0.f,
+     .tied = false,
+     .arch = "bert",
+     .eps = 1e-12f,
+     .bert = true,
+     .pooling = 2},
 };
 
 // Llama 3.1/3.2 frequency factors (what llama.cpp's converter computes from rope_scaling): per rotated pair i with
@@ -358,7 +393,8 @@ bool add_vocabulary(basalt_gguf_writer* w, const std::string& vocab, uint32_t n_
     }
     for (const char* key :
          {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
-          "tokenizer.ggml.padding_token_id", "tokenizer.ggml.seperator_token_id"}) {
+          "tokenizer.ggml.padding_token_id", "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.cls_token_id",
+          "tokenizer.ggml.mask_token_id", "tokenizer.ggml.token_type_count"}) {
         const char* text = nullptr;
         if (basalt_model_meta(raw, key, &text) != BASALT_OK) continue;
         if (basalt_gguf_writer_set_u32(w, key, static_cast<uint32_t>(std::strtoul(text, nullptr, 10))) != BASALT_OK)
@@ -435,6 +471,78 @@ bool write_t5(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std::
     }
     std::printf("wrote %s (%s, t5 %u+%u layers, %s, the vocabulary of %s padded to %u tokens)\n", out.c_str(), s.name,
                 s.n_layer, s.n_layer, basalt_dtype_name(type), vocab.c_str(), s.n_vocab);
+    return true;
+}
+
+// A bert embedding model (the layout of llama.cpp's BERT converter): token, token-type and position embeddings with
+// a LayerNorm, post-LN blocks with q/k/v/o and FFN biases, no output head. Returns false after printing why.
+bool write_bert(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std::string& name,
+                const std::string& vocab, uint64_t seed, const std::string& out) {
+    const std::string A = std::string(s.arch) + ".";
+    auto key = [&](const char* k) { return A + k; };
+    const bool meta_ok =
+        basalt_gguf_writer_set_string(raw, "general.architecture", s.arch) == BASALT_OK &&
+        basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("context_length").c_str(), s.n_ctx) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("embedding_length").c_str(), s.n_embd) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("feed_forward_length").c_str(), s.n_ff) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("block_count").c_str(), s.n_layer) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.head_count").c_str(), s.n_head) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, key("attention.layer_norm_epsilon").c_str(), s.eps) == BASALT_OK &&
+        basalt_gguf_writer_set_bool(raw, key("attention.causal").c_str(), 0) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("pooling_type").c_str(), s.pooling) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, "tokenizer.ggml.token_type_count", 2) == BASALT_OK;
+    if (!meta_ok) return false;
+    std::string kind;
+    {
+        basalt_model* src = nullptr;
+        const char* text = nullptr;
+        if (basalt_model_load(nullptr, vocab.c_str(), nullptr, &src) == BASALT_OK &&
+            basalt_model_meta(src, "tokenizer.ggml.model", &text) == BASALT_OK) {
+            kind = text;
+        }
+        basalt_model_free(src);
+    }
+    if (kind != "bert") {
+        std::fprintf(stderr,
+                     "make-model: error: shape '%s' needs a WordPiece vocabulary (tokenizer.ggml.model 'bert'): "
+                     "--vocab MODEL, e.g. ../shared/testdata/golden/models/tiny-bert-f32.gguf\n",
+                     s.name);
+        return false;
+    }
+    if (!add_vocabulary(raw, vocab, s.n_vocab)) return false;
+    Rng rng{seed};
+    const int64_t E = s.n_embd, F = s.n_ff;
+    basalt::tools::ProgressBar bar("making " + std::string(s.name), 5 + 16 * uint64_t{s.n_layer},
+                                   basalt::tools::ProgressBar::Unit::kCount, "tensors");
+    uint64_t n_made = 0;
+    auto put = [&](const std::string& tensor, std::vector<int64_t> ne, float std_dev, bool ones = false,
+                   int32_t as = -1) {
+        const bool ok = add(raw, rng, tensor, std::move(ne), as >= 0 ? as : type, std_dev, ones);
+        bar.update(++n_made);
+        return ok;
+    };
+    // Biases and norm shifts small, weights as the decoder shapes have them: the activations stay O(1). Token types
+    // and positions stay F32, as the converter keeps them.
+    bool ok = put("token_embd.weight", {E, s.n_vocab}, 1.0f) &&
+              put("token_types.weight", {E, 2}, 0.1f, false, BASALT_DTYPE_F32) &&
+              put("position_embd.weight", {E, s.n_ctx}, 0.1f, false, BASALT_DTYPE_F32) &&
+              put("token_embd_norm.weight", {E}, 0, true) && put("token_embd_norm.bias", {E}, 0.01f);
+    for (uint32_t il = 0; il < s.n_layer && ok; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+            ok = ok && put(p + m + ".weight", {E, E}, 0.05f) && put(p + m + ".bias", {E}, 0.01f);
+        }
+        ok = ok && put(p + "attn_output_norm.weight", {E}, 0, true) && put(p + "attn_output_norm.bias", {E}, 0.01f) &&
+             put(p + "ffn_up.weight", {E, F}, 0.05f) && put(p + "ffn_up.bias", {F}, 0.01f) &&
+             put(p + "ffn_down.weight", {F, E}, 0.05f) && put(p + "ffn_down.bias", {E}, 0.01f) &&
+             put(p + "layer_output_norm.weight", {E}, 0, true) && put(p + "layer_output_norm.bias", {E}, 0.01f);
+    }
+    if (!ok) return false;
+    bar.finish();
+    if (basalt_gguf_writer_write(raw, out.c_str()) != BASALT_OK) return false;
+    std::printf("wrote %s (%s, %s, the vocabulary of %s padded to %u tokens)\n", out.c_str(), s.name,
+                basalt_dtype_name(type), vocab.c_str(), s.n_vocab);
     return true;
 }
 
@@ -518,6 +626,7 @@ int main(int argc, char** argv) {
     if (layers != 0) s.n_layer = layers;  // the shape's first `layers` blocks (per-layer benchmarks)
     const std::string name = std::string("random-") + s.name;
     if (s.t5) return write_t5(raw, s, type, name, vocab, seed, out) ? 0 : fail();
+    if (s.bert) return write_bert(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     const std::string A = std::string(s.arch) + ".";
     auto key = [&](const char* k) { return A + k; };
     bool meta_ok =

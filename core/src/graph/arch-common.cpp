@@ -128,12 +128,24 @@ int32_t attention_block(ForwardContext& c, int il, int32_t h, const AttentionOpt
         q = reshape(c, scaled, {hd_k, hp.n_head, T}, p + "q.temp_heads");
     }
     const int32_t k_rows = reshape(c, k, {nk, T}, p + "k.rows");
+    const float scale = o.scale != 0.f ? o.scale : 1.0f / std::sqrt(static_cast<float>(hd_k));
+    if (c.encoder_pass) {
+        // An embedding pass of a decoder-family model (docs/embeddings.md): no cache, each input attends over its
+        // own K/V rows; causal for decoder embedders (Qwen3-Embedding), both ways for bidirectional ones, whose
+        // sliding window is then symmetric (ATTENTION's window with flags bit 0).
+        const int32_t att = c.g.op(BASALT_OP_ATTENTION, p + "attention", BASALT_DTYPE_F32, {hp.n_head * hd_v, T},
+                                   {q, k_rows, v, c.attn_lists, c.attn_query},
+                                   {{op::attention::window, o.window},
+                                    {op::attention::flags, hp.embed_causal ? 0 : 1},
+                                    {op::attention::scale, scale},
+                                    {op::attention::soft_cap, o.soft_cap}});
+        return linear(c, att, p + "attn_output.weight", hp.n_embd, p + "attn_out");
+    }
     const auto il_u = static_cast<size_t>(il);
     const bool windowed = il_u < c.window_storage.size() && c.window_storage[il_u] != 0;
     const int32_t slots = windowed ? c.kv_slots_window : c.kv_slots;
     const int32_t lists = windowed ? c.attn_lists_window : c.attn_lists;
     write_kv(c, il_u, k_rows, v, slots, p);
-    const float scale = o.scale != 0.f ? o.scale : 1.0f / std::sqrt(static_cast<float>(hd_k));
     const float freq_scale = o.rope_scaled ? hp.rope_freq_scale : 1.0f;
     const int32_t sinks = o.sink_logits ? c.weight(p + "attn_sinks.weight", {hp.n_head}) : -1;
     if (c.stream_window != 0 && o.sink_logits) {
@@ -349,6 +361,29 @@ void output_head(ForwardContext& c, int32_t x) {
                {{op::scale::factor, 1.f / cap}});
     l = c.g.op(BASALT_OP_TANH, "output.tanh", BASALT_DTYPE_F32, {V, c.n_outputs}, {l});
     c.g.node(BASALT_OP_SCALE, "output", c.logits, {l}, {{op::scale::factor, cap}});
+}
+
+bool embedding_out(ForwardContext& c, int32_t x) {
+    if (!c.encoder_pass || c.embd_out < 0) return false;
+    const int64_t E = c.hp.n_embd, T = c.n_tokens;
+    int32_t y = rms_norm(c, x, "output_norm.weight", "output_norm");
+    // Sentence-transformers' dense layers (EmbeddingGemma: dense_2 then dense_3), which llama.cpp applies after
+    // pooling. Pooling (a mean, or one row) commutes with these affine maps, so they run on every row here and the
+    // host pools the result.
+    if (c.has_weight("dense_2.weight")) {
+        const auto d2 = c.weights.require("dense_2.weight", c.hp.arch);
+        const int64_t mid = d2.ne.size() >= 2 ? d2.ne[1] : 1;
+        y = c.g.op(BASALT_OP_MATMUL, "dense_2", BASALT_DTYPE_F32, {mid, T}, {c.weight("dense_2.weight", {E, mid}), y});
+        if (c.has_weight("dense_2.bias")) {
+            y = c.g.op(BASALT_OP_ADD, "dense_2.bias", BASALT_DTYPE_F32, {mid, T}, {y, c.weight("dense_2.bias", {mid})});
+        }
+    }
+    if (c.has_weight("dense_3.weight")) {
+        y = c.g.op(BASALT_OP_MATMUL, "dense_3", BASALT_DTYPE_F32, {E, T},
+                   {c.weight("dense_3.weight", {c.g.ne(y, 0), E}), y});
+    }
+    c.g.node(BASALT_OP_COPY, "embd", c.embd_out, {y});
+    return true;
 }
 
 void build_forward(ForwardContext& c) {

@@ -26,7 +26,7 @@ void build_llama_family(ForwardContext& c, const LlamaVariant& variant) {
         x = c.g.op(BASALT_OP_ADD, p + "ffn_residual", BASALT_DTYPE_F32, {hp.n_embd, T}, {x, f});
         x = steer_hook(c, i, x);
     }
-    if (c.n_outputs == 0) return;
+    if (embedding_out(c, x) || c.n_outputs == 0) return;
     output_head(c, rms_norm(c, select_output_rows(c, x), "output_norm.weight", "output_norm"));
 }
 

@@ -31,7 +31,8 @@ constexpr ArchSpec kArchs[] = {
      .build = build_moe,
      .rope_freqs = true,
      .rope_longrope = true},
-    {.name = "qwen3", .label = "qwen3", .build = build_qwen3},
+    // Qwen3-Embedding: a qwen3 file with pooling_type last is a decoder embedder (.embed_pass).
+    {.name = "qwen3", .label = "qwen3", .build = build_qwen3, .embed_pass = true},
     {.name = "qwen3moe", .label = "qwen3moe", .experts = ArchExperts::REQUIRED, .build = build_qwen3moe},
     // Gemma 2 alternates sliding-window (even) and global (odd) layers and soft-caps attention and final logits;
     // the defaults are llama.cpp's for files without the keys.
@@ -127,6 +128,18 @@ constexpr ArchSpec kArchs[] = {
      .rope_swa_base = true,
      .soft_caps = true,
      .per_layer_attention = true},
+    // nomic-embed-text: bert's post-LN encoder with rotary positions (neox, no position table), fused qkv and a
+    // SwiGLU FFN (arch-bert.cpp).
+    {.name = "nomic-bert", .label = "nomic-bert", .kind = ArchKind::ENCODER, .build = build_nomic_bert},
+    // EmbeddingGemma: gemma3's block, bidirectional, sliding-window layers with a symmetric window (n_swa / 2 each
+    // side), mean pooling and the sentence-transformers dense layers when the file has them (arch-gemma3.cpp).
+    {.name = "gemma-embedding",
+     .label = "gemma-embedding",
+     .kind = ArchKind::ENCODER,
+     .build = build_gemma_embedding,
+     .rope_freq_base = 1e6,
+     .sliding_pattern = 6,
+     .rope_swa_base = true},
 };
 
 // The facts of an architecture the table does not have.
@@ -141,7 +154,7 @@ constexpr bool same_facts(const ArchSpec& a, const ArchSpec& b) {
            a.ignore_sliding_window == b.ignore_sliding_window && a.rope_yarn_keys == b.rope_yarn_keys &&
            a.recurrent == b.recurrent && a.full_attention_interval == b.full_attention_interval &&
            a.shared_expert == b.shared_expert && a.per_layer_attention == b.per_layer_attention &&
-           a.rope_finetuned_switch == b.rope_finetuned_switch;
+           a.rope_finetuned_switch == b.rope_finetuned_switch && a.embed_pass == b.embed_pass;
 }
 
 // read_hparams takes an architecture's facts from its first row: every other row of the name must agree.

@@ -73,6 +73,9 @@ struct ArchSpec {
     // Reads <arch>.rope.scaling.finetuned as llama.cpp's granite loaders do: a switch for rope on every layer
     // (default true; false: no layer rotates). Elsewhere the key is informational in llama.cpp and not read.
     bool rope_finetuned_switch = false;
+    // A decoder whose builder also runs embedding passes (attention_block's encoder path, embedding_out): a file
+    // with <arch>.pooling_type mean, cls or last is then a decoder embedder (docs/embeddings.md).
+    bool embed_pass = false;
 };
 
 // Every row, in the order the unsupported-architecture error lists them. Static storage; thread-safe.

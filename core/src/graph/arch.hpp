@@ -143,6 +143,9 @@ int32_t ffn_moe(ForwardContext& c, int il, int32_t h, const MoeOptions& o = {});
 // The hook point at the output of layer il (after its feed-forward residual add, where llama.cpp applies control
 // vectors): a STEER node adding each row's slot vector when the step steers layer il; x itself otherwise.
 int32_t steer_hook(ForwardContext& c, int il, int32_t x);
+// The end of an embedding pass of a decoder-family model (c.encoder_pass with c.embd_out): every row of x through
+// output_norm (and the file's dense_2/dense_3 projections) into c.embd_out; returns false (nothing emitted) otherwise.
+bool embedding_out(ForwardContext& c, int32_t x);
 // Writes the logits of the selected, normed rows: the output matrix (token_embd when the file has no output.weight),
 // then the final-logit soft-cap cap * tanh(logits / cap) when hp.final_soft_cap > 0 (gemma2).
 void output_head(ForwardContext& c, int32_t x_rows_selected);
@@ -161,10 +164,11 @@ void build_llama_family(ForwardContext& c, const LlamaVariant& variant);
 
 // What distinguishes the members of the gemma family (embeddings scaled by sqrt(n_embd), post-norms, GeGLU).
 struct GemmaVariant {
-    bool qk_norm = false;         // gemma3: RMS norm of q and k per head
-    float local_rope_base = 0.f;  // rope base of the sliding-window layers (0: the model's base)
-    bool local_unscaled = false;  // gemma3: sliding-window layers rotate without the model's rope scaling
-    float attn_scale = 0.f;       // 0: 1/sqrt(head_dim)
+    bool qk_norm = false;           // gemma3: RMS norm of q and k per head
+    float local_rope_base = 0.f;    // rope base of the sliding-window layers (0: the model's base)
+    bool local_unscaled = false;    // gemma3: sliding-window layers rotate without the model's rope scaling
+    float attn_scale = 0.f;         // 0: 1/sqrt(head_dim)
+    bool symmetric_window = false;  // gemma-embedding: sliding layers see n_swa / 2 positions each side
 };
 void build_gemma_family(ForwardContext& c, const GemmaVariant& variant);
 
@@ -181,6 +185,11 @@ void build_phi3(ForwardContext& c);
 // bert: an encoder-only pass (c.encoder_pass lists) writing its hidden rows to c.embd_out and, with c.rank_out, the
 // classifier head's scores of c.pool_rows.
 void build_bert(ForwardContext& c);
+// nomic-bert: bert's encoder pass with neox rope instead of learned positions, fused (or separate) q/k/v, SwiGLU.
+void build_nomic_bert(ForwardContext& c);
+// gemma-embedding: gemma3's block as a bidirectional embedding pass (symmetric sliding window), output_norm and the
+// dense layers into c.embd_out.
+void build_gemma_embedding(ForwardContext& c);
 // The rank (classifier) head of llama.cpp's files on pooled rows x [n_embd, n]: cls.weight/bias then tanh when the
 // file has them, then cls.output.weight/bias (scores [n_cls_out, n]); writes c.rank_out.
 void rank_head(ForwardContext& c, int32_t x);

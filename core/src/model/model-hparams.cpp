@@ -258,6 +258,12 @@ ModelHparams read_hparams(const gguf::File& f) {
         }
         h.pooling = static_cast<int32_t>(*pooling);
     }
+    // A decoder whose file names a pooling of hidden rows (mean, cls, last: Qwen3-Embedding's converter writes
+    // last) is a decoder embedder: it runs as an embedding model, attending causally as it was trained.
+    if (spec.kind == ArchKind::DECODER && spec.embed_pass && h.pooling >= 1 && h.pooling <= 3) {
+        h.encoder_only = true;
+        h.embed_causal = true;
+    }
     // The rank head's last projection: cls.output, or cls alone (a single-layer head, jina-reranker-v1 style).
     const auto* head = f.tensor("cls.output.weight");
     if (head == nullptr) head = f.tensor("cls.weight");

@@ -47,10 +47,12 @@ struct ModelHparams {
     bool learned_positions = false;  // position embeddings (gpt2): no position at or past n_ctx_train (when set)
     uint32_t ffn_mats = 3;           // FFN weight matrices per expert: 3 gated (gate, up, down), 2 plain (up, down)
     // Embeddings (docs/embeddings.md):
-    bool encoder_only = false;  // an embedding model (bert): one bidirectional pass per input, no KV cache, no logits
-    int32_t pooling = -1;       // <arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank; -1 not in the file
-    uint32_t n_cls_out = 0;     // outputs of the rank (classifier) head: rows of cls.output.weight; 0: no head
-    RopeScaling rope_scaling;   // rope.scaling.*, frequency factors (rope_freq_scale is its freq_scale)
+    bool encoder_only = false;     // an embedding model (bert, or a decoder embedder): one pass per input, no KV cache,
+                                   // no logits
+    bool embed_causal = false;     // its passes attend causally (decoder embedders such as Qwen3-Embedding)
+    int32_t pooling = -1;          // <arch>.pooling_type: 0 none, 1 mean, 2 cls, 3 last, 4 rank; -1 not in the file
+    uint32_t n_cls_out = 0;        // outputs of the rank (classifier) head: rows of cls.output.weight; 0: no head
+    RopeScaling rope_scaling;      // rope.scaling.*, frequency factors (rope_freq_scale is its freq_scale)
     std::string rope_description;  // what sessions apply, in words (basalt inspect)
     // Math the file asks for that no builder implements (naming the key), or empty; check_runnable refuses it.
     std::string unimplemented;

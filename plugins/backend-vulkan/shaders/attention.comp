@@ -87,6 +87,7 @@ void main() {
         const int p = int(b3u.d[lbase + 2u * i + 1u]);
         if (slot < 0 || slot >= int(pc.k_rows) || (causal && p > pos)) continue;
         if (window != 0 && !(p > pos - window || p < sinks)) continue;
+        if (window != 0 && !causal && p >= pos + window) continue;  // not causal: the window is symmetric
         const uint kr = pc.k_offset + uint(slot) * pc.k_nb1 + kvh * pc.k_head_bytes;
         float part = 0.0;
 #ifdef CACHE_POSITIONS
