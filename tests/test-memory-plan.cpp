@@ -48,15 +48,19 @@ TEST_CASE("tiny-llama: plan by hand", "[memory-plan]") {
     CHECK(p.kv_bytes == 4 * (64 + 64) * 256);
     // One layer for 256 tokens, in floats: residual etc. 4*T*64, qkv T*(4*16 + 2*(16+16)), context T*4*16,
     // ffn 3*T*192 (no score matrix); inputs 6*T int32 (ids, positions, slots, query pairs, rows) and one slot list
-    // of 256 (slot, position) pairs; logits T*512 floats; inputs and logits twice (host and IO buffer).
+    // of 256 (slot, position) pairs; logits 512 floats; inputs and logits twice (host and IO buffer).
     const uint64_t T = 256;
     const uint64_t floats = 4 * T * 64 + T * 128 + T * 64 + 3 * T * 192;
     // (inputs + 8 x 63 bytes of alignment: the session aligns its 8 input arrays to 64 bytes)
     const uint64_t inputs = 6 * T * 4 + 256 * 2 * 4 + 8 * 63;
-    CHECK(p.scratch_bytes == floats * 4 + 2 * (inputs + T * 512 * 4));
-    CHECK(p.logits_bytes == 2 * T * 512 * 4);
-    CHECK(p.scratch_bytes == 2114544);
-    CHECK(p.total_bytes == 1050880 + 131072 + 2114544);
+    // A generation step asks for the logits of one row (one sequence); a step asking for every row (perplexity)
+    // holds T rows instead.
+    CHECK(p.scratch_bytes == floats * 4 + 2 * (inputs + 512 * 4));
+    CHECK(p.logits_bytes == 2 * 512 * 4);
+    CHECK(p.logits_all_rows_bytes == 2 * T * 512 * 4);
+    CHECK(p.scratch_all_rows_bytes == floats * 4 + 2 * (inputs + T * 512 * 4));
+    CHECK(p.scratch_bytes == 1070064);
+    CHECK(p.total_bytes == 1050880 + 131072 + 1070064);
 }
 
 TEST_CASE("tiny-gemma3: sliding-window layers are capped at window + batch", "[memory-plan]") {

@@ -374,12 +374,35 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
                 REQUIRE(basalt_session_encode(r.session, &eb) == BASALT_OK);
                 CHECK(r.memory().scratch_bytes <= plan.scratch_bytes);
             }
+            // a generation (logits on one row per step): the plan's logits and scratch are what it holds
+            {
+                std::vector<int32_t> pos(full_batch), seq(full_batch, 0);
+                std::vector<int8_t> want(full_batch, 0);
+                for (uint32_t i = 0; i < full_batch; ++i) pos[i] = static_cast<int32_t>(i);
+                want.back() = 1;
+                basalt_batch gb{};
+                gb.struct_size = sizeof(gb);
+                gb.n_tokens = full_batch;
+                gb.tokens = toks.data();
+                gb.positions = pos.data();
+                gb.seq_ids = seq.data();
+                gb.want_logits = want.data();
+                REQUIRE(basalt_session_decode(r.session, &gb) == BASALT_OK);
+                const basalt_memory_plan gen = r.memory();
+                if (plan.n_seq_max == 1) CHECK(gen.logits_bytes == plan.logits_bytes);
+                CHECK(gen.logits_bytes <= plan.logits_bytes);
+                CHECK(gen.scratch_bytes <= plan.scratch_bytes);
+                r.truncate(0, 0);
+            }
             r.decode({1, 2, 3});
             r.truncate(0, 0);
             r.decode(toks);
+            // a step with logits on every row (perplexity): the logits of all rows, twice, beyond the plan's
+            // generation figure by exactly the rows it adds
             const basalt_memory_plan after = r.memory();
-            CHECK(after.logits_bytes == plan.logits_bytes);
-            CHECK(after.scratch_bytes <= plan.scratch_bytes);
+            const uint64_t all_rows = 2ull * 4 * full_batch * r.n_vocab;
+            CHECK(after.logits_bytes == all_rows);
+            CHECK(after.scratch_bytes <= plan.scratch_bytes - plan.logits_bytes + all_rows);
             CHECK(after.kv_bytes == plan.kv_bytes);
         }
     }

@@ -226,7 +226,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     }
     std::cout << ")\n";
     std::cout << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << "  (of it "
-              << human(plan.logits_bytes) << " logits of all " << plan.n_batch << " batch rows)\n"
+              << human(plan.logits_bytes) << " logits of a generation step, host copy and IO buffer)\n"
               << "  total      " << std::setw(12) << human(plan.total_bytes) << '\n';
     if (!kv_refused.empty()) std::cout << "  refused    " << kv_refused << '\n';
     return finish();

@@ -322,15 +322,16 @@ void SessionResources::allocate_caches() {
 }
 
 void SessionResources::check_fits(const MemoryPlan& p) {
-    // The logits of every batch row are allocated only by steps that ask for them: not counted here.
-    const uint64_t need = p.total_bytes - p.logits_bytes;
+    // The plan's total holds a generation's logits; those of every batch row are allocated only by steps that
+    // ask for them: not counted here.
+    const uint64_t need = p.total_bytes;
     const std::optional<HostMemory> mem = host_memory();
     if (!mem || need <= mem->usable()) return;  // no /proc/meminfo (not Linux): nothing to check against
     fail(BASALT_ERR_OUT_OF_MEMORY,
          "the memory plan for ctx {}, batch {}, {} sequence(s), K/V {}/{} needs {} (weights {}, KV cache {}, work "
          "memory {}), but this machine has {} available (MemAvailable {} + SwapFree {}); use a smaller context",
          p.n_ctx, p.n_batch, p.n_seq_max, dtype_name(p.k_type), dtype_name(p.v_type), describe_bytes(need),
-         describe_bytes(p.weight_bytes), describe_bytes(p.kv_bytes), describe_bytes(p.scratch_bytes - p.logits_bytes),
+         describe_bytes(p.weight_bytes), describe_bytes(p.kv_bytes), describe_bytes(p.scratch_bytes),
          describe_bytes(mem->usable()), describe_bytes(mem->available), describe_bytes(mem->swap_free));
 }
 

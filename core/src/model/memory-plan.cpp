@@ -121,9 +121,9 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     }
 
     // Scratch: f32 activations of one layer for n_batch tokens (the backends place intermediates in an arena
-    // reused across layers; the CPU backend's measured peak is below this), and the step's inputs and logits,
-    // which exist twice: in the session's host memory and in the backend's IO buffer. Attention keeps no score
-    // matrix in any backend (online softmax over the visible list).
+    // reused across layers; the CPU backend's measured peak is below this), and the step's inputs and the logits
+    // a generation asks for, which exist twice: in the session's host memory and in the backend's IO buffer. Attention
+    // keeps no score matrix in any backend (online softmax over the visible list).
     const uint64_t T = p.n_batch;
     const uint64_t qkv = static_cast<uint64_t>(hp.n_head) * hp.head_dim_k +
                          static_cast<uint64_t>(hp.n_head_kv) * (hp.head_dim_k + hp.head_dim_v);
@@ -149,9 +149,14 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
                             8 * lists * (ctx + (p.kv_cells_window != ctx ? p.kv_cells_window : 0)) + 8 * 63 +
                             (req.kv_residual != 0 ? 4 * T + 8 * lists + 2 * 63 : 0) +
                             (hp.recurrent() ? 8 * T + 63 : 0);  // (state slot, fresh) per token
-    // Every row of the batch may ask for logits (an embedding model: its hidden state).
-    const uint64_t logits = 4 * T * (hp.encoder_only ? hp.n_embd : hp.n_vocab);
-    p.logits_bytes = 2 * logits;
+    // The IO buffer is bounded by a step whose every row asks for logits (perplexity; an embedding model: its
+    // hidden states); a generation step asks for one row per sequence, and the session's host copy and the IO
+    // buffer's logits region are sized by what the steps ask for, so a generation holds only those rows, twice.
+    const uint64_t row = 4ull * (hp.encoder_only ? hp.n_embd : hp.n_vocab);
+    const uint64_t logits = T * row;
+    const uint64_t gen_rows = hp.encoder_only ? T : std::min<uint64_t>(p.n_seq_max, T);
+    p.logits_bytes = 2 * gen_rows * row;
+    p.logits_all_rows_bytes = 2 * logits;
     p.io_bytes = inputs + logits;
     uint64_t io_inputs = inputs;
     if (hp.encoder_decoder) {
@@ -172,6 +177,7 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         p.io_bytes = std::max(dec_inputs + logits, enc_inputs);
     }
     p.scratch_bytes = 4 * floats + 2 * io_inputs + p.logits_bytes;
+    p.scratch_all_rows_bytes = p.scratch_bytes - p.logits_bytes + p.logits_all_rows_bytes;
 
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
     return p;

@@ -38,16 +38,19 @@ struct MemoryPlan {
     uint64_t n_params = 0;
     std::map<basalt_dtype, TypeUsage> types;  // tensor-type histogram
     uint64_t weight_bytes = 0;
-    uint64_t kv_bytes_per_token = 0;  // K+V of one token over every attention layer (uncapped)
-    uint64_t kv_cells_full = 0;       // cells held by each full-attention layer
-    uint64_t kv_cells_window = 0;     // cells held by each sliding-window layer (0 when none)
-    uint64_t kv_bytes = 0;            // the whole cache for n_ctx (window layers capped, see window_cells)
-    uint64_t kv_residual_bytes = 0;   // of kv_bytes: the F32 residual windows (n_layer x n_seq_max x R x (K + V))
-    uint64_t state_bytes = 0;         // of kv_bytes: recurrent layers' per-sequence state (hybrid models)
-    uint64_t scratch_bytes = 0;       // activations of one layer for n_batch tokens + logits + inputs
-    uint64_t logits_bytes = 0;        // of scratch_bytes: logits of every batch row (host copy + IO buffer)
-    uint64_t io_bytes = 0;            // the largest IO buffer a step needs: its inputs and the logits of all rows
-    uint64_t total_bytes = 0;         // weight + kv + scratch
+    uint64_t kv_bytes_per_token = 0;     // K+V of one token over every attention layer (uncapped)
+    uint64_t kv_cells_full = 0;          // cells held by each full-attention layer
+    uint64_t kv_cells_window = 0;        // cells held by each sliding-window layer (0 when none)
+    uint64_t kv_bytes = 0;               // the whole cache for n_ctx (window layers capped, see window_cells)
+    uint64_t kv_residual_bytes = 0;      // of kv_bytes: the F32 residual windows (n_layer x n_seq_max x R x (K + V))
+    uint64_t state_bytes = 0;            // of kv_bytes: recurrent layers' per-sequence state (hybrid models)
+    uint64_t scratch_bytes = 0;          // activations of one layer for n_batch tokens + inputs + a generation's logits
+    uint64_t logits_bytes = 0;           // of scratch_bytes: one row per sequence (host copy + IO buffer); an
+                                         // encoder-only model: the hidden state of every batch row
+    uint64_t logits_all_rows_bytes = 0;  // logits of every batch row, twice (a step that asks for all: perplexity)
+    uint64_t scratch_all_rows_bytes = 0;  // scratch_bytes with logits_all_rows_bytes in place of logits_bytes
+    uint64_t io_bytes = 0;                // the largest IO buffer a step needs: its inputs and the logits of all rows
+    uint64_t total_bytes = 0;             // weight + kv + scratch: what a generation holds (every KV page touched)
 };
 
 // Computes the plan; throws Error(INVALID_ARGUMENT) for an unusable request (e.g. a quantized KV type whose
