@@ -94,13 +94,13 @@ TEST_CASE("plain decoding probes the acceptance now and then, less often while p
     ProbeSchedule s;
     int first = 0;
     while (!s.plain_token()) ++first;
-    CHECK(first + 1 == 16);
+    CHECK(first + 1 == 32);
     s.probed(false);
     int second = 0;
     while (!s.plain_token()) ++second;
-    CHECK(second + 1 == 32);
+    CHECK(second + 1 == 64);
     s.probed(true);
     int third = 0;
     while (!s.plain_token()) ++third;
-    CHECK(third + 1 == 16);
+    CHECK(third + 1 == 32);
 }

@@ -164,7 +164,7 @@ class ProbeSchedule {
     }
 
   private:
-    static constexpr int kStart = 16, kMaxInterval = 256;
+    static constexpr int kStart = 32, kMaxInterval = 512;
     int since_ = 0, interval_ = kStart;
 };
 
