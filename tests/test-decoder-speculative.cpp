@@ -145,16 +145,24 @@ TEST_CASE("the adaptive draft length decodes plainly when nothing is accepted an
         CHECK(stat(r.r, "plain_rounds") >= 0.8 * stat(r.r, "verify_steps"));
         CHECK(stat(r.r, "drafted") < 20);
     }
-    {  // The shipped draft (far cheaper than its target) with every draft accepted: drafting always pays.
-        test::Model target(shipped("target")), draft(shipped("draft"));
-        test::Engine e(rt.rt, target.m, engine_params(draft.m));
-        Request r;
-        REQUIRE(submit(e.e, request("The cat", 61, "greedy", "speculative:k=4,verify=accept_all"), &r.r) == BASALT_OK);
-        REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
-        CAPTURE(stat(r.r, "verify_steps"), stat(r.r, "plain_rounds"));
-        CHECK(stat(r.r, "acceptance_rate") == 1.0);
-        CHECK(stat(r.r, "plain_rounds") <= 1);  // a timing hiccup on a busy machine may cost one round
-        CHECK(stat(r.r, "drafted") >= 40);
+    {  // Prompt lookup (drafts that cost nothing) with every draft accepted: verifying what it finds always pays,
+        // so the adaptive policy verifies every draft a fixed k verifies. (With a draft model the answer depends on
+        // this machine's draft step: tests/test-speculation-policy.cpp decides it on chosen costs.)
+        test::Model target(shipped("target"));
+        const char* prompt = "one two three one two three one two three one two";
+        Request fixed, adaptive;
+        for (auto [dec, r] : {std::pair{"speculative:source=ngram,k=4,verify=accept_all,adaptive=off", &fixed},
+                              std::pair{"speculative:source=ngram,k=4,verify=accept_all", &adaptive}}) {
+            test::Engine e(rt.rt, target.m, engine_params(nullptr));
+            REQUIRE(submit(e.e, request(prompt, 61, "greedy", dec), &r->r) == BASALT_OK);
+            REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+        }
+        CAPTURE(stat(fixed.r, "drafted"), stat(adaptive.r, "verify_steps"), stat(adaptive.r, "plain_rounds"));
+        CHECK(stat(adaptive.r, "acceptance_rate") == 1.0);
+        CHECK(stat(adaptive.r, "drafted") >= 20);
+        // (A timing hiccup on a busy machine may make it decline a round, which changes the text after it.)
+        CHECK(stat(adaptive.r, "drafted") >= 0.75 * stat(fixed.r, "drafted"));
+        CHECK(stat(adaptive.r, "plain_rounds") <= stat(fixed.r, "plain_rounds") + 3);
     }
 }
 

@@ -33,9 +33,11 @@ class SpeculationPolicy {
         }
     }
 
-    // A target forward (verify or plain step) of `rows` rows in all (this request's and others') took ms.
+    // A target forward (verify or plain step) of `rows` rows in all (this request's and others') took ms. Once
+    // a few are in, a time over kSpike times the estimate counts as that (a descheduled thread, a page fault).
     void observe_target(int rows, double ms) {
         if (rows < 1 || !(ms > 0)) return;
+        if (w_ >= 3) ms = std::min(ms, kSpike * target_ms(rows));
         const double x = rows - 1;
         w_ = std::min(w_ + 1.0, kWindow);
         const double a = 1.0 / w_;
@@ -48,6 +50,7 @@ class SpeculationPolicy {
     // A draft step (one or two tokens into the draft model, nothing of the target's in the step) took ms.
     void observe_draft(double ms) {
         if (!(ms > 0)) return;
+        if (wd_ >= 3) ms = std::min(ms, kSpike * draft_ms_);
         wd_ = std::min(wd_ + 1.0, kWindow);
         draft_ms_ += (ms - draft_ms_) / wd_;
     }
@@ -63,7 +66,7 @@ class SpeculationPolicy {
         const double one_row = my_ / (1.0 + kPriorSlope * mx_);  // the prior line through the mean
         const double b = std::max(0.0, (cov + kRidge * kPriorSlope * one_row) / (var + kRidge));
         const double a = std::max(0.05 * my_, my_ - b * mx_);
-        return a + b * (rows - 1);
+        return a + std::min(b, a) * (rows - 1);  // an extra row never costs more than a one-row forward
     }
     double draft_ms() const { return model_drafts_ ? draft_ms_ : 0.0; }
 
@@ -97,11 +100,11 @@ class SpeculationPolicy {
     }
 
     // The draft length (0..min(k_max, room)) with the highest expected tokens per second (catch_up: the draft is
-    // behind by tokens decoded plainly); k_max while the costs are unmeasured.
+    // behind by tokens decoded plainly); the longest while the costs or the acceptance are unmeasured.
     int choose(int others, int room, bool catch_up = false) const {
         const int hi = std::min(k_max_, room);
         if (hi <= 0) return 0;
-        if (!has_costs()) return hi;
+        if (!has_costs() || seen_[1] <= 0) return hi;  // the first drafting round measures
         int best = 0;
         double best_rate = rate(0, others);
         for (int k = 1; k <= hi; ++k) {
@@ -135,6 +138,7 @@ class SpeculationPolicy {
   private:
     static constexpr double kWindow = 16;  // observations an estimate averages over (then exponential decay)
     static constexpr double kPriorSlope = 0.3;
+    static constexpr double kSpike = 3;
     static constexpr double kRidge = 1.0;
     static constexpr double kPriorAcceptance = 0.5;
     static constexpr double kMargin = 0.05;  // drafting must beat plain by this much (noise in the timings)

@@ -155,8 +155,8 @@ void set_stats(const Speculative& s) {
     h->set_stat(h->ctx, "tokens_per_verify",
                 s.verifies > 0 ? static_cast<double>(s.target_tokens) / static_cast<double>(s.verifies) : 0.0);
     h->set_stat(h->ctx, "k", static_cast<double>(s.k));
+    h->set_stat(h->ctx, "plain_rounds", static_cast<double>(s.plain_rounds));  // rounds without drafts
     if (s.policy) {
-        h->set_stat(h->ctx, "plain_rounds", static_cast<double>(s.plain_rounds));
         h->set_stat(h->ctx, "probes", static_cast<double>(s.probes));
         if (s.policy->has_costs()) {  // the measured costs, and the acceptance each k needs to beat plain decoding
             h->set_stat(h->ctx, "target_step_ms", s.policy->target_ms(1));
