@@ -91,7 +91,7 @@ TEST_CASE("the adaptive policy drafts only when drafting pays", "[decoder][specu
 
 TEST_CASE("plain decoding probes the acceptance now and then, less often while probes keep choosing plain",
           "[decoder][speculative][policy]") {
-    ProbeSchedule s;
+    ProbeSchedule s(32, 512);
     int first = 0;
     while (!s.plain_token()) ++first;
     CHECK(first + 1 == 32);

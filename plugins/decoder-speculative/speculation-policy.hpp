@@ -150,26 +150,26 @@ class SpeculationPolicy {
     double wd_ = 0, draft_ms_ = 0;
 };
 
-// When plain decoding is chosen, a probe round re-measures the acceptance now and then: after `interval` plain
-// tokens, the interval doubling (up to kMaxInterval) while probes keep choosing plain, back to the start when
-// one drafts.
+// When plain decoding is chosen, a probe round re-measures the acceptance now and then: after `start` plain
+// tokens, the interval doubling (up to `most`) while probes keep choosing plain, back to `start` when one drafts.
 class ProbeSchedule {
   public:
+    ProbeSchedule(int start, int most) : start_(start), most_(most), interval_(start) {}
     // A plain token was emitted; true when the next round should probe.
     bool plain_token() { return ++since_ >= interval_; }
     // A probe ran; `drafting`: the policy now drafts.
     void probed(bool drafting) {
         since_ = 0;
-        interval_ = drafting ? kStart : std::min(interval_ * 2, kMaxInterval);
+        interval_ = drafting ? start_ : std::min(interval_ * 2, most_);
     }
     void drafting() {
         since_ = 0;
-        interval_ = kStart;
+        interval_ = start_;
     }
 
   private:
-    static constexpr int kStart = 32, kMaxInterval = 512;
-    int since_ = 0, interval_ = kStart;
+    int start_, most_;
+    int since_ = 0, interval_;
 };
 
 }  // namespace basalt::speculative

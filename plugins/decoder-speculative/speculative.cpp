@@ -109,7 +109,7 @@ struct Speculative {
     // Adaptive: the policy, its probes, the start of the step in flight, the rows other requests put into the
     // last step, and whether the round in flight is a probe.
     std::optional<SpeculationPolicy> policy;
-    ProbeSchedule probe;
+    ProbeSchedule probe{64, 1024};  // a model draft's probe pays a draft catch-up: rare; prompt lookup's: cheap
     Clock::time_point planned_at{};
     uint32_t others = 0;
     bool probing = false;
@@ -276,6 +276,7 @@ void Speculative::begin(const basalt_decoder_host& h, const basalt_decoder_reque
     rng.seed(seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}());
     k = cfg.k;
     if (cfg.adaptive) policy.emplace(cfg.k, cfg.source == Source::Model);
+    if (cfg.source == Source::Ngram) probe = ProbeSchedule(4, 32);
     p.assign(h.n_vocab, 0.f);
     residual.assign(h.n_vocab, 0.f);
     phase = Phase::Prefill;
