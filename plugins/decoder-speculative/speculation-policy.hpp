@@ -105,16 +105,16 @@ class SpeculationPolicy {
         const int hi = std::min(k_max_, room);
         if (hi <= 0) return 0;
         if (!has_costs() || seen_[1] <= 0) return hi;  // the first drafting round measures
-        int best = 0;
-        double best_rate = rate(0, others);
-        for (int k = 1; k <= hi; ++k) {
+        int best = 1;
+        double best_rate = rate(1, others, catch_up);
+        for (int k = 2; k <= hi; ++k) {
             const double r = rate(k, others, catch_up);
-            if (r > best_rate * (1.0 + kMargin)) {
+            if (r > best_rate) {
                 best = k;
                 best_rate = r;
             }
         }
-        return best;
+        return best_rate > rate(0, others) * (1.0 + kMargin) ? best : 0;
     }
 
     // The least acceptance rate a pair needs (the same at every position) for k drafts to beat plain decoding at
@@ -141,7 +141,7 @@ class SpeculationPolicy {
     static constexpr double kSpike = 3;
     static constexpr double kRidge = 1.0;
     static constexpr double kPriorAcceptance = 0.5;
-    static constexpr double kMargin = 0.05;  // drafting must beat plain by this much (noise in the timings)
+    static constexpr double kMargin = 0.1;  // drafting must beat plain by this much (noise in the timings)
 
     int k_max_;
     bool model_drafts_;

@@ -109,7 +109,7 @@ struct Speculative {
     // Adaptive: the policy, its probes, the start of the step in flight, the rows other requests put into the
     // last step, and whether the round in flight is a probe.
     std::optional<SpeculationPolicy> policy;
-    ProbeSchedule probe{64, 1024};  // a model draft's probe pays a draft catch-up: rare; prompt lookup's: cheap
+    ProbeSchedule probe{128, 2048};  // a model draft's probe pays a draft catch-up: rare; prompt lookup's: cheap
     Clock::time_point planned_at{};
     uint32_t others = 0;
     bool probing = false;
