@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.5, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.6, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -190,8 +190,9 @@ PIN(basalt_decoder_host, seq_length, 80);
 PIN(basalt_decoder_host, emit, 88);
 PIN(basalt_decoder_host, is_end_of_generation, 96);
 PIN(basalt_decoder_host, set_stat, 104);
-PIN(basalt_decoder_host, rollback, 112); /* since 1.5 */
-PIN_SIZE(basalt_decoder_host, 120);
+PIN(basalt_decoder_host, rollback, 112);   /* since 1.5 */
+PIN(basalt_decoder_host, batch_rows, 120); /* since 1.6 */
+PIN_SIZE(basalt_decoder_host, 128);
 PIN(basalt_decoder_feed, seq, 4);
 PIN(basalt_decoder_feed, tokens, 8);
 PIN(basalt_decoder_feed, n_tokens, 16);

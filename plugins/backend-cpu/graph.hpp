@@ -207,7 +207,7 @@ void run_gated_delta(NodeCtx&);
 // GATED_DELTA's chunked form over chunks of at most C tokens of one slot (ops-gated-delta-chunked.cpp); rows are
 // the checked (slot, fresh) pairs.
 void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C);
-// ops-elementwise.cpp: gpt-oss's clamped SwiGLU (since 1.5).
+// ops-elementwise.cpp: gpt-oss's clamped SwiGLU (since 1.6).
 inline constexpr auto check_swiglu_oai = &check_contract;
 void run_swiglu_oai(NodeCtx&);
 

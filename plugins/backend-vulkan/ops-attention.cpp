@@ -27,7 +27,7 @@ void check_attention(const NodeCtx& c) {
         }
     }
     // The residual window of quantized K/V (ABI 1.4: 8 inputs) has no shader yet (6 inputs: T5's position bias; 6
-    // or 7 with the sink logits, ABI 1.5).
+    // or 7 with the sink logits, ABI 1.6).
     if (c.n_in != 5 && c.n_in != 6 && !(c.n_in == 7 && (c.ip(sdk::op::attention::flags) & 2) != 0)) {
         c.fail(BASALT_ERR_UNSUPPORTED,
                "a KV residual window (" + std::to_string(c.n_in) + " inputs) is not supported (CPU backend only)");
@@ -95,7 +95,7 @@ void record_attention(NodeCtx& c) {
     namespace attn = sdk::op::attention;
     const int64_t hd_k = c.in[0].ne[0];
     const int64_t hd_v = c.in[2].ne[0] / (c.in[1].ne[0] / hd_k);
-    // Binding order: q, K, V, slot lists, query table, out, position bias, sink logits (the last input, ABI 1.5).
+    // Binding order: q, K, V, slot lists, query table, out, position bias, sink logits (the last input, ABI 1.6).
     const bool sunk = (c.ip(attn::flags) & 2) != 0;
     const bool biased = c.n_in == (sunk ? 7 : 6);
     std::vector<Placed> ps;

@@ -86,7 +86,7 @@ void record_ssm_conv(NodeCtx& c);
 void check_gated_delta(const NodeCtx& c);
 void record_gated_delta(NodeCtx& c);
 
-// SWIGLU_OAI (binary.comp, ops-elementwise.cpp; since 1.5): gpt-oss's clamped SwiGLU.
+// SWIGLU_OAI (binary.comp, ops-elementwise.cpp; since 1.6): gpt-oss's clamped SwiGLU.
 inline constexpr auto check_swiglu_oai = &check_contract;
 void record_swiglu_oai(NodeCtx& c);
 

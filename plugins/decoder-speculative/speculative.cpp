@@ -5,16 +5,27 @@
 // Verification: greedy (accept while the target's chain picks the same token) or stochastic (accept x with
 // probability min(1, p(x)/q(x)), else sample norm(max(0, p - q)); a bonus token when all k pass), where p and q
 // are the target's and the draft's distributions after the request's chain: the output follows exactly the
-// distribution the chain alone gives. Rejected tokens are truncated from both caches. docs/decoding.md.
+// distribution the chain alone gives. Rejected tokens are truncated from both caches. Adaptive (the default): before
+// each round the draft length, 0 (plain decoding) included, that maximises expected tokens per second from the
+// running acceptance and the measured step costs (speculation-policy.hpp). docs/decoding.md.
 #include <basalt/sdk/decoder-plugin.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "speculation-policy.hpp"
+
 namespace {
+
+using Clock = std::chrono::steady_clock;
+using basalt::speculative::ProbeSchedule;
+using basalt::speculative::SpeculationPolicy;
 
 using basalt::sdk::check_host;
 
@@ -32,7 +43,7 @@ struct Config {
     Source source = Source::Model;
     Verify verify = Verify::Auto;
     int k = 4;  // draft length (the largest, when adaptive)
-    bool adaptive = false;
+    bool adaptive = true;
     int ngram_max = 3, ngram_min = 1;
 };
 
@@ -42,7 +53,7 @@ Config parse(const basalt::sdk::params& p) {
     Config c;
     c.k = static_cast<int>(p.get_int("k", 4));
     if (c.k < 1 || c.k > 64) p.bad("k", *p.find("k"), "a draft length from 1 to 64");
-    c.adaptive = p.get_bool("adaptive", false);
+    c.adaptive = p.get_bool("adaptive", true);
     if (auto v = p.find("source")) {
         if (*v == "model")
             c.source = Source::Model;
@@ -94,6 +105,14 @@ struct Speculative {
     std::mt19937_64 rng;
 
     uint64_t drafted = 0, accepted = 0, verifies = 0, target_tokens = 0;
+    uint64_t plain_rounds = 0, probes = 0;
+    // Adaptive: the policy, its probes, the start of the step in flight, the rows other requests put into the
+    // last step, and whether the round in flight is a probe.
+    std::optional<SpeculationPolicy> policy;
+    ProbeSchedule probe{128, 2048};  // a model draft's probe pays a draft catch-up: rare; prompt lookup's: cheap
+    Clock::time_point planned_at{};
+    uint32_t others = 0;
+    bool probing = false;
     size_t tentative = 0;  // drafts accepted into the chain ahead of verification (rolled back before it)
 
     explicit Speculative(const basalt::sdk::params& params) : cfg(parse(params)) {}
@@ -136,6 +155,31 @@ void set_stats(const Speculative& s) {
     h->set_stat(h->ctx, "tokens_per_verify",
                 s.verifies > 0 ? static_cast<double>(s.target_tokens) / static_cast<double>(s.verifies) : 0.0);
     h->set_stat(h->ctx, "k", static_cast<double>(s.k));
+    h->set_stat(h->ctx, "plain_rounds", static_cast<double>(s.plain_rounds));  // rounds without drafts
+    if (s.policy) {
+        h->set_stat(h->ctx, "probes", static_cast<double>(s.probes));
+        if (s.policy->has_costs()) {  // the measured costs, and the acceptance each k needs to beat plain decoding
+            h->set_stat(h->ctx, "target_step_ms", s.policy->target_ms(1));
+            h->set_stat(h->ctx, "verify_ms", s.policy->target_ms(s.cfg.k + 1));
+            h->set_stat(h->ctx, "draft_step_ms", s.policy->draft_ms());
+            for (int k = 1; k <= std::min(s.cfg.k, 8); ++k) {
+                const std::string name = "break_even_k" + std::to_string(k);
+                h->set_stat(h->ctx, name.c_str(), s.policy->break_even_acceptance(k, 0));
+            }
+        }
+    }
+}
+
+// The rows other requests put into the step just run (0 with a host before ABI 1.6).
+uint32_t other_rows(const basalt_decoder_host& h) {
+    if (h.struct_size < offsetof(basalt_decoder_host, batch_rows) + sizeof(h.batch_rows) || h.batch_rows == nullptr)
+        return 0;
+    return h.batch_rows(h.ctx, 0);
+}
+
+// Milliseconds since the step in flight was planned.
+double step_ms(const Speculative& s) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - s.planned_at).count();
 }
 
 // Emits one token; false when the request ends (a stop condition, max_tokens, cancel).
@@ -151,12 +195,31 @@ bool emit(Speculative& s, int32_t token) {
     return true;
 }
 
-// The longest draft this round may have: k, less when the context or max_tokens leaves less room (a verify
-// feeds the pending token plus the drafts to the target, and gives at most drafts + 1 tokens).
-int room(const Speculative& s) {
+// The longest draft this round may have: k (the round's, or `limit`), less when the context or max_tokens leaves
+// less room (a verify feeds the pending token plus the drafts to the target, and gives at most drafts + 1 tokens).
+int room(const Speculative& s, int limit = -1) {
     const long long by_ctx = static_cast<long long>(s.host->n_ctx) - static_cast<long long>(s.target_len) - 1;
     const long long by_len = static_cast<long long>(s.max_tokens) - static_cast<long long>(s.emitted) - 1;
-    return static_cast<int>(std::max(0LL, std::min({static_cast<long long>(s.k), by_ctx, by_len})));
+    const long long k = limit >= 0 ? limit : s.k;
+    return static_cast<int>(std::max(0LL, std::min({k, by_ctx, by_len})));
+}
+
+// Adaptive: the draft length of the next round (at most `available`) from the policy, or a probe's when plain
+// decoding has run for the probe interval. Model drafts probe with one token (the cheapest round that measures
+// the first position); prompt lookup's drafts cost nothing to propose, so its probe verifies what it found.
+int choose_k(Speculative& s, int available) {
+    s.probing = false;
+    if (getenv("SPEC_HACK")) return 0;
+    const bool behind = s.cfg.source == Source::Model && s.ctx.size() > s.draft_len + 2;
+    const int k = s.policy->choose(static_cast<int>(s.others), available, behind);
+    if (k > 0 || available == 0) {
+        if (k > 0) s.probe.drafting();
+        return k;
+    }
+    if (!s.probe.plain_token()) return 0;
+    s.probing = true;
+    ++s.probes;
+    return s.cfg.source == Source::Model ? 1 : available;
 }
 
 // Prompt lookup: the tokens that followed the latest earlier occurrence of the context's last n tokens (n from
@@ -181,9 +244,19 @@ void propose_ngram(Speculative& s, int n_max) {
 void next_round(Speculative& s) {
     s.drafts.clear();
     s.q.clear();
-    const int n = room(s);
-    if (n > 0 && s.cfg.source == Source::Ngram) propose_ngram(s, n);
-    s.phase = (n > 0 && s.cfg.source == Source::Model) ? Phase::Draft : Phase::Verify;
+    int n = room(s, s.cfg.k);
+    if (s.cfg.source == Source::Ngram) {
+        // Prompt lookup proposes first: the policy weighs verifying what it found (a miss is a plain step anyway).
+        if (n > 0) propose_ngram(s, n);
+        if (s.policy && !s.drafts.empty())
+            s.drafts.resize(static_cast<size_t>(choose_k(s, static_cast<int>(s.drafts.size()))));
+        s.k = static_cast<int>(s.drafts.size());
+        s.phase = Phase::Verify;
+        return;
+    }
+    if (s.policy) n = choose_k(s, n);
+    s.k = n;
+    s.phase = n > 0 ? Phase::Draft : Phase::Verify;
 }
 
 void Speculative::begin(const basalt_decoder_host& h, const basalt_decoder_request& request) {
@@ -202,6 +275,8 @@ void Speculative::begin(const basalt_decoder_host& h, const basalt_decoder_reque
     const int64_t seed = has12 ? request.seed : -1;
     rng.seed(seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}());
     k = cfg.k;
+    if (cfg.adaptive) policy.emplace(cfg.k, cfg.source == Source::Model);
+    if (cfg.source == Source::Ngram) probe = ProbeSchedule(4, 32);
     p.assign(h.n_vocab, 0.f);
     residual.assign(h.n_vocab, 0.f);
     phase = Phase::Prefill;
@@ -233,6 +308,7 @@ void Speculative::plan(basalt_decoder_plan& plan, int32_t& out_finish) {
             if (cfg.source == Source::Model) add(1, ctx.data(), ctx.size(), BASALT_DECODER_LOGITS_NONE);
             break;
         case Phase::Draft: {
+            planned_at = Clock::now();
             // The draft catches up with the context (1 token, or 2 after a round that accepted every draft),
             // then takes its own proposals one at a time.
             draft_feed.clear();
@@ -245,6 +321,7 @@ void Speculative::plan(basalt_decoder_plan& plan, int32_t& out_finish) {
             break;
         }
         case Phase::Verify:
+            planned_at = Clock::now();
             feed.assign(ctx.begin() + target_len, ctx.end());  // the pending token
             feed.insert(feed.end(), drafts.begin(), drafts.end());
             add(0, feed.data(), feed.size(), BASALT_DECODER_LOGITS_ALL);
@@ -261,6 +338,10 @@ bool has_rollback(const basalt_decoder_host& h) {
 
 // The draft's row at its latest proposal: take the next draft token.
 void consume_draft(Speculative& s, const float* row) {
+    s.others = other_rows(*s.host);
+    // A draft step's cost: one or two tokens (a longer catch-up after plain rounds is a prefill), alone in the
+    // step (beside other requests' target rows it cannot be told apart from them).
+    if (s.policy && s.draft_feed.size() <= 2 && s.others == 0) s.policy->observe_draft(step_ms(s));
     s.draft_len += static_cast<uint32_t>(s.draft_feed.size());
     check_host(s.host->distribution(s.host->ctx, 0, 1, row, s.p.data()));
     int32_t token = 0;
@@ -277,13 +358,15 @@ void consume_draft(Speculative& s, const float* row) {
         check_host(s.host->accept(s.host->ctx, 0, token));
         ++s.tentative;
     }
-    if (static_cast<int>(s.drafts.size()) >= room(s)) s.phase = Phase::Verify;
+    if (static_cast<int>(s.drafts.size()) >= s.k) s.phase = Phase::Verify;
 }
 
 // The target's rows for [pending, d1..dk]: accept a prefix of the drafts, add one token of the target's own.
 void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     const size_t nv = s.host->n_vocab;
     const size_t k = s.drafts.size();
+    s.others = other_rows(*s.host);
+    if (s.policy) s.policy->observe_target(static_cast<int>(n_rows + s.others), step_ms(s));
     if (n_rows != k + 1) kSpeculative.fail(BASALT_ERR_PLUGIN, "verify expected " + std::to_string(k + 1) + " rows");
     if (s.tentative > 0) {  // the chain back at the accepted tokens
         check_host(s.host->rollback(s.host->ctx, 0, s.tentative));
@@ -335,6 +418,7 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     s.drafted += k;
     s.accepted += a;
     s.verifies += 1;
+    if (k == 0) ++s.plain_rounds;
     if (live && own >= 0) {
         live = emit(s, own);
         s.target_tokens += a + 1;
@@ -342,17 +426,19 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
         s.target_tokens += a;
     }
     // The caches keep the context minus its last token: the target fed pending + k drafts, the draft up to d(k-1).
+    // (A plain round, k = 0, leaves nothing to cut.)
     s.target_len = static_cast<uint32_t>(ctx_before + a);
-    check_host(s.host->seq_truncate(s.host->ctx, 0, 0, s.target_len));
+    if (k > 0) check_host(s.host->seq_truncate(s.host->ctx, 0, 0, s.target_len));
     if (s.cfg.source == Source::Model) {
         s.draft_len = std::min<uint32_t>(draft_before, static_cast<uint32_t>(ctx_before + a));
-        check_host(s.host->seq_truncate(s.host->ctx, 1, 0, s.draft_len));
+        if (s.draft_len < draft_before) check_host(s.host->seq_truncate(s.host->ctx, 1, 0, s.draft_len));
     }
-    if (s.cfg.adaptive && k > 0) {  // grow after a full acceptance, shrink to what was accepted plus one otherwise
-        s.k = a == k ? std::min(s.k + 1, s.cfg.k) : std::max(1, static_cast<int>(a) + 1);
+    if (s.policy && k > 0) {
+        s.policy->observe_round(static_cast<int>(k), static_cast<int>(a));
+        if (s.probing) s.probe.probed(s.policy->choose(static_cast<int>(s.others), s.cfg.k) > 0);
     }
-    set_stats(s);
     if (live) next_round(s);
+    set_stats(s);
 }
 
 void Speculative::consume(const basalt_decoder_result* results, size_t n_results) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine-setup.hpp"
+#include "request-spec.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -316,6 +317,7 @@ int bench_decoders(const po::variables_map& vm, const cpp::Model& model, const c
     } else {
         specs.push_back("speculative:k=4");
     }
+    for (size_t d = 1; d < specs.size(); ++d) specs[d] = with_draft_adaptive(specs[d], draft_adaptive(vm));
     cpp::Model second;
     if (vm.count("draft") != 0) second = cpp::Model(vm["draft"].as<std::string>(), &rt);
     const auto n_gen = static_cast<int32_t>(vm["n-gen"].as<long long>());

@@ -259,6 +259,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     const std::string moe_router = options.params.compute.moe_router;
     const bool moe_stats = (options.params.flags & BASALT_ENGINE_MOE_STATS) != 0;
     const std::string path = vm["requests"].as<std::string>();
+    const std::string adaptive = draft_adaptive(vm);
     std::ifstream file;
     std::istream* in = &std::cin;
     if (path != "-") {
@@ -308,6 +309,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             auto job = std::make_unique<Job>();
             job->line = line_no;
             std::string why = parse_job(line, *job);
+            if (why.empty()) job->spec.decoder = with_draft_adaptive(job->spec.decoder, adaptive);
             for (const std::string* text : {&job->spec.prompt, &job->spec.source}) {
                 if (why.empty() && text->size() > prompt_bytes)
                     why = "a text of " + std::to_string(text->size()) + " bytes; texts over " +
@@ -486,6 +488,7 @@ const Registrar kBatch{Command{
             "compute every prompt in full (no reuse of cached K/V across requests)")(
             "moe-stats", po::bool_switch(),
             "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
+        add_draft_adaptive_option(d);
         add_session_options(d);
     },
     run_batch}};

@@ -204,6 +204,9 @@ const Registrar kBench{Command{
             "decoders", po::value<std::vector<std::string>>()->multitoken(),
             "decoders: specs measured against plain sampling (default speculative:k=4)")(
             "draft", po::value<std::string>(), "decoders: the draft model (the bench model's own file drafts itself)")(
+            "draft-adaptive", po::value<std::string>(),
+            "decoders: on|off, the speculative decoder's adaptive draft length for specs that do not set "
+            "adaptive (default: the decoder's own, on)")(
             "prompt", po::value<std::string>()->default_value("Once upon a time"),
             "decoders: prompt text (random ids when the model has no vocabulary)");
         add_session_options(d);

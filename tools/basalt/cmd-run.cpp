@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "engine-setup.hpp"
 #include "grammar-options.hpp"
+#include "request-spec.hpp"
 
 namespace basalt::cli {
 namespace {
@@ -76,7 +77,7 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     std::string chain_text;
     const int chain_rc = sampler_chain_text(vm, chain_text);
     if (chain_rc != kExitOk) return chain_rc;
-    const std::string decoder = vm["decoder"].as<std::string>();
+    const std::string decoder = with_draft_adaptive(vm["decoder"].as<std::string>(), draft_adaptive(vm));
     cpp::EngineOptions options = engine_options(vm, g);
     std::vector<int32_t> prompt;
     options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& model, cpp::EngineParams& p) {

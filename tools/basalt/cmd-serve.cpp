@@ -87,6 +87,7 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     cpp::OpenEngine e = cpp::open_engine(std::move(options));
     served.max_request_seqs = max_request_seqs;
     served.decoder_seqs = [&runtime = e.runtime](const std::string& spec) { return runtime.decoder_needs(spec).n_seq; };
+    served.draft_adaptive = draft_adaptive(vm);
     // The operator's control vectors, loaded now: a request's "steer" only names them.
     const auto named = vm.count("control-vector") != 0 ? vm["control-vector"].as<std::vector<std::string>>()
                                                        : std::vector<std::string>{};
@@ -160,6 +161,8 @@ const Registrar kServe{Command{
             "token budget of one engine step (default: --batch, 512)")(
             "draft", po::value<std::string>(), "draft model for \"decoder\": \"speculative:...\" requests")(
             "amateur", po::value<std::string>(), "amateur model for \"decoder\": \"contrastive:...\" requests")(
+            "draft-adaptive", po::value<std::string>(),
+            "on|off: the adaptive draft length of \"speculative\" requests that do not set adaptive (default on)")(
             "no-prefix-cache", po::bool_switch(), "compute every prompt in full (no reuse of cached K/V)")(
             "http-threads", int_option("http-threads", 1, 256)->default_value(2),
             "threads running the HTTP connections (asio; the engine has its own)")(

@@ -34,6 +34,20 @@ void add_decoder_options(po::options_description& d) {
                     "speculative:k=4, contrastive:alpha=0.1 (docs/decoding.md)")(
         "draft", po::value<std::string>(), "draft model for speculative decoding (a file or a shipped name: draft)")(
         "amateur", po::value<std::string>(), "amateur model for contrastive decoding (a file or a shipped name)");
+    add_draft_adaptive_option(d);
+}
+
+void add_draft_adaptive_option(po::options_description& d) {
+    d.add_options()("draft-adaptive", po::value<std::string>(),
+                    "speculative decoding: on (default) chooses each round's draft length, none included, from the "
+                    "running acceptance and the measured step costs; off drafts the fixed k (docs/decoding.md)");
+}
+
+std::string draft_adaptive(const po::variables_map& vm) {
+    if (vm.count("draft-adaptive") == 0) return {};
+    const std::string v = vm["draft-adaptive"].as<std::string>();
+    if (v != "on" && v != "off") throw UsageError("--draft-adaptive: '" + v + "' is not on or off");
+    return v;
 }
 
 cpp::RuntimeOptions runtime_options(const GlobalOptions& g) {

@@ -14,6 +14,10 @@ namespace basalt::cli {
 void add_session_options(po::options_description& d);
 // Decoding-strategy options of run: --decoder SPEC, --draft MODEL, --amateur MODEL.
 void add_decoder_options(po::options_description& d);
+// --draft-adaptive on|off (the speculative decoder's adaptive draft length; run, batch, serve, bench).
+void add_draft_adaptive_option(po::options_description& d);
+// --draft-adaptive as given ("on" or "off"), "" when absent; UsageError for another value.
+std::string draft_adaptive(const po::variables_map& vm);
 
 // The runtime the global options ask for (--plugin, --no-default-plugins). Pure function.
 cpp::RuntimeOptions runtime_options(const GlobalOptions& g);

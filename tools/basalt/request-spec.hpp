@@ -19,4 +19,9 @@ using RequestSpec = cpp::RequestParams;
 std::string read_string_or_list(const nlohmann::ordered_json& v, const char* name, const char* what,
                                 std::vector<std::string>& out);
 
+// A decoder spec with the --draft-adaptive setting applied: a 'speculative' spec that does not set `adaptive`
+// itself gets adaptive=1 (on) or adaptive=0 (off); other specs, and any spec when `setting` is empty, come back
+// as given. Pure function.
+std::string with_draft_adaptive(const std::string& spec, const std::string& setting);
+
 }  // namespace basalt::cli

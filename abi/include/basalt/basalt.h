@@ -656,7 +656,7 @@ enum {
     BASALT_GRAMMAR_JSON_SCHEMA = 2, /* a JSON Schema (text), compiled to GBNF */
     BASALT_GRAMMAR_REGEX = 3,       /* a regular expression the whole output matches */
     BASALT_GRAMMAR_JSON = 4,        /* any JSON object (OpenAI's json_object); grammar is ignored */
-    BASALT_GRAMMAR_GBNF_SCHEMAS = 5 /* since 1.5: {"gbnf": TEXT, "schemas": {NAME: SCHEMA}}: GBNF where rule NAME
+    BASALT_GRAMMAR_GBNF_SCHEMAS = 5 /* since 1.6: {"gbnf": TEXT, "schemas": {NAME: SCHEMA}}: GBNF where rule NAME
                                        matches the JSON Schema (tool calls: literal markers around arguments) */
 };
 
@@ -1024,7 +1024,7 @@ BASALT_API basalt_status basalt_chat_prompt_piece(const basalt_chat_prompt* prom
 /* since 1.4. Frees a prompt; NULL is ignored. */
 BASALT_API void basalt_chat_prompt_destroy(basalt_chat_prompt* prompt);
 
-/* since 1.5. Sets metadata `key` to an array of n bools (values[i] != 0 is true; copied; e.g. gemma4's
+/* since 1.6. Sets metadata `key` to an array of n bools (values[i] != 0 is true; copied; e.g. gemma4's
  * attention.sliding_window_pattern, which llama.cpp reads only as bools). Same key rules as
  * basalt_gguf_writer_set_u32. Not thread-safe on one writer. */
 BASALT_API basalt_status basalt_gguf_writer_set_array_bool(basalt_gguf_writer* writer, const char* key,

@@ -17,7 +17,7 @@
 #define BASALT_ABI_VERSION_MAJOR 1
 #endif
 #ifndef BASALT_ABI_VERSION_MINOR
-#define BASALT_ABI_VERSION_MINOR 5
+#define BASALT_ABI_VERSION_MINOR 6
 #endif
 
 #ifdef __cplusplus
@@ -126,7 +126,7 @@ enum {
     BASALT_DTYPE_KIVI_C8 = 67,
     BASALT_DTYPE_KIVI_C4 = 68,
     BASALT_DTYPE_KIVI_C2 = 69,
-    /* appended after 1.5: GGUF's MXFP4 (OCP microscaling FP4, ggml's type 39): every 32 weights are one E8M0
+    /* since 1.6: GGUF's MXFP4 (OCP microscaling FP4, ggml's type 39): every 32 weights are one E8M0
      * exponent byte e (scale 2^(e-127)) and 16 bytes of 4-bit E2M1 codes, element j in the low nibble of byte j,
      * element j+16 in the high one (docs/cpu.md, "MXFP4"). */
     BASALT_DTYPE_MXFP4 = 39

@@ -138,12 +138,12 @@ enum {
      * [dk, nk, T]; in2 v F32 [dv, nv, T] (nv a multiple of nk; value head h uses key head h % nk); in3 log-decay
      * F32 [nv, T]; in4 beta F32 [nv, T]; in5 state F32 [dv dk nv, S] (per slot and value head a dv x dk matrix,
      * row i at (h dv + i) dk), READ AND UPDATED IN PLACE; in6 I32 [2, T] (slot, fresh) as SSM_CONV. Per token in
-     * row order: S = exp(g) S; S += beta (v - S k) k^T; out = S q. out F32 [dv, nv, T]. Since 1.5 ip[0] chunk, a
+     * row order: S = exp(g) S; S += beta (v - S k) k^T; out = S q. out F32 [dv, nv, T]. Since 1.6 ip[0] chunk, a
      * hint (a backend may ignore it; 0 in older hosts): 0 the backend's choice, 1 the recurrent form token by
      * token, C > 1 the chunked (WY / UT-transform) form over chunks of at most C tokens of one slot, equal to the
      * recurrent form up to float rounding. */
     BASALT_OP_GATED_DELTA = 30,
-    /* since 1.5. The clamped SwiGLU of gpt-oss's experts: x = min(in0, fp[1]), y = clamp(in1, -fp[1], fp[1]),
+    /* since 1.6. The clamped SwiGLU of gpt-oss's experts: x = min(in0, fp[1]), y = clamp(in1, -fp[1], fp[1]),
      * out = x * sigmoid(fp[0] x) * (y + 1); fp[0] alpha (gpt-oss 1.702), fp[1] limit > 0 (gpt-oss 7). All F32,
      * in0, in1 and out of one shape. */
     BASALT_OP_SWIGLU_OAI = 31,

@@ -121,6 +121,12 @@ typedef struct basalt_decoder_host {
     /* Forgets the last n tokens accepted into sequence seq's chain (drafts a speculative decoder accepted to
      * advance stateful samplers such as a grammar, before verifying them). */
     basalt_status (*rollback)(void* ctx, int32_t seq, size_t n);
+
+    /* since 1.6 (check struct_size) */
+    /* Rows the engine's other running requests put into its last step's forward of `model` (decode rows and
+     * prefill tokens; 0 when this request ran alone): the batch a decoder's cost model weighs its own rows
+     * against (the speculative decoder turns drafting off as the batch fills). */
+    uint32_t (*batch_rows)(void* ctx, int32_t model);
 } basalt_decoder_host;
 
 /* The request as the decoder sees it at begin. Borrowed for the begin call (copy the prompt). */

@@ -171,6 +171,10 @@ int32_t host_is_eog(void* ctx, int32_t token) {
     return req(ctx).engine->is_eog(req(ctx), token) ? 1 : 0;
 }
 
+uint32_t host_batch_rows(void* ctx, int32_t model) {
+    return req(ctx).engine->other_rows(req(ctx), model);
+}
+
 }  // namespace
 
 void make_decoder_host(Request& r) {
@@ -193,6 +197,7 @@ void make_decoder_host(Request& r) {
     h.is_end_of_generation = host_is_eog;
     h.set_stat = host_set_stat;
     h.rollback = host_rollback;
+    h.batch_rows = host_batch_rows;
 }
 
 }  // namespace basalt::engine

@@ -127,6 +127,12 @@ int32_t Engine::session_seq(Request& r, int32_t model, int32_t seq) const {
     return ids[static_cast<size_t>(seq)];
 }
 
+uint32_t Engine::other_rows(const Request& r, int32_t model) const {
+    if (model < 0 || model > 1) return 0;
+    const size_t own = r.rows_step == step_id_ ? r.own_rows[model] : 0;
+    return static_cast<uint32_t>(step_rows_[model] - std::min(own, step_rows_[model]));
+}
+
 size_t Engine::step() {
     if (model_.hparams.encoder_only) return embed_step();
     std::vector<std::shared_ptr<Request>> touched;
@@ -146,6 +152,19 @@ size_t Engine::step() {
     std::vector<StepRow> rows[2];
     scheduler_.pack(running_, rows);
     ForwardResult fr;
+    ++step_id_;
+    for (int m = 0; m < 2; ++m) {
+        step_rows_[m] = 0;
+        for (const StepRow& row : rows[m]) {
+            Request& r = *row.r;
+            if (r.rows_step != step_id_) {
+                r.rows_step = step_id_;
+                r.own_rows[0] = r.own_rows[1] = 0;
+            }
+            r.own_rows[m] += row.count;
+            step_rows_[m] += row.count;
+        }
+    }
     for (int m = 0; m < 2; ++m) {
         if (!rows[m].empty()) forward(m, rows[m], fr);
     }

@@ -91,6 +91,8 @@ class Engine {
     basalt_status emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n, float score);
     void set_stat(Request& r, const std::string& name, double value);
     bool is_eog(const Request& r, int32_t token) const;
+    // Rows other requests put into the last step's forward of model m (the decoder host's batch_rows).
+    uint32_t other_rows(const Request& r, int32_t model) const;
 
   private:
     // ---- embedding requests (engine-embed.cpp) ----
@@ -165,6 +167,8 @@ class Engine {
     uint64_t step_generated_ = 0;  // tokens emitted during this step (loop thread)
     bool idle_now_ = true;         // no request queued or running, and the last step's output delivered
     bool in_step_ = false;
+    uint64_t step_id_ = 0;          // steps run (loop thread)
+    size_t step_rows_[2] = {0, 0};  // rows of the last step's forward per model (loop thread)
     std::thread thread_;
 };
 

@@ -98,6 +98,8 @@ struct Request {
     Clock::time_point last_token{};
     TokenLogprob pending_logprob;  // with spec.logprobs: the last sampled row's figures, taken by emit
     bool has_pending_logprob = false;
+    uint64_t rows_step = 0;       // the engine step own_rows counts (Engine::step_id_)
+    size_t own_rows[2] = {0, 0};  // rows this request put into that step, per model
 
     // ---- shared state, under mutex ----
     mutable std::mutex mutex;

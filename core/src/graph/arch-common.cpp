@@ -231,7 +231,7 @@ void write_kv(ForwardContext& c, size_t il, int32_t k_rows, int32_t v_rows, int3
 int32_t attend(ForwardContext& c, size_t il, int32_t q, int32_t lists, int64_t n_out, int32_t window, float scale,
                float cap, const std::string& p, int32_t sink_logits) {
     if (sink_logits >= 0) {
-        // ATTENTION's flags bit 1 (ABI 1.5): the sink logits are the last input; a node has at most 8 inputs, so a
+        // ATTENTION's flags bit 1 (ABI 1.6): the sink logits are the last input; a node has at most 8 inputs, so a
         // residual window (8 already) cannot take them.
         if (c.kv_residual != 0) {
             fail(BASALT_ERR_UNSUPPORTED,

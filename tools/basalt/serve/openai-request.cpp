@@ -1,6 +1,7 @@
 #include "openai-request.hpp"
 
 #include "../json-limits.hpp"
+#include "../request-spec.hpp"
 #include "structured-output.hpp"
 #include "tool-request.hpp"
 
@@ -142,7 +143,8 @@ void common(const json& body, const ServedModel& model, GenerationRequest& g, cl
         spec.stop.insert(spec.stop.end(), stop.begin(), stop.end());
     }
     if (present(body, "seed")) spec.seed = integer_in(body, "seed", 0, INT64_MAX);
-    if (present(body, "decoder")) spec.decoder = string_field(body, "decoder");
+    if (present(body, "decoder"))
+        spec.decoder = cli::with_draft_adaptive(string_field(body, "decoder"), model.draft_adaptive);
     if (model.decoder_seqs) {  // the decoder's cache sequences (beams) within --max-request-seqs
         const std::string decoder = spec.decoder.empty() ? "sample" : spec.decoder;
         uint32_t n_seq = 0;

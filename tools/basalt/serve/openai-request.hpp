@@ -47,6 +47,7 @@ struct ServedModel {
     // Called from HTTP threads: must be thread-safe.
     std::function<uint32_t(const std::string&)> decoder_seqs;
     uint32_t max_request_seqs = 1;  // --max-request-seqs: decoders needing more sequences are refused
+    std::string draft_adaptive;     // --draft-adaptive (on, off, "": as the request gives): speculative specs
     // Chat message content is tokenized with special tokens parsed (serve --trust-client-special-tokens).
     bool trust_client_special_tokens = false;
     std::vector<std::string> control_vectors;  // names of the vectors loaded at start ("steer" names them), sorted
