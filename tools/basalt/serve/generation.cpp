@@ -5,7 +5,8 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
-#include <regex>
+#include <string>
+#include <string_view>
 
 #include "chat-tokens.hpp"
 #include "reasoning.hpp"
@@ -291,11 +292,18 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
             if (basalt_engine_submit(server_.engine(), &rp, &j.request) != BASALT_OK) {
                 std::string why = basalt_last_error();
                 // A tool's parameters schema the call grammar cannot use: named as the request spells it.
-                static const std::regex kArgs("schema 'args-([0-9]+)'");
-                std::smatch m;
-                if (g_.tools.convention != nullptr && std::regex_search(why, m, kArgs))
-                    return refuse(
-                        ApiError(400, "tools[" + m[1].str() + "].function.parameters: " + m.suffix().str(), "tools"));
+                if (g_.tools.convention != nullptr) {
+                    static constexpr std::string_view kArgs = "schema 'args-";
+                    const size_t at = why.find(kArgs);
+                    const size_t digits = at == std::string::npos ? at : at + kArgs.size();
+                    size_t end = digits;
+                    while (end != std::string::npos && end < why.size() && why[end] >= '0' && why[end] <= '9') ++end;
+                    if (end != std::string::npos && end > digits && end < why.size() && why[end] == '\'')
+                        return refuse(ApiError(400,
+                                               "tools[" + why.substr(digits, end - digits) +
+                                                   "].function.parameters: " + why.substr(end + 1),
+                                               "tools"));
+                }
                 return refuse(ApiError(400, why, "prompt"));
             }
             // Registered only once `request` is written, so the shutdown path never reads it while it changes.
