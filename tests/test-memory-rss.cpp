@@ -49,17 +49,24 @@ struct Measure {
 // In the child: the generation of the file comment; the figures written to fd.
 Measure measure(const std::string& path) {
     Measure m;
+    basalt_runtime* rt = nullptr;
+    basalt_model* model = nullptr;
+    basalt_session* s = nullptr;
+    const auto release = [&] {
+        if (s != nullptr) basalt_session_free(s);
+        if (model != nullptr) basalt_model_free(model);
+        if (rt != nullptr) basalt_runtime_destroy(rt);
+    };
     const auto refused = [&](const char* what) {
         std::fprintf(stderr, "  %s: not measured, %s: %s\n", path.c_str(), what, basalt_last_error());
+        release();
         return m;
     };
     basalt_runtime_params rp{};
     rp.struct_size = sizeof(rp);
     rp.flags = BASALT_RUNTIME_NO_ENV_PLUGINS;
-    basalt_runtime* rt = nullptr;
     if (basalt_runtime_create(&rp, &rt) != BASALT_OK) return refused("runtime");
     m.baseline = status_bytes("VmRSS");
-    basalt_model* model = nullptr;
     if (basalt_model_load(rt, path.c_str(), nullptr, &model) != BASALT_OK) return refused("load");
     basalt_plan_params pp{};
     pp.struct_size = sizeof(pp);
@@ -80,7 +87,6 @@ Measure measure(const std::string& path) {
     sp.n_batch = kPromptTokens;
     sp.n_seq_max = 1;
     sp.n_threads = 2;
-    basalt_session* s = nullptr;
     if (basalt_session_create(rt, model, &sp, &s) != BASALT_OK) return refused("session");
     const uint32_t n_vocab = basalt_session_n_vocab(s);
     std::vector<int32_t> toks(kPromptTokens), pos(kPromptTokens), seq(kPromptTokens, 0);
@@ -127,9 +133,7 @@ Measure measure(const std::string& path) {
     }
     m.peak = status_bytes("VmHWM");
     m.ok = 1;
-    basalt_session_free(s);
-    basalt_model_free(model);
-    basalt_runtime_destroy(rt);
+    release();
     return m;
 }
 
