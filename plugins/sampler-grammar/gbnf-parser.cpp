@@ -70,31 +70,6 @@ uint32_t Grammar::find(std::string_view name) const {
     return UINT32_MAX;
 }
 
-std::string gbnf_literal(std::string_view text) {
-    static const char* hex = "0123456789ABCDEF";
-    std::string out = "\"";
-    for (const char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += ch;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\r') {
-            out += "\\r";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7F) {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else {
-            out += ch;  // UTF-8 bytes pass as they are
-        }
-    }
-    return out + "\"";
-}
-
 namespace {
 
 // A rule while parsing: alternatives of element sequences.

@@ -4,6 +4,8 @@
 // of this crosses the ABI.
 #pragma once
 
+#include <basalt/sdk/gbnf-literal.hpp>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -57,7 +59,8 @@ struct Grammar {
 // syntax error (line:column), an undefined or missing rule, left recursion, or a grammar that matches nothing.
 Grammar parse_gbnf(std::string_view text);
 
-// Quotes bytes as a GBNF string literal ("..." with escapes), for generators of GBNF text.
-std::string gbnf_literal(std::string_view text);
+// Quotes bytes as a GBNF string literal ("..." with escapes), for generators of GBNF text (the SDK's, shared with
+// the server's tool-call grammars).
+using sdk::gbnf_literal;
 
 }  // namespace basalt::grammar

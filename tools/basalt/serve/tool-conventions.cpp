@@ -1,6 +1,8 @@
 // The tool-call convention table and the grammar of a reply made of calls (tool-conventions.hpp).
 #include "tool-conventions.hpp"
 
+#include <basalt/sdk/gbnf-literal.hpp>
+
 #include <stdexcept>
 
 namespace basalt::serve {
@@ -166,30 +168,9 @@ bool spells(const std::string& source, const char* s) {
     return s == nullptr || source.find(s) != std::string::npos;
 }
 
-// A GBNF literal of text (UTF-8 kept as it is; quotes, backslashes and control bytes escaped).
+// A GBNF literal of text (the SDK's quoting: UTF-8 kept, quotes, backslashes and control bytes escaped).
 std::string lit(const std::string& text) {
-    static const char* const kHex = "0123456789ABCDEF";
-    std::string out = "\"";
-    for (const char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += ch;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\r') {
-            out += "\\r";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7f) {
-            out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
-        } else {
-            out += ch;
-        }
-    }
-    return out + "\"";
+    return basalt::sdk::gbnf_literal(text);
 }
 
 }  // namespace
