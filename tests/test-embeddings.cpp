@@ -28,23 +28,9 @@ fs::path golden(const std::string& file) {
     return fs::path(BASALT_TEST_DATA_DIR) / "golden" / file;
 }
 
-std::vector<float> read_f32(const fs::path& p) {
-    std::ifstream is(p, std::ios::binary);
-    REQUIRE(is.good());
-    is.seekg(0, std::ios::end);
-    const auto n = static_cast<size_t>(is.tellg()) / sizeof(float);
-    is.seekg(0);
-    std::vector<float> v(n);
-    is.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
-    return v;
-}
+using test::read_f32;
 
-double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
-    REQUIRE(a.size() == b.size());
-    double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
-    return m;
-}
+using test::max_abs;
 
 struct Model {
     test::Runtime rt{BASALT_RUNTIME_NO_ENV_PLUGINS};

@@ -38,16 +38,7 @@ fs::path golden_dir() {
     return p;
 }
 
-std::vector<float> read_f32(const fs::path& p) {
-    std::ifstream is(p, std::ios::binary);
-    REQUIRE(is.good());
-    is.seekg(0, std::ios::end);
-    const auto n = static_cast<size_t>(is.tellg()) / sizeof(float);
-    is.seekg(0);
-    std::vector<float> v(n);
-    is.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
-    return v;
-}
+using test::read_f32;
 
 size_t argmax(const float* row, size_t n) {
     size_t best = 0;

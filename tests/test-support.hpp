@@ -3,7 +3,10 @@
 
 #include <basalt/basalt.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -93,6 +96,26 @@ struct Cands {
         return std::numeric_limits<float>::quiet_NaN();
     }
 };
+
+// The whole file as raw little-endian F32 values (golden logits and embeddings); REQUIREs it opens.
+inline std::vector<float> read_f32(const std::filesystem::path& p) {
+    std::ifstream is(p, std::ios::binary);
+    REQUIRE(is.good());
+    is.seekg(0, std::ios::end);
+    const auto n = static_cast<size_t>(is.tellg()) / sizeof(float);
+    is.seekg(0);
+    std::vector<float> v(n);
+    is.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    return v;
+}
+
+// The largest absolute difference of two equally long vectors (REQUIREs equal sizes).
+inline double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+    return m;
+}
 
 inline std::string last_error() {
     return basalt_last_error();
