@@ -2139,11 +2139,11 @@ TEST_CASE("backend-cpu: attention block kernels give the per-row helpers' floats
     }
 }
 
-TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit for bit and follow writes",
+TEST_CASE("backend-cpu: repacked Q8_0 and Q4_0 weights give the row kernels' floats bit for bit and follow writes",
           "[backend-ops]") {
-    // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, with
-    // partial 16-row groups (N = 13, 37), an odd block count (K = 160) and prefill columns; then new weights written
-    // into the buffer after first use must be seen, not the stale packed copy.
+    // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, for
+    // both packed types, with partial 16-row groups (N = 13, 37), an odd block count (K = 160) and prefill columns;
+    // then new weights written into the buffer after first use must be seen, not the stale packed copy.
     Rng rng(20261203);
     const basalt_backend_iface* iface = cpu_iface();
     Instance packed(iface, {{"threads", "2"}, {"repack", "1"}});
@@ -2155,25 +2155,28 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
     // A limit of 0 MiB packs nothing: every matrix keeps the row kernels (the same floats, checked below too).
     Instance none(iface, {{"threads", "2"}, {"repack", "1"}, {"repack_limit", "0"}});
     REQUIRE(none.status == BASALT_OK);
-    for (int64_t k : {64, 160, 576}) {
-        for (int64_t n : {13, 16, 37}) {
-            for (int64_t m : {1, 5}) {
-                Case c = matmul_case(rng, BASALT_DTYPE_Q8_0, k, n, {m});
-                for (int pass = 0; pass < 2; ++pass) {
-                    const RunResult a = run_case(packed.iface, packed.be, c);
-                    const RunResult b = run_case(rows.iface, rows.be, c);
-                    const RunResult z = run_case(none.iface, none.be, c);
-                    REQUIRE(a.outcome == RunResult::Ok);
-                    REQUIRE(b.outcome == RunResult::Ok);
-                    REQUIRE(z.outcome == RunResult::Ok);
-                    REQUIRE(a.out.size() == b.out.size());
-                    REQUIRE(z.out.size() == b.out.size());
-                    for (size_t i = 0; i < a.out.size(); ++i) {
-                        INFO("K=" << k << " N=" << n << " M=" << m << " pass " << pass << " output " << i);
-                        CHECK(a.out[i] == b.out[i]);
-                        CHECK(z.out[i] == b.out[i]);
+    for (const basalt_dtype type : {BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0}) {
+        for (int64_t k : {64, 160, 576}) {
+            for (int64_t n : {13, 16, 37}) {
+                for (int64_t m : {1, 5}) {
+                    Case c = matmul_case(rng, type, k, n, {m});
+                    for (int pass = 0; pass < 2; ++pass) {
+                        const RunResult a = run_case(packed.iface, packed.be, c);
+                        const RunResult b = run_case(rows.iface, rows.be, c);
+                        const RunResult z = run_case(none.iface, none.be, c);
+                        REQUIRE(a.outcome == RunResult::Ok);
+                        REQUIRE(b.outcome == RunResult::Ok);
+                        REQUIRE(z.outcome == RunResult::Ok);
+                        REQUIRE(a.out.size() == b.out.size());
+                        REQUIRE(z.out.size() == b.out.size());
+                        for (size_t i = 0; i < a.out.size(); ++i) {
+                            INFO(facts(type).name << " K=" << k << " N=" << n << " M=" << m << " pass " << pass
+                                                  << " output " << i);
+                            CHECK(a.out[i] == b.out[i]);
+                            CHECK(z.out[i] == b.out[i]);
+                        }
+                        c = matmul_case(rng, type, k, n, {m});  // fresh weights: buffers are reallocated
                     }
-                    c = matmul_case(rng, BASALT_DTYPE_Q8_0, k, n, {m});  // fresh weights: buffers are reallocated
                 }
             }
         }

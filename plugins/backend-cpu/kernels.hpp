@@ -25,9 +25,9 @@ using VecDotMultiFn = void (*)(int64_t n, const void* w, const void* const* a, i
 using VecDotBlockFn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* const* a, int ncols,
                                float* const* out, int64_t row);
 
-// Packed Q8_0 weights (packed-layout.hpp): one group of 16 weight rows against one activation row in the packed
-// activation layout, written to out[r] for the group's first `valid` rows; each output bit-identical to vec_dot
-// of the row in its Q8_0 form (same integer lanes, same float operations in the same order).
+// Packed Q8_0 / Q4_0 weights (packed-layout.hpp): one group of 16 weight rows against one activation row in the
+// packed activation layout, written to out[r] for the group's first `valid` rows; each output bit-identical to
+// vec_dot of the row in its Q8_0 / Q4_0 form (same integer lanes, same float operations in the same order).
 using PackedDotFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, float* out, int valid);
 
 constexpr int kMaxDtype = 40;  // one past the highest weight type id (MXFP4 = 39)
@@ -50,6 +50,8 @@ struct Kernels {
     int block_cols[kMaxDtype] = {};               // most columns one vec_dot_block call takes
     PackedDotFn packed_q8_0 = nullptr;            // optional (nullptr: Q8_0 weights are not repacked)
     PackedDotFn packed_q8_0_stream = nullptr;     // the same floats, tuned for one activation row (weights in DRAM)
+    PackedDotFn packed_q4_0 = nullptr;            // optional (nullptr: Q4_0 weights are not repacked)
+    PackedDotFn packed_q4_0_stream = nullptr;     // the same floats, tuned for one activation row
     // Optional: the packed activation row of n floats, bit-identical to quantize_row_packed_act; false when
     // the row needs the scalar code (non-finite values).
     bool (*quantize_packed_act)(const float* x, uint8_t* y, int64_t n) = nullptr;

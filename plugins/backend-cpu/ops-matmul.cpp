@@ -222,19 +222,28 @@ void check_weights(const NodeCtx& c, const TensorView& w) {
     }
 }
 
+// Whether the backend repacks weights of this type (packed-layout.hpp).
+bool packable(const Backend& be, basalt_dtype type) {
+    if (!be.repack) return false;
+    if (type == BASALT_DTYPE_Q8_0) return be.kernels.packed_q8_0 != nullptr;
+    if (type == BASALT_DTYPE_Q4_0) return be.kernels.packed_q4_0 != nullptr;
+    return false;
+}
+
 // The packed copy of a MATMUL node's weights, or nullptr when the node takes the row-at-a-time kernels: only
-// Q8_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph does not
-// write, as one 2-D matrix.
+// Q8_0 and Q4_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph does
+// not write, as one 2-D matrix.
 const PackedWeight* packed_weights(const NodeCtx& c) {
     const TensorView& w = c.in[0];
     const basalt_buffer* buf = w.t->buffer;
     Backend& be = *c.be;
-    if (!be.repack || w.type != BASALT_DTYPE_Q8_0 || buf == nullptr) return nullptr;
+    if (!packable(be, w.type) || buf == nullptr) return nullptr;
     if (!buf->read_only && (buf->usage & BASALT_BUFFER_WEIGHTS) == 0) return nullptr;
-    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != static_cast<int64_t>(sizeof(BlockQ8_0))) return nullptr;
+    const size_t block = w.type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != static_cast<int64_t>(block)) return nullptr;
     const std::vector<const basalt_buffer*>& written = be.plan.written;
     if (std::find(written.begin(), written.end(), buf) != written.end()) return nullptr;
-    return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1]);
+    return be.packs->get(*be.pool, buf, w.type, w.data, w.ne[1], w.ne[0], w.nb[1]);
 }
 
 // The groups of n packed nodes in one index space: node m holds global groups [first[m], first[m + 1]).
@@ -289,9 +298,11 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     const int64_t total = first.back();
     // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (parallel_spans and warm_start both
     // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
-    const PackedDotFn dot =
-        cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream : be.kernels.packed_q8_0;
-    const int64_t gb = packed_group_bytes(k / kQK);
+    const bool q4 = packs[0].type == BASALT_DTYPE_Q4_0;
+    const PackedDotFn plain = q4 ? be.kernels.packed_q4_0 : be.kernels.packed_q8_0;
+    const PackedDotFn stream = q4 ? be.kernels.packed_q4_0_stream : be.kernels.packed_q8_0_stream;
+    const PackedDotFn dot = cols == 1 && stream != nullptr ? stream : plain;
+    const int64_t gb = packs[0].group_bytes();
     auto run_groups = [&](int64_t g0, int64_t g1) {
         for_node_slices(first, g0, g1, [&](size_t m, int64_t lo, int64_t hi) {
             const PackedWeight& p = packs[m];
@@ -336,8 +347,9 @@ void check_matmul(const NodeCtx& c) {
 }
 
 bool packed_group(NodeCtx* ctx, size_t n, PackedWeight* out) {
-    if (!ctx[0].be->repack || ctx[0].in[0].type != BASALT_DTYPE_Q8_0) return false;
+    if (!packable(*ctx[0].be, ctx[0].in[0].type)) return false;
     for (size_t m = 0; m < n; ++m) {
+        if (ctx[m].in[0].type != ctx[0].in[0].type) return false;  // one kernel and group size for the whole run
         const PackedWeight* p = packed_weights(ctx[m]);
         if (p == nullptr) return false;
         out[m] = *p;
@@ -372,7 +384,7 @@ void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     std::vector<int64_t>& first = ctx[0].be->packed_first;  // the last group's run is over: reuse its vector
     packed_first(packs, n, first);
     const int64_t total = first.back();
-    const int64_t gb = packed_group_bytes(packs[0].k / kQK);
+    const int64_t gb = packs[0].group_bytes();
     for (int w = 1; w < pool.size(); ++w) {
         int64_t g = warm_start(total, w, pool.size());
         int64_t budget = std::min<int64_t>(warm_start(total, w + 1, pool.size()) - g, kWarmBytes / gb);

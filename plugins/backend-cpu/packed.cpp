@@ -36,7 +36,7 @@ void quantize_row_packed_act(const float* x, uint8_t* y, int64_t k) {
 
 namespace {
 
-void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
+void pack_group_q8_0(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
     const int64_t nb = k / kQK;
     auto* scales = reinterpret_cast<uint16_t*>(dst);
     auto* quants = reinterpret_cast<uint32_t*>(dst + packed_scale_bytes(nb));
@@ -55,6 +55,30 @@ void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64
             uint32_t q[kQK / 4];
             std::memcpy(q, src[b].qs, sizeof(q));
             for (int c = 0; c < kQK / 4; ++c) quants[(b * 8 + c) * kPackRows + r] = q[c] ^ 0x80808080u;
+        }
+    }
+}
+
+// Q4_0: each row's 4-byte groups of nibbles as they are, interleaved by row (packed-layout.hpp).
+void pack_group_q4_0(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
+    const int64_t nb = k / kQK;
+    auto* scales = reinterpret_cast<uint16_t*>(dst);
+    auto* quants = reinterpret_cast<uint32_t*>(dst + packed_scale_bytes(nb));
+    std::memset(dst, 0, static_cast<size_t>(packed_scale_bytes(nb)));
+    for (int64_t r = 0; r < kPackRows; ++r) {
+        const int64_t row = g * kPackRows + r;
+        if (row >= rows) {
+            for (int64_t b = 0; b < nb; ++b) {
+                for (int c = 0; c < kQK / 8; ++c) quants[(b * 4 + c) * kPackRows + r] = 0x88888888u;
+            }
+            continue;
+        }
+        const auto* src = reinterpret_cast<const BlockQ4_0*>(w + row * stride);
+        for (int64_t b = 0; b < nb; ++b) {
+            scales[b * kPackRows + r] = src[b].d;
+            uint32_t q[kQK / 8];
+            std::memcpy(q, src[b].qs, sizeof(q));
+            for (int c = 0; c < kQK / 8; ++c) quants[(b * 4 + c) * kPackRows + r] = q[c];
         }
     }
 }
@@ -113,41 +137,50 @@ uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
     return list.back().base;
 }
 
-const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows,
-                                   int64_t k, int64_t stride) {
+const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer, basalt_dtype type, const uint8_t* w,
+                                   int64_t rows, int64_t k, int64_t stride) {
     if (rows <= 0 || k <= 0 || k % kQK != 0) return nullptr;
+    if (type != BASALT_DTYPE_Q8_0 && type != BASALT_DTYPE_Q4_0) return nullptr;
     if (auto it = map_.find(w); it != map_.end()) {
         const PackedWeight& p = it->second;
-        if (p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer) return &p;
+        if (p.type == type && p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer) return &p;
         map_.erase(it);  // the same bytes seen with another shape: its old copy's memory goes with the buffer
     }
     const int64_t groups = (rows + kPackRows - 1) / kPackRows;
-    const int64_t gb = packed_group_bytes(k / kQK);
+    PackedWeight p;
+    p.type = type;
+    p.rows = rows;
+    p.k = k;
+    p.stride = stride;
+    p.buffer = buffer;
+    const int64_t gb = p.group_bytes();
     const auto need = static_cast<uint64_t>(groups * gb);
     if (packed_ + need > limit_) {
         if (!warned_) {
             warned_ = true;
             sdk::log(BASALT_LOG_WARN, "backend 'cpu'",
-                     "repacked Q8_0 weights would pass repack_limit (" + std::to_string(limit_ >> 20) + " MiB, " +
+                     "repacked weights would pass repack_limit (" + std::to_string(limit_ >> 20) + " MiB, " +
                          std::to_string(packed_ >> 20) +
                          " MiB packed): the remaining matrices use the row kernels (same results, slower decode)");
         }
         return nullptr;
     }
-    PackedWeight p;
     p.data = allocate(buffer, static_cast<uint64_t>(groups * gb));
-    p.rows = rows;
-    p.k = k;
-    p.stride = stride;
-    p.buffer = buffer;
     // Packed in slices of about 8 MiB of source; from a file mapping, each slice's pages are dropped once it is
     // packed, so the peak holds even a large matrix (a 262k-row embedding) about once, not twice.
     const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
-    const auto row_bytes = static_cast<uint64_t>(k / kQK) * sizeof(BlockQ8_0);
+    const bool q4 = type == BASALT_DTYPE_Q4_0;
+    const auto row_bytes = static_cast<uint64_t>(k / kQK) * (q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
     for (int64_t g0 = 0; g0 < groups; g0 += slice) {
         const int64_t g1 = std::min(groups, g0 + slice);
-        pool.parallel_for(g1 - g0,
-                          [&](int64_t g, int) { pack_group(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
+        pool.parallel_for(g1 - g0, [&](int64_t g, int) {
+            uint8_t* dst = p.data + (g0 + g) * gb;
+            if (q4) {
+                pack_group_q4_0(w, rows, k, stride, g0 + g, dst);
+            } else {
+                pack_group_q8_0(w, rows, k, stride, g0 + g, dst);
+            }
+        });
         if (!buffer->file_pages) continue;
         const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
         release_pages(w + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);
