@@ -110,3 +110,20 @@ execute_process(COMMAND ${EXE} run -m ${OUT}.gemma4.gguf -p "Once upon a time" -
 if(NOT rc EQUAL 0 OR NOT e MATCHES "generated 4 tokens")
   message(FATAL_ERROR "run of the gemma4-tiny model failed (${rc}): ${o}${e}")
 endif()
+# The gpt-oss shapes (MoE on every layer, q/k/v/o biases, attention sinks, YaRN, alternating window): gpt-oss-tiny,
+# the 20B layout at test size, written as mxfp4 (experts MXFP4, other matrices Q8_0), inspects as runnable and runs.
+execute_process(COMMAND ${MAKE} --shape gpt-oss-tiny --type mxfp4 -o ${OUT}.gpt-oss.gguf RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT o MATCHES "experts mxfp4, other matrices q8_0")
+  message(FATAL_ERROR "make-model --shape gpt-oss-tiny failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} inspect ${OUT}.gpt-oss.gguf RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT o MATCHES "architecture gpt-oss" OR NOT o MATCHES "runnable     yes"
+   OR NOT o MATCHES "experts      4 \\(2 used per token\\)" OR NOT o MATCHES "rope scaling yarn x32")
+  message(FATAL_ERROR "inspect of the gpt-oss-tiny model failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} run -m ${OUT}.gpt-oss.gguf -p "Once upon a time" -n 4 --ignore-eos RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT e MATCHES "generated 4 tokens")
+  message(FATAL_ERROR "run of the gpt-oss-tiny model failed (${rc}): ${o}${e}")
+endif()

@@ -1,6 +1,6 @@
 // make-model: writes a random-weight GGUF at a real model's shape (llama, qwen3, gemma3, smollm3, phi3, qwen35, gemma4,
-// t5 or bert), for benchmarks (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without downloading
-// a model.
+// gpt-oss, t5 or bert), for benchmarks (`basalt bench`, llama.cpp's `llama-bench`) that anyone can reproduce without
+// downloading a model.
 //   make-model --shape smollm2-135m --type q8_0 -o perf-smollm2-135m-q8_0.gguf [--seed 1] [--vocab target]
 // Shapes: SmolLM2-135M and -360M (tied embeddings), TinyLlama-1.1B (its own output matrix), a tiny one for tests, and
 // encoder-decoder ones (t5 architecture, gated-GELU FFN, relative position buckets): T5-small (6+6 layers, tied head)
@@ -58,6 +58,12 @@ struct Shape {
     // vocabulary must be a WordPiece one (--vocab); pooling_type as the converter writes it (1 mean, 2 cls).
     bool bert = false;
     uint32_t pooling = 0;
+    // gpt-oss (llama.cpp's conversion of GptOssForCausalLM): q/k/v/o with biases, learned attention sinks, sliding
+    // window on even layers, YaRN (factor 32 over 4096), an MoE block on every layer (router with bias, n_expert
+    // experts of n_ff with biases, n_expert_used per token), untied output. --type mxfp4 makes the expert matrices
+    // MXFP4 and the other matrices Q8_0, as the published files have them. 0: not gpt-oss.
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
 };
 
 const Shape kShapes[] = {
@@ -260,6 +266,39 @@ const Shape kShapes[] = {
      .eps = 1e-12f,
      .bert = true,
      .pooling = 2},
+    // openai/gpt-oss-20b (issue 32): 24 layers of 2880, 64 query heads of 64 and 8 K/V heads, 32 experts of 2880 with 4
+    // used per token, window 128 on every other layer, vocabulary 201088. About 12 GiB with --type mxfp4.
+    {.name = "gpt-oss-20b",
+     .n_embd = 2880,
+     .n_layer = 24,
+     .n_head = 64,
+     .n_head_kv = 8,
+     .n_ff = 2880,
+     .n_vocab = 201088,
+     .n_ctx = 131072,
+     .rope_base = 150000.f,
+     .tied = false,
+     .arch = "gpt-oss",
+     .head_dim = 64,
+     .sliding_window = 128,
+     .n_expert = 32,
+     .n_expert_used = 4},
+    // Its layout at test size (CTest writes and runs it).
+    {.name = "gpt-oss-tiny",
+     .n_embd = 64,
+     .n_layer = 2,
+     .n_head = 4,
+     .n_head_kv = 2,
+     .n_ff = 64,
+     .n_vocab = 2560,
+     .n_ctx = 4096,
+     .rope_base = 150000.f,
+     .tied = false,
+     .arch = "gpt-oss",
+     .head_dim = 16,
+     .sliding_window = 8,
+     .n_expert = 4,
+     .n_expert_used = 2},
 };
 
 // Llama 3.1/3.2 frequency factors (what llama.cpp's converter computes from rope_scaling): per rotated pair i with
@@ -546,6 +585,75 @@ bool write_bert(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std
     return true;
 }
 
+// A gpt-oss model (the tensors and keys of llama.cpp's gpt-oss conversion; see Shape::n_expert). The router, the
+// biases and the sinks stay F32, as llama-quantize keeps them. Returns false after printing why.
+bool write_gpt_oss(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std::string& name,
+                   const std::string& vocab, uint64_t seed, const std::string& out) {
+    const std::string A = std::string(s.arch) + ".";
+    auto key = [&](const char* k) { return A + k; };
+    const bool meta_ok =
+        basalt_gguf_writer_set_string(raw, "general.architecture", s.arch) == BASALT_OK &&
+        basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("context_length").c_str(), s.n_ctx) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("embedding_length").c_str(), s.n_embd) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("block_count").c_str(), s.n_layer) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("feed_forward_length").c_str(), s.n_ff) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.head_count").c_str(), s.n_head) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.head_count_kv").c_str(), s.n_head_kv) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.key_length").c_str(), s.head_dim) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.value_length").c_str(), s.head_dim) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, key("rope.freq_base").c_str(), s.rope_base) == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, key("attention.layer_norm_rms_epsilon").c_str(), s.eps) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("attention.sliding_window").c_str(), s.sliding_window) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("expert_count").c_str(), s.n_expert) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("expert_used_count").c_str(), s.n_expert_used) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("expert_feed_forward_length").c_str(), s.n_ff) == BASALT_OK &&
+        basalt_gguf_writer_set_string(raw, key("rope.scaling.type").c_str(), "yarn") == BASALT_OK &&
+        basalt_gguf_writer_set_f32(raw, key("rope.scaling.factor").c_str(), 32.f) == BASALT_OK &&
+        basalt_gguf_writer_set_u32(raw, key("rope.scaling.original_context_length").c_str(), 4096) == BASALT_OK;
+    if (!meta_ok) return false;
+    if (!add_vocabulary(raw, vocab, s.n_vocab)) return false;
+    Rng rng{seed};
+    const int64_t E = s.n_embd, F = s.n_ff, X = s.n_expert, q = int64_t{s.head_dim} * s.n_head,
+                  kv = int64_t{s.head_dim} * s.n_head_kv;
+    const auto experts = static_cast<basalt_dtype>(type);
+    const basalt_dtype dense = type == BASALT_DTYPE_MXFP4 ? BASALT_DTYPE_Q8_0 : experts;
+    basalt::tools::ProgressBar bar("making " + std::string(s.name), 3 + 21 * uint64_t{s.n_layer},
+                                   basalt::tools::ProgressBar::Unit::kCount, "tensors");
+    uint64_t n_made = 0;
+    auto put = [&](const std::string& tensor, std::vector<int64_t> ne, basalt_dtype as, float std_dev,
+                   bool ones = false) {
+        const bool ok = add(raw, rng, tensor, std::move(ne), as, std_dev, ones);
+        bar.update(++n_made);
+        return ok;
+    };
+    const basalt_dtype f32 = BASALT_DTYPE_F32;
+    bool ok = put("token_embd.weight", {E, s.n_vocab}, dense, 1.0f);
+    for (uint32_t il = 0; il < s.n_layer && ok; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        ok = put(p + "attn_norm.weight", {E}, f32, 0, true) && put(p + "attn_q.weight", {E, q}, dense, 0.05f) &&
+             put(p + "attn_q.bias", {q}, f32, 0.1f) && put(p + "attn_k.weight", {E, kv}, dense, 0.05f) &&
+             put(p + "attn_k.bias", {kv}, f32, 0.1f) && put(p + "attn_v.weight", {E, kv}, dense, 0.05f) &&
+             put(p + "attn_v.bias", {kv}, f32, 0.1f) && put(p + "attn_output.weight", {q, E}, dense, 0.05f) &&
+             put(p + "attn_output.bias", {E}, f32, 0.05f) && put(p + "attn_sinks.weight", {s.n_head}, f32, 1.0f) &&
+             put(p + "post_attention_norm.weight", {E}, f32, 0, true) &&
+             put(p + "ffn_gate_inp.weight", {E, X}, f32, 0.05f) && put(p + "ffn_gate_inp.bias", {X}, f32, 0.2f) &&
+             put(p + "ffn_gate_exps.weight", {E, F, X}, experts, 0.05f) &&
+             put(p + "ffn_gate_exps.bias", {F, X}, f32, 0.1f) &&
+             put(p + "ffn_up_exps.weight", {E, F, X}, experts, 0.05f) &&
+             put(p + "ffn_up_exps.bias", {F, X}, f32, 0.1f) &&
+             put(p + "ffn_down_exps.weight", {F, E, X}, experts, 0.05f) &&
+             put(p + "ffn_down_exps.bias", {E, X}, f32, 0.05f);
+    }
+    ok = ok && put("output_norm.weight", {E}, f32, 0, true) && put("output.weight", {E, s.n_vocab}, dense, 0.05f);
+    if (!ok) return false;
+    bar.finish();
+    if (basalt_gguf_writer_write(raw, out.c_str()) != BASALT_OK) return false;
+    std::printf("wrote %s (%s, experts %s, other matrices %s, the vocabulary of %s padded to %u tokens)\n", out.c_str(),
+                s.name, basalt_dtype_name(experts), basalt_dtype_name(dense), vocab.c_str(), s.n_vocab);
+    return true;
+}
+
 int usage() {
     std::string shapes;
     for (const Shape& s : kShapes) shapes += (shapes.empty() ? "" : "|") + std::string(s.name);
@@ -627,6 +735,7 @@ int main(int argc, char** argv) {
     const std::string name = std::string("random-") + s.name;
     if (s.t5) return write_t5(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     if (s.bert) return write_bert(raw, s, type, name, vocab, seed, out) ? 0 : fail();
+    if (s.n_expert != 0) return write_gpt_oss(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     const std::string A = std::string(s.arch) + ".";
     auto key = [&](const char* k) { return A + k; };
     bool meta_ok =
