@@ -103,17 +103,6 @@ ToolJson with_fallback(const ToolJson& messages, const ToolJson& tools) {
     return out;
 }
 
-// The markers the call grammar writes after the opening one (they must be text, not control tokens).
-bool grammar_markers_in_text(const ToolConvention& c, const ToolSupport& s) {
-    const std::string first = *c.section_begin != '\0' ? c.section_begin : c.call_begin;
-    for (const char* m : {c.section_begin, c.section_end, c.call_begin, c.call_end, c.name_end}) {
-        if (*m == '\0' || first == m) continue;
-        for (const auto& [id, text] : s.marker_tokens)
-            if (text == m) return false;
-    }
-    return true;
-}
-
 }  // namespace
 
 const std::set<std::string>& tool_request_keys() {
@@ -182,18 +171,17 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
     if (!use) return;
     replies.convention = convention;
     replies.names = names;
-    const std::string first = convention == nullptr                ? ""
-                              : *convention->section_begin != '\0' ? convention->section_begin
-                                                                   : convention->call_begin;
-    bool open_in_text = true;
-    for (const auto& [id, text] : support.marker_tokens) open_in_text = open_in_text && text != first;
+    replies.string_params = string_parameters(body["tools"]);
+    // Markers that are control tokens: the grammar may write them as their token ids (the lazy trigger included).
+    const std::vector<MarkerToken>& tokens = support.marker_tokens;
     if (choice == "auto") {
-        // Free text; from the convention's opening marker on, calls of the declared tools (a lazy grammar) when the
-        // grammar can write the markers. Otherwise the reply is only parsed.
-        if (convention != nullptr && !first.empty() && open_in_text && grammar_markers_in_text(*convention, support) &&
-            spec.grammar_kind == BASALT_GRAMMAR_NONE) {
+        // Free text; from the convention's opening marker on, calls of the declared tools (a lazy grammar).
+        const std::string first = convention == nullptr                ? ""
+                                  : *convention->section_begin != '\0' ? convention->section_begin
+                                                                       : convention->call_begin;
+        if (!first.empty() && spec.grammar_kind == BASALT_GRAMMAR_NONE) {
             spec.grammar_kind = BASALT_GRAMMAR_GBNF_SCHEMAS;
-            spec.grammar = tool_call_grammar(*convention, body["tools"], "", parallel, true, true);
+            spec.grammar = tool_call_grammar(*convention, body["tools"], "", parallel, true, true, tokens);
         }
         return;
     }
@@ -203,18 +191,12 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
                            "\" needs a tool-call convention this server parses, and the chat template's is not one "
                            "(docs/structured-output.md lists them)",
                        "tool_choice", "invalid_request_error", "unsupported_parameter");
-    if (!grammar_markers_in_text(*convention, support))
-        throw ApiError(400,
-                       std::string("'tool_choice' \"") + choice + "\" cannot be enforced for the " + convention->name +
-                           " convention of this model: its markers are control tokens a grammar cannot write",
-                       "tool_choice", "invalid_request_error", "unsupported_parameter");
     if (spec.grammar_kind != BASALT_GRAMMAR_NONE)
         bad("tool_choice", "'tool_choice' \"" + choice +
                                "\" constrains the reply to tool calls: it conflicts with response_format, grammar, "
                                "json_schema or regex");
-    replies.opened = !open_in_text && !first.empty();
     spec.grammar_kind = BASALT_GRAMMAR_GBNF_SCHEMAS;
-    spec.grammar = tool_call_grammar(*convention, body["tools"], only, parallel, open_in_text);
+    spec.grammar = tool_call_grammar(*convention, body["tools"], only, parallel, true, false, tokens);
 }
 
 }  // namespace basalt::serve
