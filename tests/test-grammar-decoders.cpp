@@ -344,7 +344,7 @@ TEST_CASE("a gbnf_schemas grammar's control tokens stand for their text, and fir
         INFO(c.grammar);
         const Run r =
             solo(rt.rt, m.m, nullptr,
-                 request("hello", 12, bias.c_str(), "sample", BASALT_GRAMMAR_GBNF_SCHEMAS, c.grammar.c_str()));
+                 request("hello", 40, bias.c_str(), "sample", BASALT_GRAMMAR_GBNF_SCHEMAS, c.grammar.c_str()));
         REQUIRE(!r.hyps[0].empty());
         CHECK((r.hyps[0][0] == ch) == c.token_first);
         CHECK(text_of(m.m, r.hyps[0]) == c.text);
