@@ -562,7 +562,7 @@ int ToolCallParser::parse_tagged_call(size_t q, Parsed& call, size_t& end) const
     const std::string_view close = *t.function_close != '\0' ? t.function_close : c_.call_end;
     const std::string gap = c_.gap;
     for (bool first = true;; first = false) {
-        call.arguments = first ? "" : args;  // reported once a parameter is read (or the call closes)
+        call.arguments = first ? "" : args;  // reported once a parameter begins (or the call closes)
         p = skip_ws(s, p);
         if (p >= s.size()) return static_cast<int>(St::Partial);
         st = match(s, p, close);
@@ -574,6 +574,7 @@ int ToolCallParser::parse_tagged_call(size_t q, Parsed& call, size_t& end) const
         }
         st = match(s, p, t.key_open);
         if (st != St::Ok) return static_cast<int>(st);
+        call.arguments = args;  // a parameter has begun: the call is reported
         std::string key, raw;
         st = read_until(s, p + std::string_view(t.key_open).size(), t.key_close, key, p);
         if (st != St::Ok) return static_cast<int>(st);

@@ -2,10 +2,10 @@
 // in chunks as the reply streams: text before a call is content; a call is reported once its name is read (a
 // declared tool) and its arguments object has begun, then its arguments as they arrive (the JSON text of the arguments
 // object, as the model wrote it); a region that turns out not to be calls (not JSON, an unknown tool, a missing name)
-// stays content. The XML-argument conventions report a call's arguments as the JSON object of its parameters so far
-// (each parameter once its value is closed; a value is a string where the tool's schema says so, else its JSON, else
-// the raw text as a string). The non-streamed reply is the same parser fed once, so both agree.
-// docs/structured-output.md, "Tool calling".
+// stays content. The XML-argument conventions report a call once its first parameter begins (or it closes), its
+// arguments as the JSON object of its parameters so far (each parameter once its value is closed; a value is a string
+// where the tool's schema says so, else its JSON, else the raw text as a string). The non-streamed reply is the same
+// parser fed once, so both agree. docs/structured-output.md, "Tool calling".
 #pragma once
 
 #include <set>

@@ -103,6 +103,25 @@ ToolJson with_fallback(const ToolJson& messages, const ToolJson& tools) {
     return out;
 }
 
+// The conversation as gpt-oss's template reads it (llama.cpp hands it the same): an assistant turn's reasoning in
+// `thinking`, and no `content` where it is null or where the reasoning goes with tool calls (the template refuses
+// both, and reads a null content as text).
+ToolJson for_harmony(const ToolJson& messages) {
+    ToolJson out = ToolJson::array();
+    for (ToolJson m : messages) {
+        if (m.value("role", "") == "assistant") {
+            const bool calls = m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty();
+            if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+                m["thinking"] = m["reasoning_content"];
+                if (calls) m.erase("content");
+            }
+            if (m.contains("content") && m["content"].is_null()) m.erase("content");
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
 }  // namespace
 
 const std::set<std::string>& tool_request_keys() {
@@ -164,6 +183,8 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
         support.template_renders_tools ? support.convention : &fallback_tool_convention();
     if (support.template_renders_tools) {
         tools_out = use ? body["tools"] : ToolJson();
+        if (support.convention != nullptr && support.convention->shape == ToolShape::Harmony)
+            messages = for_harmony(messages);
     } else {
         messages = with_fallback(messages, use ? body["tools"] : ToolJson());
         tools_out = ToolJson();
@@ -197,6 +218,7 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
                                "json_schema or regex");
     spec.grammar_kind = BASALT_GRAMMAR_GBNF_SCHEMAS;
     spec.grammar = tool_call_grammar(*convention, body["tools"], only, parallel, true, false, tokens);
+    replies.from_start = true;
 }
 
 }  // namespace basalt::serve

@@ -32,13 +32,15 @@ struct ToolReplies {
     const ToolConvention* convention = nullptr;
     std::set<std::string> names;  // the declared functions
     StringParams string_params;   // their string parameters (XML conventions' values)
+    bool from_start = false;      // tool_choice required / named: the grammar makes the reply calls from its start
 };
 
 // The request fields this file reads (for the unknown-field check).
 const std::set<std::string>& tool_request_keys();
 
 // Reads tools / tool_choice / parallel_tool_calls of a chat body; on return messages hold what the template
-// renders (the fallback system block and rewritten tool turns when the template does not render tools), tools_out
+// renders (the fallback system block and rewritten tool turns when the template does not render tools; for gpt-oss's
+// template, assistant turns with reasoning_content in `thinking` and no null content, as it expects), tools_out
 // the tools array for the template (null when it gets none), replies how to parse the output, and spec.grammar the
 // call grammar for required / named choices. Throws ApiError 400 naming the field. Pure function.
 void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& messages, ToolJson& tools_out,
