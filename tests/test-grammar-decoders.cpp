@@ -310,3 +310,51 @@ TEST_CASE("a lazy grammar (gbnf_schemas with a trigger) is free until the trigge
     CHECK(basalt_engine_submit(e.e, &bad, &r.r) == BASALT_ERR_INVALID_ARGUMENT);
     CHECK_THAT(std::string(basalt_last_error()), Contains("'trigger' must be a non-empty string"));
 }
+
+TEST_CASE("a gbnf_schemas grammar's control tokens stand for their text, and fire its lazy trigger by id",
+          "[grammar][engine]") {
+    // Tool calling where a call marker is one control token (no output text of its own): "tokens" maps the marker's
+    // text to the token, which the grammar then allows where that text comes and reads as it. tiny-gpt-oss's
+    // <|startoftext|> is such a token (a control token that does not end generation) and stands in for a marker
+    // here. A logit bias makes greedy decoding pick the token wherever it is allowed.
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    test::Model m(test::golden_model("tiny-gpt-oss-f32.gguf"));
+    int32_t ch = -1;
+    size_t n = 0;
+    REQUIRE(basalt_tokenize(m.m, "<|startoftext|>", 15, BASALT_TOKENIZE_PARSE_SPECIAL, &ch, 1, &n) == BASALT_OK);
+    REQUIRE(n == 1);
+    char piece[8];
+    size_t len = 1;
+    REQUIRE(basalt_token_to_piece(m.m, ch, 0, piece, sizeof(piece), &len) == BASALT_OK);
+    REQUIRE(len == 0);  // no text of its own
+    const std::string bias = "logit_bias:" + std::to_string(ch) + ":30;greedy";
+    const std::string gbnf = R"("gbnf": "root ::= \"<|startoftext|>\" \"ab\"\n")";
+    const std::string tokens = R"("tokens": {"<|startoftext|>": )" + std::to_string(ch) + "}";
+    struct Case {
+        std::string grammar;
+        bool token_first;  // the output opens with the control token
+        std::string text;  // the output's text (the control token has none)
+    };
+    const Case cases[] = {
+        {"{" + gbnf + ", " + tokens + "}", true, "ab"},                                   // constrained from the start
+        {"{" + gbnf + "}", false, "<|startoftext|>ab"},                                   // no map: the text
+        {"{" + gbnf + R"(, "trigger": "<|startoftext|>", )" + tokens + "}", true, "ab"},  // free, armed by the id
+    };
+    for (const Case& c : cases) {
+        INFO(c.grammar);
+        const Run r =
+            solo(rt.rt, m.m, nullptr,
+                 request("hello", 40, bias.c_str(), "sample", BASALT_GRAMMAR_GBNF_SCHEMAS, c.grammar.c_str()));
+        REQUIRE(!r.hyps[0].empty());
+        CHECK((r.hyps[0][0] == ch) == c.token_first);
+        CHECK(text_of(m.m, r.hyps[0]) == c.text);
+        CHECK(r.finish == BASALT_FINISH_STOP);
+    }
+    // A map that is not texts to token ids is refused at submit.
+    test::Engine e(rt.rt, m.m, engine_params(nullptr));
+    test::Request r;
+    const basalt_request_params bad = request("x", 4, "greedy", "sample", BASALT_GRAMMAR_GBNF_SCHEMAS,
+                                              R"({"gbnf": "root ::= \"a\"", "tokens": {"<x>": "7"}})");
+    CHECK(basalt_engine_submit(e.e, &bad, &r.r) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(basalt_last_error()), Contains("'tokens' maps a non-empty text to a token id"));
+}

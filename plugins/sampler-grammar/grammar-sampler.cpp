@@ -9,7 +9,9 @@
 // logits and the accepted tokens only); its history is the generated output, not the prompt. Lazy (a gbnf_schemas
 // grammar with a "trigger", tool calls under tool_choice auto): nothing is masked until the output spells the
 // trigger; from the trigger's first byte on the output matches the grammar (a token whose bytes after the trigger
-// the grammar refuses leaves it unarmed, waiting for the next trigger).
+// the grammar refuses leaves it unarmed, waiting for the next trigger). A gbnf_schemas grammar's "tokens" name control
+// tokens (no output text of their own) that stand for a marker's text: such a token is allowed where its text may
+// come next, accepted as that text, and read as that text by the lazy trigger (a call marker that is one token).
 #include <basalt/sdk/sampler-plugin.hpp>
 
 #include <algorithm>
@@ -41,6 +43,7 @@ struct GrammarSampler {
     std::shared_ptr<const g::Grammar> grammar;
     std::shared_ptr<g::Matcher> matcher;
     std::string trigger;  // lazy: unconstrained until the output spells it ("" : constrained from the start)
+    std::vector<std::pair<int32_t, std::string>> tokens;  // control tokens read as their marker's text
     // A position of the output: the grammar's state once armed; before, the output's last bytes (a trigger's
     // possible start).
     struct Pos {
@@ -68,6 +71,7 @@ struct GrammarSampler {
         try {
             grammar = std::make_shared<const g::Grammar>(g::compile_source(kind, text));
             trigger = g::lazy_trigger(kind, text);
+            tokens = g::control_tokens(kind, text);
         } catch (const g::GrammarError& e) {
             kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, e.what());
         } catch (const g::UnknownKind&) {
@@ -80,7 +84,20 @@ struct GrammarSampler {
         if (v.struct_size < sizeof(basalt_vocab_view) || v.texts == nullptr || v.text_lens == nullptr)
             kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT, "set_vocab: an incomplete vocabulary view");
         matcher = g::shared_matcher(key, grammar, g::TokenTrie::shared(v));
+        // Only control tokens of this vocabulary stand for a text (an end-of-generation token keeps its rule).
+        const g::TokenTrie& trie = matcher->trie();
+        std::erase_if(tokens, [&](const auto& t) {
+            const auto id = static_cast<size_t>(t.first);
+            return id >= trie.n_vocab || trie.is_eog[id] != 0 || !trie.texts[id].empty();
+        });
         reset();
+    }
+
+    // The marker text a control token stands for, or nullptr.
+    const std::string* token_text(int32_t token) const {
+        for (const auto& [id, text] : tokens)
+            if (id == token) return &text;
+        return nullptr;
     }
 
     void need_vocab() const {
@@ -94,8 +111,21 @@ struct GrammarSampler {
         if (!history.back().armed) return;  // lazy, before the trigger: every token
         c.selected = -1;
         bool changed = false;
-        matcher->with_mask(history.back().state, [&](const std::vector<uint64_t>& words) {
-            changed = g::apply_mask(words, matcher->trie().n_vocab, c);
+        const g::State& now = history.back().state;
+        std::vector<int32_t> allowed;  // control tokens whose text may come next
+        for (const auto& [id, text] : tokens) {
+            g::State after;
+            if (matcher->accept_bytes(now, reinterpret_cast<const uint8_t*>(text.data()), text.size(), after))
+                allowed.push_back(id);
+        }
+        matcher->with_mask(now, [&](const std::vector<uint64_t>& words) {
+            if (allowed.empty()) {
+                changed = g::apply_mask(words, matcher->trie().n_vocab, c);
+                return;
+            }
+            std::vector<uint64_t> with_tokens = words;
+            for (const int32_t id : allowed) with_tokens[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+            changed = g::apply_mask(with_tokens, matcher->trie().n_vocab, c);
         });
         if (changed) {
             c.sorted = 0;
@@ -111,7 +141,12 @@ struct GrammarSampler {
             return;
         }
         Pos next;
-        if (!matcher->accept_token(now.state, token, next.state)) {
+        const std::string* text = token_text(token);
+        const bool ok = text != nullptr
+                            ? matcher->accept_bytes(now.state, reinterpret_cast<const uint8_t*>(text->data()),
+                                                    text->size(), next.state)
+                            : matcher->accept_token(now.state, token, next.state);
+        if (!ok) {
             kGrammar.fail(BASALT_ERR_INVALID_ARGUMENT,
                           "token " + std::to_string(token) + " cannot continue the output under the grammar");
         }
@@ -123,7 +158,10 @@ struct GrammarSampler {
     Pos watch(const std::string& tail, int32_t token) const {
         const auto id = static_cast<size_t>(token);
         std::string bytes = tail;
-        if (token >= 0 && id < matcher->trie().texts.size()) bytes += matcher->trie().texts[id];
+        if (const std::string* text = token_text(token))
+            bytes += *text;  // a control-token marker fires the trigger as its text does
+        else if (token >= 0 && id < matcher->trie().texts.size())
+            bytes += matcher->trie().texts[id];
         for (size_t at = bytes.find(trigger); at != std::string::npos; at = bytes.find(trigger, at + 1)) {
             Pos armed;
             if (matcher->accept_bytes(matcher->initial(), reinterpret_cast<const uint8_t*>(bytes.data() + at),

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 
 #include "json-schema-gbnf.hpp"
 #include "regex-gbnf.hpp"
@@ -94,6 +95,22 @@ std::string lazy_trigger(std::string_view kind, std::string_view text) {
     if (!t.is_string() || t.get<std::string>().empty())
         throw GrammarError("gbnf_schemas: 'trigger' must be a non-empty string");
     return t.get<std::string>();
+}
+
+std::vector<std::pair<int32_t, std::string>> control_tokens(std::string_view kind, std::string_view text) {
+    std::vector<std::pair<int32_t, std::string>> out;
+    if (kind != "gbnf_schemas") return out;
+    const auto spec = nlohmann::json::parse(text, nullptr, false);
+    if (spec.is_discarded() || !spec.is_object() || !spec.contains("tokens")) return out;
+    const auto& t = spec["tokens"];
+    if (!t.is_object()) throw GrammarError("gbnf_schemas: 'tokens' must be an object {TEXT: TOKEN_ID}");
+    for (const auto& [marker, id] : t.items()) {
+        if (marker.empty() || !id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+            throw GrammarError("gbnf_schemas: 'tokens' maps a non-empty text to a token id, not '" + marker +
+                               "': " + id.dump());
+        out.emplace_back(id.get<int32_t>(), marker);
+    }
+    return out;
 }
 
 Grammar compile_source(std::string_view kind, std::string_view text) {

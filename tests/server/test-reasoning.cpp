@@ -71,14 +71,16 @@ TEST_CASE("reasoning: a reply splits the same however it is cut into chunks") {
     }
 }
 
-// gpt-oss's harmony format: the analysis channel is the reasoning; <|end|> and the final channel's header close it;
-// a reply straight to the final channel has no reasoning and loses the header. The markers come from the gpt-oss
-// template of the corpus (tests/chat-templates/templates/openai-gpt-oss-120b.jinja, llama.cpp's models/templates).
+// gpt-oss's harmony format: the analysis channel is the reasoning, up to <|end|>; the next message's <|start|>assistant
+// and the final channel's header are dropped, a commentary message (a tool call) stays content; a second analysis
+// message is reasoning too; a reply straight to the final channel has no reasoning and loses the header. The markers
+// come from the gpt-oss template of the corpus (tests/chat-templates/templates/openai-gpt-oss-120b.jinja, llama.cpp's
+// models/templates).
 TEST_CASE("reasoning: harmony's analysis channel is the reasoning, however the reply is cut") {
     const std::string source = test_template_source("openai-gpt-oss-120b.jinja");
     const ReasoningMarkers harmony = reasoning_markers_for(source);
     REQUIRE(std::string(harmony.open) == "<|channel|>analysis<|message|>");
-    REQUIRE(std::string(harmony.close) == "<|end|><|start|>assistant<|channel|>final<|message|>");
+    REQUIRE(std::string(harmony.close) == "<|end|>");
     struct Case {
         std::string reply, reasoning, content;
     };
@@ -88,8 +90,16 @@ TEST_CASE("reasoning: harmony's analysis channel is the reasoning, however the r
         {"<|channel|>final<|message|>Just the answer.", "", "Just the answer."},
         {"<|channel|>analysis<|message|>still thinking", "still thinking", ""},
         {"plain text <|end|>", "", "plain text <|end|>"},
-        {"<|channel|>analysis<|message|>a <|end|> b<|end|><|start|>assistant<|channel|>final<|message|>c",
-         "a <|end|> b", "c"},
+        {"<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis<|message|>b<|end|><|start|>"
+         "assistant<|channel|>final<|message|>c",
+         "a\nb", "c"},
+        {"<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
+         "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}",
+         "Need the weather.",
+         "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}"},
+        {"<|channel|>analysis<|message|>x<|end|><|start|>assistant to=functions.add<|channel|>commentary "
+         "json<|message|>{}",
+         "x", "to=functions.add<|channel|>commentary json<|message|>{}"},
     };
     for (const Case& c : cases) {
         INFO(c.reply);

@@ -3,6 +3,7 @@
 // tool_choice grammar of each convention compiled by the grammar engine and matching the reply the parser reads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -39,7 +40,8 @@ struct Reply {
 
 // Feeds text in chunks of `chunk` bytes (0: whole); checks the streamed deltas rebuild the parser's calls.
 Reply parse(const ToolConvention& c, const std::string& text, size_t chunk = 0, bool opened = false) {
-    ToolCallParser p(c, {"get_weather", "add"}, "call_", opened);
+    // get_weather's city is a string parameter (XML conventions take its value raw), add's a and b are not.
+    ToolCallParser p(c, {"get_weather", "add"}, "call_", opened, {{"get_weather", {"city"}}, {"add", {}}});
     Reply r;
     std::vector<ToolCallDelta> deltas;
     if (chunk == 0) chunk = text.size() + 1;
@@ -135,8 +137,17 @@ TEST_CASE("tools: each template of the corpus gets its convention from the table
         {"deepseek-ai-DeepSeek-V3.1", "deepseek-v3.1"},
         {"llama-cpp-deepseek-r1", "deepseek-r1"},
         {"moonshotai-Kimi-K2", "kimi-k2"},
-        {"Qwen3-Coder", nullptr},  // XML arguments (<function=...>): not parsed
-        {"GLM-4.6", nullptr},      // <arg_key> pairs: not parsed
+        {"Qwen3-Coder", "qwen3-coder"},
+        {"Qwen3.5-4B", "qwen3-coder"},
+        {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "qwen3-coder"},
+        {"StepFun3.5-Flash", "qwen3-coder"},
+        {"ByteDance-Seed-OSS", "seed-oss"},
+        {"GLM-4.6", "glm"},
+        {"GLM-4.7-Flash", "glm"},
+        {"inclusionai-ling-3.0-flash", "glm"},
+        {"MiniMax-M2", "minimax-m2"},
+        {"openai-gpt-oss-120b", "gpt-oss"},
+        {"MiniMax-M1", nullptr},  // renders no tool-call convention this server parses
     };
     for (const auto& [file, name] : expected) {
         const std::string source = read(std::string(BASALT_CHAT_TEMPLATES_DIR) + "/templates/" + file + ".jinja");
@@ -335,6 +346,187 @@ TEST_CASE("tools: the tool_choice grammar of each convention matches the reply i
         CHECK(std::string(e.what()).find("schema 'args-1'") != std::string::npos);
         CHECK(std::string(e.what()).find("allOf") != std::string::npos);
     }
+}
+
+TEST_CASE("tools: XML-argument replies (Qwen3-Coder, Seed-OSS, GLM, MiniMax-M2): values typed by the schema",
+          "[tools]") {
+    // Qwen3-Coder: one newline around each value is the format's; a string parameter is raw (digits stay a string),
+    // the others JSON (text that is no JSON stays a string).
+    Reply r = parse_all_ways(convention("qwen3-coder"),
+                             "I'll check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew <York>\n2\n"
+                             "</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=add>\n<parameter=a>\n1\n"
+                             "</parameter>\n<parameter=b>\n[2, 3]\n</parameter>\n</function>\n</tool_call>");
+    CHECK(r.content == "I'll check.\n");
+    REQUIRE(r.calls.size() == 2);
+    check_call(r.calls[0], "get_weather", {{"city", "New <York>\n2"}});
+    check_call(r.calls[1], "add", {{"a", 1}, {"b", {2, 3}}});
+    CHECK(r.calls[1].arguments == "{\"a\": 1, \"b\": [2,3]}");
+    r = parse_all_ways(convention("qwen3-coder"),
+                       "<tool_call>\n<function=get_weather>\n<parameter=city>\n123\n</parameter>\n</function>\n"
+                       "</tool_call><tool_call><function=add><parameter=a>one</parameter></function></tool_call>");
+    REQUIRE(r.calls.size() == 2);
+    check_call(r.calls[0], "get_weather", {{"city", "123"}});
+    check_call(r.calls[1], "add", {{"a", "one"}});
+
+    r = parse_all_ways(convention("seed-oss"),
+                       "<seed:tool_call>\n<function=add>\n<parameter=a>5</parameter>\n</function>\n</seed:tool_call>");
+    REQUIRE(r.calls.size() == 1);
+    check_call(r.calls[0], "add", {{"a", 5}});
+
+    // GLM-4.5/4.6 (one element a line) and GLM-4.7 (none between).
+    r = parse_all_ways(convention("glm"),
+                       "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>\n"
+                       "<tool_call>add<arg_key>a</arg_key><arg_value>3</arg_value><arg_key>b</arg_key><arg_value>4"
+                       "</arg_value></tool_call>");
+    CHECK(r.content.empty());
+    REQUIRE(r.calls.size() == 2);
+    check_call(r.calls[0], "get_weather", {{"city", "Paris"}});
+    check_call(r.calls[1], "add", {{"a", 3}, {"b", 4}});
+    r = parse_all_ways(convention("glm"), "<tool_call>add\n</tool_call>");
+    REQUIRE(r.calls.size() == 1);
+    check_call(r.calls[0], "add", json::object());
+
+    r = parse_all_ways(convention("minimax-m2"),
+                       "Sure.\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Oslo"
+                       "</parameter>\n</invoke>\n<invoke name=\"add\">\n<parameter name=\"a\">1</parameter>\n"
+                       "<parameter name=\"b\">2</parameter>\n</invoke>\n</minimax:tool_call>");
+    CHECK(r.content == "Sure.\n");
+    REQUIRE(r.calls.size() == 2);
+    check_call(r.calls[0], "get_weather", {{"city", "Oslo"}});
+    check_call(r.calls[1], "add", {{"a", 1}, {"b", 2}});
+
+    // Cut short: the call keeps the parameters closed so far.
+    r = parse_all_ways(convention("qwen3-coder"),
+                       "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n2");
+    REQUIRE(r.calls.size() == 1);
+    CHECK(r.calls[0].name == "add");
+    CHECK(r.calls[0].arguments == "{\"a\": 1");
+
+    // Not calls (not XML, an unknown tool, a broken tag): the text stays content, byte for byte.
+    const std::pair<const char*, const char*> bad[] = {
+        {"qwen3-coder", "<tool_call>\nnot xml\n</tool_call> done"},
+        {"qwen3-coder", "<tool_call>\n<function=rm_rf>\n</function>\n</tool_call>"},
+        {"qwen3-coder", "<tool_call>\n<function=add>\n<oops>\n</function>\n</tool_call>"},
+        {"qwen3-coder", "text with <tool_ but no call"},
+        {"glm", "<tool_call>rm_rf\n<arg_key>x</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"},
+        {"glm", "<tool_call>add\n<arg_value>1</arg_value>\n</tool_call>"},
+        {"minimax-m2", "<minimax:tool_call>\n<invoke name=add>\n</invoke>\n</minimax:tool_call>"},
+        {"minimax-m2", "<minimax:tool_call>\nhello\n</minimax:tool_call>"},
+        {"seed-oss", "<seed:tool_call>\n<function=add\n</seed:tool_call>"},
+    };
+    for (const auto& [name, text] : bad) {
+        INFO(name << ": " << text);
+        r = parse_all_ways(convention(name), text);
+        CHECK(r.calls.empty());
+        CHECK(r.content == text);
+    }
+}
+
+TEST_CASE("tools: gpt-oss harmony calls (recipient in the channel or the role header; malformed stays content)",
+          "[tools]") {
+    const ToolConvention& c = convention("gpt-oss");
+    const std::pair<const char*, const char*> calls[] = {
+        {"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}",
+         "get_weather"},
+        {"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
+         "get_weather"},
+        {"to=functions.add<|channel|>commentary json<|message|>{\"a\": 1}", "add"},
+        {"<|start|>assistant to=functions.add<|channel|>commentary json<|message|>{\"a\": 1}<|call|>", "add"},
+        {"<|start|>assistant<|channel|>commentary to=functions.add<|message|>{\"a\": 1}", "add"},
+        {"<|channel|>analysis to=functions.add  <|constrain|>json<|message|> {\"a\": 1}", "add"},
+    };
+    for (const auto& [text, name] : calls) {
+        INFO(text);
+        const Reply r = parse_all_ways(c, text);
+        CHECK(r.content.empty());
+        REQUIRE(r.calls.size() == 1);
+        CHECK(r.calls[0].name == name);
+        CHECK(json::parse(r.calls[0].arguments).is_object());
+    }
+    // Text before the call is content; a call cut short keeps its arguments so far.
+    Reply r =
+        parse_all_ways(c, "Checking. <|channel|>commentary to=functions.add <|constrain|>json<|message|>{\"a\": 7");
+    CHECK(r.content == "Checking. ");
+    REQUIRE(r.calls.size() == 1);
+    CHECK(r.calls[0].arguments == "{\"a\": 7");
+    for (const std::string text :
+         {"<|channel|>final<|message|>Hello there", "<|channel|>commentary<|message|>Let me look that up.<|end|>",
+          "<|channel|>commentary to=functions.rm_rf <|constrain|>json<|message|>{}",
+          "<|channel|>commentary to=browser.search <|constrain|>json<|message|>{}",
+          "<|channel|>final to=functions.add<|message|>{}",
+          "<|channel|>commentary to=functions.add <|constrain|>json<|message|>not json", "<|start|>user<|message|>hi",
+          "the way to=functions.add is", "<|chan"}) {
+        INFO(text);
+        r = parse_all_ways(c, text);
+        CHECK(r.calls.empty());
+        CHECK(r.content == text);
+    }
+}
+
+TEST_CASE("tools: the XML and harmony grammars match the replies their parsers read", "[tools]") {
+    struct Case {
+        const char* convention;
+        const char* reply;
+        bool matches;
+    };
+    const Case cases[] = {
+        {"qwen3-coder",
+         "<tool_call>\n<function=get_weather>\n<parameter=city>\na < b </param x\n</parameter>\n</function>\n"
+         "</tool_call>\n<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>",
+         true},
+        {"qwen3-coder",
+         "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n2\n</parameter>\n</function>\n"
+         "</tool_call>",
+         true},
+        // A string value may not spell the closing tag; an integer is JSON; a required parameter is there.
+        {"qwen3-coder",
+         "<tool_call>\n<function=get_weather>\n<parameter=city>\nx</parameter>y\n</parameter>\n</function>\n"
+         "</tool_call>",
+         false},
+        {"qwen3-coder", "<tool_call>\n<function=add>\n<parameter=a>\nx\n</parameter>\n</function>\n</tool_call>",
+         false},
+        {"qwen3-coder", "<tool_call>\n<function=add>\n</function>\n</tool_call>", false},
+        {"seed-oss", "<seed:tool_call>\n<function=add>\n<parameter=a>1</parameter>\n</function>\n</seed:tool_call>",
+         true},
+        {"glm",
+         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>add\n"
+         "<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_key>b</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+         true},
+        {"minimax-m2",
+         "<minimax:tool_call>\n<invoke name=\"add\">\n<parameter name=\"a\">1</parameter>\n</invoke>\n<invoke "
+         "name=\"get_weather\">\n<parameter name=\"city\">Lima</parameter>\n</invoke>\n</minimax:tool_call>",
+         true},
+        {"gpt-oss", "<|channel|>commentary to=functions.add <|constrain|>json<|message|>{\"a\": 1}", true},
+        {"gpt-oss",
+         "<|channel|>commentary to=functions.add <|constrain|>json<|message|>{\"a\": 1}<|channel|>commentary "
+         "to=functions.add <|constrain|>json<|message|>{\"a\": 1}",
+         false},  // one call a turn
+    };
+    for (const Case& k : cases) {
+        INFO(k.convention << ": " << k.reply);
+        const ToolConvention& c = convention(k.convention);
+        const std::string grammar = tool_call_grammar(c, kTools, "", true, true);
+        CHECK(grammar_matches(grammar, k.reply) == k.matches);
+        CHECK_FALSE(grammar_matches(grammar, "Hello"));
+        if (!k.matches) continue;
+        const Reply r = parse_all_ways(c, k.reply);
+        CHECK(!r.calls.empty());
+        CHECK(r.content.empty());
+    }
+    // A named choice; the lazy trigger of harmony is its commentary header, and control-token markers are listed.
+    const ToolConvention& q = convention("qwen3-coder");
+    CHECK_FALSE(grammar_matches(tool_call_grammar(q, kTools, "get_weather", true, true),
+                                "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n</function>\n"
+                                "</tool_call>"));
+    const json lazy =
+        json::parse(tool_call_grammar(convention("gpt-oss"), kTools, "", true, true, true, {{200005, "<|channel|>"}}));
+    CHECK(lazy["trigger"] == "<|channel|>commentary to=");
+    CHECK(lazy["tokens"] == json{{"<|channel|>", 200005}});
+    CHECK(grammar_matches(lazy.dump(),
+                          "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+                          "{\"city\": \"Oslo\"}"));
+    const std::vector<std::string> markers = convention_markers(convention("gpt-oss"));
+    CHECK(std::find(markers.begin(), markers.end(), "<|message|>") != markers.end());
 }
 
 TEST_CASE("tools: the fallback block names every tool and the convention", "[tools]") {

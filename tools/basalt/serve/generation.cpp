@@ -244,7 +244,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                 if (g_.chat && g_.tools.convention != nullptr) {
                     const std::string prefix =
                         "call_" + id_.substr(id_.find('-') + 1) + "_" + std::to_string(jobs_.size()) + "_";
-                    job->tools.emplace(*g_.tools.convention, g_.tools.names, prefix, g_.tools.opened);
+                    job->tools.emplace(*g_.tools.convention, g_.tools.names, prefix, false, g_.tools.string_params);
                     if (!server_.served().tools.marker_tokens.empty())
                         job->markers = &server_.served().tools.marker_tokens;
                 }
@@ -298,9 +298,14 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
                     const size_t digits = at == std::string::npos ? at : at + kArgs.size();
                     size_t end = digits;
                     while (end != std::string::npos && end < why.size() && why[end] >= '0' && why[end] <= '9') ++end;
-                    if (end != std::string::npos && end > digits && end < why.size() && why[end] == '\'')
+                    const size_t tool_end = end;  // an XML convention's rule names the parameter too: args-I-J
+                    if (end != std::string::npos && end < why.size() && why[end] == '-') {
+                        ++end;
+                        while (end < why.size() && why[end] >= '0' && why[end] <= '9') ++end;
+                    }
+                    if (end != std::string::npos && tool_end > digits && end < why.size() && why[end] == '\'')
                         return refuse(ApiError(400,
-                                               "tools[" + why.substr(digits, end - digits) +
+                                               "tools[" + why.substr(digits, tool_end - digits) +
                                                    "].function.parameters: " + why.substr(end + 1),
                                                "tools"));
                 }

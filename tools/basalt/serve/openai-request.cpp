@@ -483,7 +483,8 @@ GenerationRequest parse_chat(const json& body, const ServedModel& model) {
         g.split_reasoning = f != "none";
     }
     g.reasoning = model.reasoning;
-    g.reasoning_open = g.split_reasoning && prompt_opens_reasoning(s.prompt, model.reasoning);
+    // A reply constrained to tool calls from its first token does not start inside a reasoning block.
+    g.reasoning_open = g.split_reasoning && !g.tools.from_start && prompt_opens_reasoning(s.prompt, model.reasoning);
     for (const auto& st : model.chat.stop_strings()) s.stop.push_back(st);
     s.stop_tokens.insert(s.stop_tokens.end(), model.chat_stop_tokens.begin(), model.chat_stop_tokens.end());
     g.prompts.push_back(std::move(s));

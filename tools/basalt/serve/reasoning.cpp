@@ -11,10 +11,10 @@ namespace {
 // Each family's markers, the generic <think>...</think> last (facts read from the families' templates and
 // llama.cpp's common/chat parsers).
 constexpr std::array<ReasoningMarkers, 8> kFamilies = {{
-    // gpt-oss (harmony): the analysis channel, then <|end|> and the final channel's header; a reply may also go to
-    // the final channel at once.
-    {"<|channel|>analysis<|message|>", "<|end|><|start|>assistant<|channel|>final<|message|>",
-     "<|channel|>final<|message|>", "<|channel|>analysis<|message|>"},
+    // gpt-oss (harmony): the analysis channel up to <|end|>, then the next message (the final channel, whose header
+    // is dropped, or a tool call on the commentary channel); a reply may also go to the final channel at once.
+    {"<|channel|>analysis<|message|>", "<|end|>", "<|channel|>final<|message|>", "<|channel|>analysis<|message|>",
+     "<|start|>assistant"},
     {"<|channel>thought", "<channel|>"},         // Gemma 4
     {"[THINK]", "[/THINK]"},                     // Magistral, Ministral 3 reasoning
     {"<|START_THINKING|>", "<|END_THINKING|>"},  // Command R7B, Cohere2 MoE
@@ -58,12 +58,16 @@ bool prompt_opens_reasoning(const std::string& prompt, const ReasoningMarkers& m
 }
 
 ReasoningSplitter::ReasoningSplitter(ReasoningMarkers markers, bool starts_open)
-    : markers_(markers), state_(starts_open ? State::Reasoning : State::Start), skip_space_(starts_open) {}
+    : markers_(markers),
+      state_(starts_open ? State::Reasoning : State::Start),
+      skip_space_(starts_open),
+      reasoned_(starts_open) {}
 
 void ReasoningSplitter::feed(const std::string& text, std::string& reasoning, std::string& content) {
     held_ += text;
     const std::string_view open = markers_.open, close = markers_.close;
     const std::string_view answer = markers_.answer != nullptr ? markers_.answer : "";
+    const std::string_view next = markers_.next != nullptr ? markers_.next : "";
     for (;;) {
         if (state_ == State::Start) {
             const size_t first = held_.find_first_not_of(" \n\t\r");
@@ -71,6 +75,8 @@ void ReasoningSplitter::feed(const std::string& text, std::string& reasoning, st
             const std::string_view rest = std::string_view(held_).substr(first);
             if (rest.substr(0, open.size()) == open) {
                 held_.erase(0, first + open.size());
+                if (reasoned_) reasoning += '\n';  // a second reasoning block (harmony): one line apart
+                reasoned_ = true;
                 state_ = State::Reasoning;
                 skip_space_ = true;
                 continue;
@@ -81,7 +87,12 @@ void ReasoningSplitter::feed(const std::string& text, std::string& reasoning, st
                 skip_space_ = true;
                 continue;
             }
+            if (!next.empty() && rest.substr(0, next.size()) == next) {  // the next message's start: dropped
+                held_.erase(0, first + next.size());
+                continue;
+            }
             if (open.substr(0, rest.size()) == rest) return;                       // perhaps the opening marker, cut
+            if (!next.empty() && next.substr(0, rest.size()) == rest) return;      // perhaps the next message's start
             if (!answer.empty() && answer.substr(0, rest.size()) == rest) return;  // perhaps the answer's header
             state_ = State::Content;  // no reasoning: the reply is all answer
             continue;
@@ -101,7 +112,7 @@ void ReasoningSplitter::feed(const std::string& text, std::string& reasoning, st
             while (end > 0 && is_space(held_[end - 1])) --end;
             reasoning.append(held_, 0, end);
             held_.erase(0, at + close.size());
-            state_ = State::Content;
+            state_ = next.empty() ? State::Content : State::Start;
             skip_space_ = true;
             continue;
         }
@@ -116,7 +127,8 @@ void ReasoningSplitter::feed(const std::string& text, std::string& reasoning, st
 
 void ReasoningSplitter::finish(std::string& reasoning, std::string& content) {
     if (state_ == State::Start) {
-        content += held_;
+        // After a reasoning block (harmony's next message), whitespace alone is no answer.
+        if (!reasoned_ || held_.find_first_not_of(" \n\t\r") != std::string::npos) content += held_;
     } else if (state_ == State::Reasoning) {
         size_t end = held_.size();
         while (end > 0 && is_space(held_[end - 1])) --end;

@@ -1,9 +1,10 @@
 // A chat reply's reasoning split from its answer, as llama-server (--reasoning-format deepseek) and vLLM's reasoning
 // parsers return it: the text between the template family's reasoning markers (<think>...</think>, [THINK]...
 // [/THINK], ...) at the start of the reply becomes reasoning_content, the rest content. gpt-oss's harmony format is
-// one such family: its analysis channel (<|channel|>analysis<|message|>...) is the reasoning, closed by <|end|> and
-// the final channel's header. Streamed output is split chunk by chunk: text that may be the start of a marker is
-// held until the next chunk decides it. docs/server.md, "Reasoning".
+// one such family: its analysis channel (<|channel|>analysis<|message|>...) is the reasoning, closed by <|end|>; the
+// next message's <|start|>assistant and a final channel's header are dropped (a commentary message, a tool call,
+// stays content for the tool-call parser). Streamed output is split chunk by chunk: text that may be the start of a
+// marker is held until the next chunk decides it. docs/server.md, "Reasoning".
 #pragma once
 
 #include <string>
@@ -19,6 +20,10 @@ struct ReasoningMarkers {
     const char* answer = nullptr;
     // What the family's templates spell (reasoning_markers_for looks for it); nullptr: the closing marker.
     const char* spelled = nullptr;
+    // After the closing marker the next message starts with this (harmony: <|start|>assistant), which is dropped,
+    // and the reply continues as at its start (another reasoning block, or the answer's header); nullptr: the rest
+    // is the answer.
+    const char* next = nullptr;
 };
 
 // The markers of a chat template's family, recognised from its Jinja source (the first family whose templates'
@@ -47,6 +52,7 @@ class ReasoningSplitter {
     ReasoningMarkers markers_;
     State state_;
     bool skip_space_;  // drop whitespace until the next other character (after a marker)
+    bool reasoned_;    // a reasoning block was opened
     std::string held_;
 };
 

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <string_view>
 
 namespace basalt::serve {
@@ -100,6 +102,33 @@ bool decode_string(std::string_view token, std::string& out) {
     return true;
 }
 
+// A word of a harmony header (a channel, a recipient, a content type) at s[p]; end: after it.
+St read_word(std::string_view s, size_t p, std::string& word, size_t& end) {
+    size_t i = p;
+    while (i < s.size() &&
+           (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_' || s[i] == '.' || s[i] == '-' || s[i] == ':'))
+        ++i;
+    if (i == s.size()) return St::Partial;
+    if (i == p) return St::Bad;
+    word = std::string(s.substr(p, i - p));
+    end = i;
+    return St::Ok;
+}
+
+// Text up to the tag `close` from s[p] (a name or key: one line, at most 256 bytes); end: after the tag.
+St read_until(std::string_view s, size_t p, std::string_view close, std::string& text, size_t& end) {
+    const size_t k = s.find(close, p);
+    const std::string_view t = s.substr(p, k == std::string_view::npos ? std::string_view::npos : k - p);
+    if (t.size() > 256 || t.find('\n') != std::string_view::npos) return St::Bad;
+    if (k == std::string_view::npos) return St::Partial;
+    text = std::string(t);
+    end = k + close.size();
+    return St::Ok;
+}
+
+constexpr std::string_view kHarmonyOpeners[] = {"<|start|>", "<|channel|>", "to=functions."};
+constexpr std::string_view kHarmonyMarkers[] = {"<|message|>", "<|channel|>", "<|constrain|>"};
+
 }  // namespace
 
 struct ToolCallParser::Parsed {
@@ -118,8 +147,11 @@ struct Region {
 }  // namespace
 
 ToolCallParser::ToolCallParser(const ToolConvention& convention, std::set<std::string> tools, std::string id_prefix,
-                               bool opened)
-    : c_(convention), tools_(std::move(tools)), id_prefix_(std::move(id_prefix)) {
+                               bool opened, StringParams string_params)
+    : c_(convention),
+      tools_(std::move(tools)),
+      id_prefix_(std::move(id_prefix)),
+      string_params_(std::move(string_params)) {
     if (opened) {
         // The grammar's reply starts after the control-token marker: read it as if the marker were there.
         held_ = std::string(*c_.section_begin != '\0' ? c_.section_begin : c_.call_begin);
@@ -231,6 +263,43 @@ int ToolCallParser::parse_region(bool final, std::vector<Parsed>& calls, size_t&
                 cut(q);
                 break;
             }
+        }
+        if (c_.shape == ToolShape::Harmony || is_xml_shape(c_.shape)) {
+            const auto os = static_cast<St>(opens_tagged_call(q));
+            if (os == St::Partial) {
+                cut(q);
+                break;
+            }
+            if (os == St::Bad) {  // other text: inside a section it is not a call; after calls the region ends
+                done(in_section || calls.empty() ? St::Bad : St::Ok, q);
+                break;
+            }
+            Parsed call;
+            size_t e = 0;
+            const auto cs = static_cast<St>(parse_tagged_call(q, call, e));
+            if (cs == St::Bad || (!call.name.empty() && !allowed(call))) {
+                done(St::Bad, q);
+                break;
+            }
+            if (cs == St::Partial) {
+                if (!call.name.empty() && !call.arguments.empty()) calls.push_back(std::move(call));
+                cut(q);
+                break;
+            }
+            call.complete = true;
+            calls.push_back(std::move(call));
+            p = e;
+            if (!end.empty()) {  // the call's closing marker (tolerated when missing)
+                const size_t q2 = skip_ws(s, p);
+                const St es = match(s, q2, end);
+                if (es == St::Ok) {
+                    p = q2 + end.size();
+                } else if (es == St::Partial && q2 < s.size()) {
+                    cut(p);
+                    break;
+                }
+            }
+            continue;
         }
         // The call's opening: call_begin, alt_begin, or a bare '{' (Llama 3).
         size_t after = q;
@@ -379,6 +448,154 @@ out:
     return static_cast<int>(r.state);
 }
 
+std::vector<std::string> ToolCallParser::openers() const {
+    if (c_.shape == ToolShape::Harmony) return {std::begin(kHarmonyOpeners), std::end(kHarmonyOpeners)};
+    return {*c_.section_begin != '\0' ? c_.section_begin : c_.call_begin, c_.alt_begin};
+}
+
+int ToolCallParser::opens_tagged_call(size_t q) const {
+    const std::string_view s = held_;
+    if (c_.shape != ToolShape::Harmony) return static_cast<int>(match(s, q, c_.call_begin));
+    St st = St::Bad;
+    for (const std::string_view m : kHarmonyOpeners) {
+        const St o = match(s, q, m);
+        if (o == St::Ok) return static_cast<int>(o);
+        if (o == St::Partial) st = o;
+    }
+    return static_cast<int>(st);
+}
+
+std::string ToolCallParser::typed_value(const std::string& tool, const std::string& key, const std::string& raw) const {
+    const auto it = string_params_.find(tool);
+    json v = raw;
+    if (it == string_params_.end() || it->second.count(key) == 0) {
+        const size_t a = skip_ws(raw, 0);
+        size_t b = raw.size();
+        while (b > a && is_space(raw[b - 1])) --b;
+        json parsed = json::parse(std::string_view(raw).substr(a, b - a), nullptr, false);
+        if (!parsed.is_discarded()) v = std::move(parsed);
+    }
+    return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+int ToolCallParser::parse_tagged_call(size_t q, Parsed& call, size_t& end) const {
+    const std::string_view s = held_;
+    size_t p = q;
+    if (c_.shape == ToolShape::Harmony) {
+        St st = match(s, p, "<|start|>");
+        if (st == St::Partial) return static_cast<int>(st);
+        if (st == St::Ok) {
+            st = match(s, p + 9, "assistant");
+            if (st != St::Ok) return static_cast<int>(st);
+            p += 18;
+        }
+        // The header: the recipient, the channel and the content type in either order, up to <|message|>.
+        std::string channel, recipient, word;
+        for (;;) {
+            if (p - q > 512) return static_cast<int>(St::Bad);
+            if (p >= s.size()) return static_cast<int>(St::Partial);
+            if (is_space(s[p])) {
+                ++p;
+                continue;
+            }
+            if (match(s, p, "<|message|>") == St::Ok) {
+                p += 11;
+                break;
+            }
+            std::string* into = &word;  // a bare word is the content type
+            size_t after = p;
+            if (match(s, p, "<|channel|>") == St::Ok) {
+                into = &channel;
+                after = p + 11;
+            } else if (match(s, p, "<|constrain|>") == St::Ok) {
+                after = p + 13;
+            } else if (match(s, p, "to=") == St::Ok) {
+                into = &recipient;
+                after = p + 3;
+            } else if (s[p] == '<') {
+                bool partial = false;
+                for (const std::string_view m : kHarmonyMarkers) partial = partial || match(s, p, m) == St::Partial;
+                return static_cast<int>(partial ? St::Partial : St::Bad);
+            }
+            const St ws = read_word(s, after, *into, p);
+            if (ws != St::Ok) return static_cast<int>(ws);
+        }
+        static constexpr std::string_view kFunctions = "functions.";
+        if ((channel != "commentary" && channel != "analysis") || recipient.rfind(kFunctions, 0) != 0 ||
+            recipient.size() == kFunctions.size())
+            return static_cast<int>(St::Bad);
+        call.name = recipient.substr(kFunctions.size());
+        const size_t v = skip_ws(s, p);
+        if (v >= s.size()) return static_cast<int>(St::Partial);
+        if (s[v] != '{') return static_cast<int>(St::Bad);
+        size_t e = 0;
+        const St cs = scan_value(s, v, e);
+        if (cs == St::Partial) call.arguments = std::string(s.substr(v));
+        if (cs != St::Ok) return static_cast<int>(cs);
+        const json args = json::parse(s.substr(v, e - v), nullptr, false);
+        if (args.is_discarded() || !args.is_object()) return static_cast<int>(St::Bad);
+        call.arguments = std::string(s.substr(v, e - v));
+        end = e;
+        return static_cast<int>(St::Ok);
+    }
+    // XML arguments: the name, then each key and value, up to the function's (or the call's) closing tag.
+    const XmlTags& t = xml_tags(c_.shape);
+    p = skip_ws(s, p + std::string_view(c_.call_begin).size());
+    St st = match(s, p, t.name_open);
+    if (st != St::Ok) return static_cast<int>(st);
+    p += std::string_view(t.name_open).size();
+    std::string name;
+    if (*t.name_close != '\0') {
+        st = read_until(s, p, t.name_close, name, p);
+        if (st != St::Ok) return static_cast<int>(st);
+    } else {
+        size_t i = p;
+        while (i < s.size() && !is_space(s[i]) && s[i] != '<') ++i;
+        if (i - p > 256) return static_cast<int>(St::Bad);
+        if (i == s.size()) return static_cast<int>(St::Partial);
+        name = std::string(s.substr(p, i - p));
+        p = i;
+    }
+    if (name.empty()) return static_cast<int>(St::Bad);
+    call.name = name;
+    std::string args = "{";
+    const std::string_view close = *t.function_close != '\0' ? t.function_close : c_.call_end;
+    const std::string gap = c_.gap;
+    for (bool first = true;; first = false) {
+        call.arguments = first ? "" : args;  // reported once a parameter begins (or the call closes)
+        p = skip_ws(s, p);
+        if (p >= s.size()) return static_cast<int>(St::Partial);
+        st = match(s, p, close);
+        if (st == St::Partial) return static_cast<int>(st);
+        if (st == St::Ok) {  // a closing call_end is left for the region's loop
+            call.arguments = args + "}";
+            end = *t.function_close != '\0' ? p + close.size() : p;
+            return static_cast<int>(St::Ok);
+        }
+        st = match(s, p, t.key_open);
+        if (st != St::Ok) return static_cast<int>(st);
+        call.arguments = args;  // a parameter has begun: the call is reported
+        std::string key, raw;
+        st = read_until(s, p + std::string_view(t.key_open).size(), t.key_close, key, p);
+        if (st != St::Ok) return static_cast<int>(st);
+        if (*t.value_open != '\0') {
+            p = skip_ws(s, p);
+            st = match(s, p, t.value_open);
+            if (st != St::Ok) return static_cast<int>(st);
+            p += std::string_view(t.value_open).size();
+        }
+        const size_t k = s.find(t.value_close, p);
+        if (k == std::string_view::npos) return static_cast<int>(St::Partial);
+        raw = std::string(s.substr(p, k - p));
+        p = k + std::string_view(t.value_close).size();
+        if (!gap.empty() && raw.rfind(gap, 0) == 0) raw.erase(0, gap.size());
+        if (!gap.empty() && raw.size() >= gap.size() && raw.compare(raw.size() - gap.size(), gap.size(), gap) == 0)
+            raw.erase(raw.size() - gap.size());
+        args += (first ? "" : ", ") + json(key).dump(-1, ' ', false, json::error_handler_t::replace) + ": " +
+                typed_value(name, key, raw);
+    }
+}
+
 void ToolCallParser::report(const std::vector<Parsed>& parsed, std::vector<ToolCallDelta>& deltas) {
     for (size_t i = 0; i < parsed.size(); ++i) {
         const Parsed& p = parsed[i];
@@ -405,11 +622,11 @@ void ToolCallParser::report(const std::vector<Parsed>& parsed, std::vector<ToolC
 
 void ToolCallParser::step(bool final, std::string& content, std::vector<ToolCallDelta>& deltas) {
     const std::string open = *c_.section_begin != '\0' ? c_.section_begin : c_.call_begin;
-    const std::string alt = c_.alt_begin;
+    const std::vector<std::string> opens = openers();
     for (;;) {
         if (!in_region_) {
             size_t at = std::string::npos;
-            for (const std::string& m : {open, alt})
+            for (const std::string& m : opens)
                 if (!m.empty()) at = std::min(at, held_.find(m));
             const size_t first = held_.find_first_not_of(" \n\t\r");
             const bool bare = open.empty() && c_.shape == ToolShape::JsonObject;
@@ -424,7 +641,7 @@ void ToolCallParser::step(bool final, std::string& content, std::vector<ToolCall
             }
             size_t keep = 0;
             if (!final) {
-                for (const std::string& m : {open, alt}) keep = std::max(keep, partial_marker(held_, m));
+                for (const std::string& m : opens) keep = std::max(keep, partial_marker(held_, m));
                 if (bare && at_start_ && first == std::string::npos) keep = held_.size();  // undecided whitespace
             }
             const size_t n = held_.size() - keep;

@@ -103,15 +103,23 @@ ToolJson with_fallback(const ToolJson& messages, const ToolJson& tools) {
     return out;
 }
 
-// The markers the call grammar writes after the opening one (they must be text, not control tokens).
-bool grammar_markers_in_text(const ToolConvention& c, const ToolSupport& s) {
-    const std::string first = *c.section_begin != '\0' ? c.section_begin : c.call_begin;
-    for (const char* m : {c.section_begin, c.section_end, c.call_begin, c.call_end, c.name_end}) {
-        if (*m == '\0' || first == m) continue;
-        for (const auto& [id, text] : s.marker_tokens)
-            if (text == m) return false;
+// The conversation as gpt-oss's template reads it (llama.cpp hands it the same): an assistant turn's reasoning in
+// `thinking`, and no `content` where it is null or where the reasoning goes with tool calls (the template refuses
+// both, and reads a null content as text).
+ToolJson for_harmony(const ToolJson& messages) {
+    ToolJson out = ToolJson::array();
+    for (ToolJson m : messages) {
+        if (m.value("role", "") == "assistant") {
+            const bool calls = m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty();
+            if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+                m["thinking"] = m["reasoning_content"];
+                if (calls) m.erase("content");
+            }
+            if (m.contains("content") && m["content"].is_null()) m.erase("content");
+        }
+        out.push_back(std::move(m));
     }
-    return true;
+    return out;
 }
 
 }  // namespace
@@ -175,6 +183,8 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
         support.template_renders_tools ? support.convention : &fallback_tool_convention();
     if (support.template_renders_tools) {
         tools_out = use ? body["tools"] : ToolJson();
+        if (support.convention != nullptr && support.convention->shape == ToolShape::Harmony)
+            messages = for_harmony(messages);
     } else {
         messages = with_fallback(messages, use ? body["tools"] : ToolJson());
         tools_out = ToolJson();
@@ -182,18 +192,17 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
     if (!use) return;
     replies.convention = convention;
     replies.names = names;
-    const std::string first = convention == nullptr                ? ""
-                              : *convention->section_begin != '\0' ? convention->section_begin
-                                                                   : convention->call_begin;
-    bool open_in_text = true;
-    for (const auto& [id, text] : support.marker_tokens) open_in_text = open_in_text && text != first;
+    replies.string_params = string_parameters(body["tools"]);
+    // Markers that are control tokens: the grammar may write them as their token ids (the lazy trigger included).
+    const std::vector<MarkerToken>& tokens = support.marker_tokens;
     if (choice == "auto") {
-        // Free text; from the convention's opening marker on, calls of the declared tools (a lazy grammar) when the
-        // grammar can write the markers. Otherwise the reply is only parsed.
-        if (convention != nullptr && !first.empty() && open_in_text && grammar_markers_in_text(*convention, support) &&
-            spec.grammar_kind == BASALT_GRAMMAR_NONE) {
+        // Free text; from the convention's opening marker on, calls of the declared tools (a lazy grammar).
+        const std::string first = convention == nullptr                ? ""
+                                  : *convention->section_begin != '\0' ? convention->section_begin
+                                                                       : convention->call_begin;
+        if (!first.empty() && spec.grammar_kind == BASALT_GRAMMAR_NONE) {
             spec.grammar_kind = BASALT_GRAMMAR_GBNF_SCHEMAS;
-            spec.grammar = tool_call_grammar(*convention, body["tools"], "", parallel, true, true);
+            spec.grammar = tool_call_grammar(*convention, body["tools"], "", parallel, true, true, tokens);
         }
         return;
     }
@@ -203,18 +212,13 @@ void read_tools(const ToolJson& body, const ToolSupport& support, ToolJson& mess
                            "\" needs a tool-call convention this server parses, and the chat template's is not one "
                            "(docs/structured-output.md lists them)",
                        "tool_choice", "invalid_request_error", "unsupported_parameter");
-    if (!grammar_markers_in_text(*convention, support))
-        throw ApiError(400,
-                       std::string("'tool_choice' \"") + choice + "\" cannot be enforced for the " + convention->name +
-                           " convention of this model: its markers are control tokens a grammar cannot write",
-                       "tool_choice", "invalid_request_error", "unsupported_parameter");
     if (spec.grammar_kind != BASALT_GRAMMAR_NONE)
         bad("tool_choice", "'tool_choice' \"" + choice +
                                "\" constrains the reply to tool calls: it conflicts with response_format, grammar, "
                                "json_schema or regex");
-    replies.opened = !open_in_text && !first.empty();
     spec.grammar_kind = BASALT_GRAMMAR_GBNF_SCHEMAS;
-    spec.grammar = tool_call_grammar(*convention, body["tools"], only, parallel, open_in_text);
+    spec.grammar = tool_call_grammar(*convention, body["tools"], only, parallel, true, false, tokens);
+    replies.from_start = true;
 }
 
 }  // namespace basalt::serve
