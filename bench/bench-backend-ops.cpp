@@ -1,6 +1,7 @@
 // bench-backend-ops: times MATMUL (matvec T=1 and prefill T=128) per weight type at real shapes through the
 // backend plugin, and prints GB/s (weight bytes streamed) and GFLOP/s beside the machine's measured read
-// bandwidth, so kernels are judged against the roofline. Times are the fastest of the repeated calls.
+// bandwidth and arithmetic peaks (int8 dot for quantized weights, fp32 FMA for float ones), so kernels are judged
+// against both roofs. Times are the fastest of the repeated calls.
 //   bench-backend-ops [--threads 1,2] [--isa auto] [--types q8_0,f16] [--shapes 576x1536,...] [--tokens 1,128]
 //                     [--plugin path/to/basalt-backend-cpu.so]   (another build of the plugin, e.g. a baseline)
 //                     [--backend vulkan --plugin path/to/basalt-backend-vulkan.so]   (another backend; no isa)
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "bandwidth-probe.hpp"
+#include "compute-probe.hpp"
 #include "host/host-services.hpp"
 #include "host/plugin-host.hpp"
 
@@ -185,8 +187,15 @@ int main(int argc, char** argv) {
     for (const auto& th : split(threads_arg)) {
         // The machine's limit at this thread count (whatever --isa the backend is given): the best of 8 passes.
         const double bw = basalt::bench::BandwidthProbe(static_cast<unsigned>(std::stoi(th))).measure(8) / 1e9;
-        std::printf("\n== threads %s, isa %s: measured read bandwidth %.1f GB/s ==\n", th.c_str(), isa.c_str(), bw);
-        std::printf("%-6s %-11s %5s %10s %9s %8s %9s\n", "type", "KxN", "T", "us/call", "GB/s", "%bw", "GFLOP/s");
+        basalt::bench::ComputeProbe peaks(static_cast<unsigned>(std::stoi(th)));
+        peaks.measure(5);
+        std::printf(
+            "\n== threads %s, isa %s: measured read bandwidth %.1f GB/s, int8 dot peak %.0f GOP/s (%s), "
+            "fp32 FMA peak %.0f GFLOP/s (%s) ==\n",
+            th.c_str(), isa.c_str(), bw, peaks.int8_ops() / 1e9, peaks.int8_isa(), peaks.fp32_flops() / 1e9,
+            peaks.fp32_isa());
+        std::printf("%-6s %-11s %5s %10s %9s %8s %9s %6s\n", "type", "KxN", "T", "us/call", "GB/s", "%bw", "GFLOP/s",
+                    "%peak");
         // Only the CPU backend takes an ISA.
         std::vector<const char*> keys = {"threads"};
         std::vector<const char*> vals = {th.c_str()};
@@ -225,8 +234,12 @@ int main(int argc, char** argv) {
                     }
                     const double gbs = static_cast<double>(k / t->block * t->bytes * n) / s / 1e9;
                     const double gflops = 2.0 * static_cast<double>(k * n * m) / s / 1e9;
-                    std::printf("%-6s %-11s %5lld %10.1f %9.2f %7.0f%% %9.2f\n", t->name, sh.c_str(),
-                                static_cast<long long>(m), s * 1e6, gbs, 100.0 * gbs / bw, gflops);
+                    // Quantized weights meet int8 activations (Q8_0 / Q8_1 / Q8_K): their roof is the int8 peak.
+                    const bool flt = t->block == 1;
+                    const double peak = (flt ? peaks.fp32_flops() : peaks.int8_ops()) / 1e9;
+                    std::printf("%-6s %-11s %5lld %10.1f %9.2f %7.0f%% %9.2f %5.0f%%\n", t->name, sh.c_str(),
+                                static_cast<long long>(m), s * 1e6, gbs, 100.0 * gbs / bw, gflops,
+                                100.0 * gflops / peak);
                 }
             }
         }

@@ -222,19 +222,27 @@ void check_weights(const NodeCtx& c, const TensorView& w) {
     }
 }
 
+// Whether weights of `type` are repacked by this backend (Q8_0 always when repack is on; Q4_0 where the ISA has
+// its packed kernel).
+bool packable(const Backend& be, basalt_dtype type) {
+    return be.repack &&
+           (type == BASALT_DTYPE_Q8_0 || (type == BASALT_DTYPE_Q4_0 && be.kernels.packed_q4_0_cols != nullptr));
+}
+
 // The packed copy of a MATMUL node's weights, or nullptr when the node takes the row-at-a-time kernels: only
-// Q8_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph does not
-// write, as one 2-D matrix.
+// Q8_0 / Q4_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph
+// does not write, as one 2-D matrix.
 const PackedWeight* packed_weights(const NodeCtx& c) {
     const TensorView& w = c.in[0];
     const basalt_buffer* buf = w.t->buffer;
     Backend& be = *c.be;
-    if (!be.repack || w.type != BASALT_DTYPE_Q8_0 || buf == nullptr) return nullptr;
+    if (!packable(be, w.type) || buf == nullptr) return nullptr;
     if (!buf->read_only && (buf->usage & BASALT_BUFFER_WEIGHTS) == 0) return nullptr;
-    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != static_cast<int64_t>(sizeof(BlockQ8_0))) return nullptr;
+    const auto block = static_cast<int64_t>(w.type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != block) return nullptr;
     const std::vector<const basalt_buffer*>& written = be.plan.written;
     if (std::find(written.begin(), written.end(), buf) != written.end()) return nullptr;
-    return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1]);
+    return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1], w.type);
 }
 
 // The groups of n packed nodes in one index space: node m holds global groups [first[m], first[m + 1]).
@@ -291,12 +299,33 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
     const PackedDotFn dot =
         cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream : be.kernels.packed_q8_0;
-    const int64_t gb = packed_group_bytes(k / kQK);
+    const basalt_dtype type = packs[0].type;
+    const int64_t gb = packed_group_bytes(type, k / kQK);
+    // Q4_0 groups take their several-columns kernel for every row count (one row too: decode).
+    const PackedColsFn dot_cols = type == BASALT_DTYPE_Q4_0 ? be.kernels.packed_q4_0_cols
+                                  : cols > 1                ? be.kernels.packed_q8_0_cols
+                                                            : nullptr;
     auto run_groups = [&](int64_t g0, int64_t g1) {
         for_node_slices(first, g0, g1, [&](size_t m, int64_t lo, int64_t hi) {
             const PackedWeight& p = packs[m];
             for (int64_t g = lo; g < hi; ++g) {
                 const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
+                if (dot_cols != nullptr) {
+                    // Several columns per group pass; the next group of this run is requested meanwhile, a share
+                    // of it per call.
+                    const uint8_t* next = g + 1 < hi ? p.data + (g + 1) * gb : nullptr;
+                    const int64_t calls = (cols + kPackedCols - 1) / kPackedCols;
+                    const int64_t share = (gb / 64 + calls - 1) / calls * 64;
+                    for (int64_t c0 = 0; c0 < cols; c0 += kPackedCols) {
+                        const int nc = static_cast<int>(std::min<int64_t>(kPackedCols, cols - c0));
+                        const int64_t off = c0 / kPackedCols * share;
+                        dot_cols(k, p.data + g * gb, base + c0 * rb, rb, nc,
+                                 out.data() + m * static_cast<size_t>(cols) + static_cast<size_t>(c0), g * kPackRows,
+                                 valid, next != nullptr && off < gb ? next + off : nullptr,
+                                 std::min<int64_t>(share, gb - off));
+                    }
+                    continue;
+                }
                 for (int64_t col = 0; col < cols; ++col)
                     dot(k, p.data + g * gb, base + col * rb,
                         out[m * static_cast<size_t>(cols) + static_cast<size_t>(col)] + g * kPackRows, valid);
@@ -336,8 +365,9 @@ void check_matmul(const NodeCtx& c) {
 }
 
 bool packed_group(NodeCtx* ctx, size_t n, PackedWeight* out) {
-    if (!ctx[0].be->repack || ctx[0].in[0].type != BASALT_DTYPE_Q8_0) return false;
+    if (!packable(*ctx[0].be, ctx[0].in[0].type)) return false;
     for (size_t m = 0; m < n; ++m) {
+        if (ctx[m].in[0].type != ctx[0].in[0].type) return false;  // one kernel per group
         const PackedWeight* p = packed_weights(ctx[m]);
         if (p == nullptr) return false;
         out[m] = *p;
@@ -372,7 +402,7 @@ void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     std::vector<int64_t>& first = ctx[0].be->packed_first;  // the last group's run is over: reuse its vector
     packed_first(packs, n, first);
     const int64_t total = first.back();
-    const int64_t gb = packed_group_bytes(packs[0].k / kQK);
+    const int64_t gb = packed_group_bytes(packs[0].type, packs[0].k / kQK);
     for (int w = 1; w < pool.size(); ++w) {
         int64_t g = warm_start(total, w, pool.size());
         int64_t budget = std::min<int64_t>(warm_start(total, w + 1, pool.size()) - g, kWarmBytes / gb);

@@ -59,6 +59,32 @@ void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64
     }
 }
 
+// A Q4_0 group (packed-layout.hpp): the Q8_0 group's scales; codes paired by chunk.
+void pack_group_q4_0(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
+    const int64_t nb = k / kQK;
+    auto* scales = reinterpret_cast<uint16_t*>(dst);
+    uint8_t* codes = dst + packed_scale_bytes(nb);
+    std::memset(dst, 0, static_cast<size_t>(packed_scale_bytes(nb)));
+    for (int64_t r = 0; r < kPackRows; ++r) {
+        const int64_t row = g * kPackRows + r;
+        const auto* src = row < rows ? reinterpret_cast<const BlockQ4_0*>(w + row * stride) : nullptr;
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t x[kQK];  // element j's code: qs[j] low nibble (j < 16), qs[j - 16] high nibble
+            for (int j = 0; j < 16; ++j) {
+                x[j] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] & 0x0f) : 8;
+                x[j + 16] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] >> 4) : 8;
+            }
+            if (src != nullptr) scales[b * kPackRows + r] = src[b].d;
+            for (int p = 0; p < 4; ++p) {
+                for (int e = 0; e < 4; ++e) {
+                    codes[b * kPackRows * kQK / 2 + p * 64 + r * 4 + e] =
+                        static_cast<uint8_t>(x[8 * p + e] | (x[8 * p + 4 + e] << 4));
+                }
+            }
+        }
+    }
+}
+
 // Drops the resident pages of [p, p + bytes) from this process (a read-only private file mapping: they read back
 // unchanged). Pages at the ends shared with neighbouring tensors come back on their next read.
 void release_pages(const uint8_t* p, uint64_t bytes) noexcept {
@@ -114,21 +140,22 @@ uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
 }
 
 const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows,
-                                   int64_t k, int64_t stride) {
+                                   int64_t k, int64_t stride, basalt_dtype type) {
     if (rows <= 0 || k <= 0 || k % kQK != 0) return nullptr;
+    if (type != BASALT_DTYPE_Q8_0 && type != BASALT_DTYPE_Q4_0) return nullptr;
     if (auto it = map_.find(w); it != map_.end()) {
         const PackedWeight& p = it->second;
-        if (p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer) return &p;
+        if (p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer && p.type == type) return &p;
         map_.erase(it);  // the same bytes seen with another shape: its old copy's memory goes with the buffer
     }
     const int64_t groups = (rows + kPackRows - 1) / kPackRows;
-    const int64_t gb = packed_group_bytes(k / kQK);
+    const int64_t gb = packed_group_bytes(type, k / kQK);
     const auto need = static_cast<uint64_t>(groups * gb);
     if (packed_ + need > limit_) {
         if (!warned_) {
             warned_ = true;
             sdk::log(BASALT_LOG_WARN, "backend 'cpu'",
-                     "repacked Q8_0 weights would pass repack_limit (" + std::to_string(limit_ >> 20) + " MiB, " +
+                     "repacked weights would pass repack_limit (" + std::to_string(limit_ >> 20) + " MiB, " +
                          std::to_string(packed_ >> 20) +
                          " MiB packed): the remaining matrices use the row kernels (same results, slower decode)");
         }
@@ -140,14 +167,16 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
     p.k = k;
     p.stride = stride;
     p.buffer = buffer;
+    p.type = type;
     // Packed in slices of about 8 MiB of source; from a file mapping, each slice's pages are dropped once it is
     // packed, so the peak holds even a large matrix (a 262k-row embedding) about once, not twice.
     const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
-    const auto row_bytes = static_cast<uint64_t>(k / kQK) * sizeof(BlockQ8_0);
+    const auto row_bytes =
+        static_cast<uint64_t>(k / kQK) * (type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+    const auto pack = type == BASALT_DTYPE_Q4_0 ? pack_group_q4_0 : pack_group;
     for (int64_t g0 = 0; g0 < groups; g0 += slice) {
         const int64_t g1 = std::min(groups, g0 + slice);
-        pool.parallel_for(g1 - g0,
-                          [&](int64_t g, int) { pack_group(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
+        pool.parallel_for(g1 - g0, [&](int64_t g, int) { pack(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
         if (!buffer->file_pages) continue;
         const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
         release_pages(w + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);

@@ -1,5 +1,5 @@
-// Repacked matmul weights: a backend-private copy of a Q8_0 weight matrix in the layout the AVX-512 VNNI kernel
-// streams best (16 rows interleaved per group, scales together, quants biased to unsigned), made on a weight's
+// Repacked matmul weights: a backend-private copy of a Q8_0 (or Q4_0) weight matrix in the layout the AVX-512 VNNI
+// kernel streams best (16 rows interleaved per group, scales together, quants biased to unsigned), made on a weight's
 // first use and kept until its buffer is written or freed. Decode then reads every weight byte once with one
 // dot-product instruction per 64 bytes instead of the row-at-a-time kernel's sign fix-ups and scalar scales.
 #pragma once
@@ -26,7 +26,13 @@ struct PackedWeight {
     int64_t k = 0;
     int64_t stride = 0;  // source row stride
     const basalt_buffer* buffer = nullptr;
+    basalt_dtype type = BASALT_DTYPE_Q8_0;  // the source's type: BASALT_DTYPE_Q8_0 or BASALT_DTYPE_Q4_0 groups
 };
+
+// Bytes of one packed group of `type` (Q8_0 or Q4_0) with nb blocks per row.
+inline int64_t packed_group_bytes(basalt_dtype type, int64_t nb) noexcept {
+    return type == BASALT_DTYPE_Q4_0 ? packed_q4_0_group_bytes(nb) : packed_group_bytes(nb);
+}
 
 // The packed copies of one backend instance, keyed by the source weight's address. Their memory comes in chunks
 // of 2 MiB-aligned anonymous mappings with transparent huge pages requested (few page faults while packing, few
@@ -41,11 +47,11 @@ class PackCache {
     PackCache(const PackCache&) = delete;
     PackCache& operator=(const PackCache&) = delete;
 
-    // The packed copy of the Q8_0 matrix at w (rows x k, row stride `stride`, inside `buffer`), packing it on
-    // the pool first when there is none yet. Returns nullptr when the shape cannot be packed or the limit is
-    // reached (logged once); throws sdk::error when memory runs out.
+    // The packed copy of the Q8_0 or Q4_0 (`type`) matrix at w (rows x k, row stride `stride`, inside `buffer`),
+    // packing it on the pool first when there is none yet. Returns nullptr when the type or shape cannot be
+    // packed or the limit is reached (logged once); throws sdk::error when memory runs out.
     const PackedWeight* get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows, int64_t k,
-                            int64_t stride);
+                            int64_t stride, basalt_dtype type = BASALT_DTYPE_Q8_0);
     // Drops the packed copies of weights inside `buffer` and their memory (it is being written or freed).
     void drop(const basalt_buffer* buffer);
 
