@@ -31,10 +31,13 @@ using VecDotBlockFn = void (*)(int64_t n, const void* w, int64_t w_stride, const
 using PackedDotFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, float* out, int valid);
 // The same group against `ncols` (1..kPackedCols) packed activation rows (row j at a + j * a_stride), written to
 // out[j] + out_off, each bit-identical to PackedDotFn's; the group's weights are read from memory once for all the
-// columns, and the lines of `next` (next_bytes, or nullptr) are requested meanwhile (the following group).
+// columns, K in slices of `slice_blocks` blocks (even, 2..kPackedMaxSlice) that every column passes over while the
+// slice is in L1, and the lines of `next` (next_bytes, or nullptr) are requested meanwhile (the following group).
 using PackedColsFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, int64_t a_stride, int ncols,
-                              float* const* out, int64_t out_off, int valid, const uint8_t* next, int64_t next_bytes);
-constexpr int kPackedCols = 16;  // most columns one PackedColsFn call takes
+                              float* const* out, int64_t out_off, int valid, const uint8_t* next, int64_t next_bytes,
+                              int64_t slice_blocks);
+constexpr int kPackedCols = 16;          // most columns one PackedColsFn call takes
+constexpr int64_t kPackedMaxSlice = 64;  // most blocks of one K slice
 
 constexpr int kMaxDtype = 40;  // one past the highest weight type id (MXFP4 = 39)
 

@@ -3,7 +3,8 @@
 // split the output rows (weight rows), and each task walks tokens in tiles so a weight row stays in cache. With
 // more than one activation row, the ISA's several-columns kernel (vec_dot_multi) computes a few tokens per weight
 // row pass, and where the ISA has one, a register-blocked kernel (vec_dot_block) a few weight rows x a few tokens
-// per call; both are bit-identical to the single-column dot product.
+// per call; both are bit-identical to the single-column dot product. Repacked Q8_0 / Q4_0 weights (packed.hpp)
+// take the packed kernels: one 16-row group against up to 16 columns per call, K in slices kept in L1.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -36,6 +37,7 @@ constexpr int64_t kPackedStealGroups = 2;  // groups a thief takes from another'
 constexpr int64_t kTileBytes = 16384;
 constexpr int64_t kBlockTileBytes = 512 * 1024;
 constexpr int64_t kBlockRowBytes = 128 * 1024;
+constexpr int64_t kSliceFootprint = 24 * 1024;  // packed several-columns kernel: L1 bytes of one K slice
 
 // Items [g0, g1) of several nodes laid end to end (node m holds [first[m], first[m + 1])): f(m, lo, hi) for each
 // node's part, with lo and hi counted within the node.
@@ -305,6 +307,12 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     const PackedColsFn dot_cols = type == BASALT_DTYPE_Q4_0 ? be.kernels.packed_q4_0_cols
                                   : cols > 1                ? be.kernels.packed_q8_0_cols
                                                             : nullptr;
+    // A K slice of the several-columns kernel: about kSliceFootprint bytes of L1 for its weights (512 a block)
+    // and every column's activations (68 a block).
+    const int64_t max_cols = kPackedCols;
+    auto slice_for = [](int nc) {
+        return std::clamp<int64_t>(kSliceFootprint / (512 + 68 * nc) / 2 * 2, 2, kPackedMaxSlice);
+    };
     auto run_groups = [&](int64_t g0, int64_t g1) {
         for_node_slices(first, g0, g1, [&](size_t m, int64_t lo, int64_t hi) {
             const PackedWeight& p = packs[m];
@@ -314,15 +322,15 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
                     // Several columns per group pass; the next group of this run is requested meanwhile, a share
                     // of it per call.
                     const uint8_t* next = g + 1 < hi ? p.data + (g + 1) * gb : nullptr;
-                    const int64_t calls = (cols + kPackedCols - 1) / kPackedCols;
+                    const int64_t calls = (cols + max_cols - 1) / max_cols;
                     const int64_t share = (gb / 64 + calls - 1) / calls * 64;
-                    for (int64_t c0 = 0; c0 < cols; c0 += kPackedCols) {
-                        const int nc = static_cast<int>(std::min<int64_t>(kPackedCols, cols - c0));
-                        const int64_t off = c0 / kPackedCols * share;
+                    for (int64_t c0 = 0; c0 < cols; c0 += max_cols) {
+                        const int nc = static_cast<int>(std::min<int64_t>(max_cols, cols - c0));
+                        const int64_t off = c0 / max_cols * share;
                         dot_cols(k, p.data + g * gb, base + c0 * rb, rb, nc,
                                  out.data() + m * static_cast<size_t>(cols) + static_cast<size_t>(c0), g * kPackRows,
                                  valid, next != nullptr && off < gb ? next + off : nullptr,
-                                 std::min<int64_t>(share, gb - off));
+                                 std::min<int64_t>(share, gb - off), slice_for(nc));
                     }
                     continue;
                 }
