@@ -1,22 +1,27 @@
 // bench-backend-ops: times MATMUL (matvec T=1 and prefill T=128) per weight type at real shapes through the
 // backend plugin, and prints GB/s (weight bytes streamed) and GFLOP/s beside the machine's measured read
-// bandwidth, so kernels are judged against the roofline. Times are the fastest of the repeated calls.
+// bandwidth and arithmetic peaks (int8 dot for quantized weights, fp32 FMA for float ones), so kernels are judged
+// against both roofs. Times are the fastest of the repeated calls.
 //   bench-backend-ops [--threads 1,2] [--isa auto] [--types q8_0,f16] [--shapes 576x1536,...] [--tokens 1,128]
 //                     [--plugin path/to/basalt-backend-cpu.so]   (another build of the plugin, e.g. a baseline)
 //                     [--backend vulkan --plugin path/to/basalt-backend-vulkan.so]   (another backend; no isa)
 //                     [--param KEY=VALUE ...]   (more backend parameters, e.g. repack=0)
+//                     [--cpu-time 1]   (time calls by the calling thread's CPU time: with --threads 1, on a busy
+//                                       machine)
 #include <basalt/plugin_backend.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "bandwidth-probe.hpp"
+#include "compute-probe.hpp"
 #include "host/host-services.hpp"
 #include "host/plugin-host.hpp"
 
@@ -58,6 +63,20 @@ std::vector<std::string> split(const std::string& s) {
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// --cpu-time: calls are timed by the calling thread's CPU time instead of the wall clock. With --threads 1 the
+// calling thread does all the work, so on a loaded machine this measures the kernel, not the time it waited for a
+// core (a call longer than the scheduler's slice is otherwise always stretched by the other jobs).
+bool g_cpu_time = false;
+
+double now_seconds() {
+    if (g_cpu_time) {
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    }
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
 struct Bench {
@@ -132,9 +151,9 @@ double time_matmul(const Bench& b, const TypeRow& t, int64_t k, int64_t n, int64
         int iters = 0;
         const auto t0 = Clock::now();
         while (iters < 5 || seconds_since(t0) < 0.4) {
-            const auto t1 = Clock::now();
+            const double t1 = now_seconds();
             b.iface->graph_compute(b.be, &g);
-            const double dt = seconds_since(t1);
+            const double dt = now_seconds() - t1;
             per = per < 0 ? dt : std::min(per, dt);
             ++iters;
         }
@@ -165,6 +184,8 @@ int main(int argc, char** argv) {
             shapes_arg = argv[i + 1];
         else if (a == "--tokens")
             tokens_arg = argv[i + 1];
+        else if (a == "--cpu-time")
+            g_cpu_time = std::string(argv[i + 1]) == "1";
         else if (a == "--plugin")
             plugin = argv[i + 1];
         else if (a == "--backend")
@@ -185,8 +206,15 @@ int main(int argc, char** argv) {
     for (const auto& th : split(threads_arg)) {
         // The machine's limit at this thread count (whatever --isa the backend is given): the best of 8 passes.
         const double bw = basalt::bench::BandwidthProbe(static_cast<unsigned>(std::stoi(th))).measure(8) / 1e9;
-        std::printf("\n== threads %s, isa %s: measured read bandwidth %.1f GB/s ==\n", th.c_str(), isa.c_str(), bw);
-        std::printf("%-6s %-11s %5s %10s %9s %8s %9s\n", "type", "KxN", "T", "us/call", "GB/s", "%bw", "GFLOP/s");
+        basalt::bench::ComputeProbe peaks(static_cast<unsigned>(std::stoi(th)));
+        peaks.measure(5);
+        std::printf(
+            "\n== threads %s, isa %s: measured read bandwidth %.1f GB/s, int8 dot peak %.0f GOP/s (%s), "
+            "fp32 FMA peak %.0f GFLOP/s (%s) ==\n",
+            th.c_str(), isa.c_str(), bw, peaks.int8_ops() / 1e9, peaks.int8_isa(), peaks.fp32_flops() / 1e9,
+            peaks.fp32_isa());
+        std::printf("%-6s %-11s %5s %10s %9s %8s %9s %6s\n", "type", "KxN", "T", "us/call", "GB/s", "%bw", "GFLOP/s",
+                    "%peak");
         // Only the CPU backend takes an ISA.
         std::vector<const char*> keys = {"threads"};
         std::vector<const char*> vals = {th.c_str()};
@@ -225,8 +253,12 @@ int main(int argc, char** argv) {
                     }
                     const double gbs = static_cast<double>(k / t->block * t->bytes * n) / s / 1e9;
                     const double gflops = 2.0 * static_cast<double>(k * n * m) / s / 1e9;
-                    std::printf("%-6s %-11s %5lld %10.1f %9.2f %7.0f%% %9.2f\n", t->name, sh.c_str(),
-                                static_cast<long long>(m), s * 1e6, gbs, 100.0 * gbs / bw, gflops);
+                    // Quantized weights meet int8 activations (Q8_0 / Q8_1 / Q8_K): their roof is the int8 peak.
+                    const bool flt = t->block == 1;
+                    const double peak = (flt ? peaks.fp32_flops() : peaks.int8_ops()) / 1e9;
+                    std::printf("%-6s %-11s %5lld %10.1f %9.2f %7.0f%% %9.2f %5.0f%%\n", t->name, sh.c_str(),
+                                static_cast<long long>(m), s * 1e6, gbs, 100.0 * gbs / bw, gflops,
+                                100.0 * gflops / peak);
                 }
             }
         }

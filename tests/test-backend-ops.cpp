@@ -2075,6 +2075,72 @@ TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit f
     }
 }
 
+TEST_CASE("backend-cpu: matmuls of 1..33 rows match the reference and each row alone, every weight type",
+          "[backend-ops]") {
+    // The small-batch path (several-column, register-blocked and packed kernels, issue 34): every row count from 1
+    // to 33 against the float64 reference, and each output bit for bit equal to its row computed alone. N = 37
+    // leaves a partial 16-row group; K = 1056 gives 33 blocks of 32 (odd, and more than one K slice of the packed
+    // kernel), K = 1280 five K-quant super-blocks.
+    Rng rng(20261205);
+    for (const auto& bt : backends_under_test()) {
+        if (bt.component != "cpu") continue;
+        Instance inst(plugins().ifaces.at(bt.component), bt.params);
+        if (inst.status == BASALT_ERR_UNSUPPORTED) continue;  // an ISA this machine lacks
+        REQUIRE(inst.status == BASALT_OK);
+        for (basalt_dtype wt :
+             {BASALT_DTYPE_F32, BASALT_DTYPE_F16, BASALT_DTYPE_BF16, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0,
+              BASALT_DTYPE_MXFP4, BASALT_DTYPE_Q4_K, BASALT_DTYPE_Q5_K, BASALT_DTYPE_Q6_K}) {
+            const int64_t k = facts(wt).block == 256 ? 1280 : 1056;
+            const int64_t n = 37;
+            const int64_t rows = 33;
+            const Case all = matmul_case(rng, wt, k, n, {rows});
+            const HostTensor& w = all.tensors[0];
+            const HostTensor& x = all.tensors[1];
+            const int64_t xrow = static_cast<int64_t>(x.data.size()) / rows;
+            auto run_rows = [&](int64_t m) {
+                Builder b(rng, "rows");
+                const int wi = b.input_data("w", wt, {k, n}, w.data);
+                const int xi = b.input_data("x", BASALT_DTYPE_F32, {k, m},
+                                            std::vector<uint8_t>(x.data.begin(), x.data.begin() + m * xrow));
+                const int o = b.output("out", BASALT_DTYPE_F32, {n, m});
+                b.node(BASALT_OP_MATMUL, o, {wi, xi});
+                const RunResult r = run_case(inst.iface, inst.be, b.done({}, 0));
+                REQUIRE(r.outcome == RunResult::Ok);
+                return r.out;
+            };
+            std::vector<std::vector<double>> alone;
+            for (int64_t j = 0; j < rows; ++j) {
+                Builder b(rng, "row");
+                const int wi = b.input_data("w", wt, {k, n}, w.data);
+                const int xi =
+                    b.input_data("x", BASALT_DTYPE_F32, {k, 1},
+                                 std::vector<uint8_t>(x.data.begin() + j * xrow, x.data.begin() + (j + 1) * xrow));
+                const int o = b.output("out", BASALT_DTYPE_F32, {n, 1});
+                b.node(BASALT_OP_MATMUL, o, {wi, xi});
+                const RunResult r = run_case(inst.iface, inst.be, b.done({}, 0));
+                REQUIRE(r.outcome == RunResult::Ok);
+                alone.push_back(r.out);
+            }
+            for (int64_t m = 1; m <= rows; ++m) {
+                const std::vector<double> out = run_rows(m);
+                const std::vector<double> want(all.expected.begin(), all.expected.begin() + m * n);
+                INFO(bt.label << " " << facts(wt).name << " K=" << k << " rows " << m);
+                CHECK(nmse(out, want) <= all.tol);
+                size_t differ = 0;
+                for (int64_t j = 0; j < m; ++j) {
+                    for (int64_t i = 0; i < n; ++i) {
+                        differ +=
+                            out[static_cast<size_t>(j * n + i)] == alone[static_cast<size_t>(j)][static_cast<size_t>(i)]
+                                ? 0
+                                : 1;
+                    }
+                }
+                CHECK(differ == 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("backend-cpu: attention block kernels give the per-row helpers' floats bit for bit", "[backend-ops]") {
     // attn_blocks=1 (AVX-512: 16-row score blocks with one transposed reduction, accumulators in registers)
     // against attn_blocks=0 (one dot and one axpy per visible pair) on the same ISA: head sizes with and without
@@ -2139,11 +2205,12 @@ TEST_CASE("backend-cpu: attention block kernels give the per-row helpers' floats
     }
 }
 
-TEST_CASE("backend-cpu: repacked Q8_0 and Q4_0 weights give the row kernels' floats bit for bit and follow writes",
+TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit for bit and follow writes",
           "[backend-ops]") {
-    // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, for
-    // both packed types, with partial 16-row groups (N = 13, 37), an odd block count (K = 160) and prefill columns;
-    // then new weights written into the buffer after first use must be seen, not the stale packed copy.
+    // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, Q8_0
+    // and Q4_0, with partial 16-row groups (N = 13, 37), an odd block count (K = 160), more blocks than one K slice
+    // of the several-columns kernel (K = 1088) and prefill columns; then new weights written into the buffer after
+    // first use must be seen, not the stale packed copy.
     Rng rng(20261203);
     const basalt_backend_iface* iface = cpu_iface();
     Instance packed(iface, {{"threads", "2"}, {"repack", "1"}});
@@ -2155,28 +2222,29 @@ TEST_CASE("backend-cpu: repacked Q8_0 and Q4_0 weights give the row kernels' flo
     // A limit of 0 MiB packs nothing: every matrix keeps the row kernels (the same floats, checked below too).
     Instance none(iface, {{"threads", "2"}, {"repack", "1"}, {"repack_limit", "0"}});
     REQUIRE(none.status == BASALT_OK);
-    for (const basalt_dtype type : {BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0}) {
-        for (int64_t k : {64, 160, 576}) {
-            for (int64_t n : {13, 16, 37}) {
-                for (int64_t m : {1, 5}) {
-                    Case c = matmul_case(rng, type, k, n, {m});
-                    for (int pass = 0; pass < 2; ++pass) {
-                        const RunResult a = run_case(packed.iface, packed.be, c);
-                        const RunResult b = run_case(rows.iface, rows.be, c);
-                        const RunResult z = run_case(none.iface, none.be, c);
-                        REQUIRE(a.outcome == RunResult::Ok);
-                        REQUIRE(b.outcome == RunResult::Ok);
-                        REQUIRE(z.outcome == RunResult::Ok);
-                        REQUIRE(a.out.size() == b.out.size());
-                        REQUIRE(z.out.size() == b.out.size());
-                        for (size_t i = 0; i < a.out.size(); ++i) {
-                            INFO(facts(type).name << " K=" << k << " N=" << n << " M=" << m << " pass " << pass
-                                                  << " output " << i);
-                            CHECK(a.out[i] == b.out[i]);
-                            CHECK(z.out[i] == b.out[i]);
-                        }
-                        c = matmul_case(rng, type, k, n, {m});  // fresh weights: buffers are reallocated
+    for (int64_t k : {64, 160, 576, 1088}) {
+        for (int64_t n : {13, 16, 37}) {
+            for (const auto& [m, wt] :
+                 {std::pair{int64_t{1}, BASALT_DTYPE_Q8_0}, std::pair{int64_t{5}, BASALT_DTYPE_Q8_0},
+                  std::pair{int64_t{1}, BASALT_DTYPE_Q4_0}, std::pair{int64_t{18}, BASALT_DTYPE_Q4_0},
+                  std::pair{int64_t{18}, BASALT_DTYPE_Q8_0}}) {
+                Case c = matmul_case(rng, wt, k, n, {m});
+                for (int pass = 0; pass < 2; ++pass) {
+                    const RunResult a = run_case(packed.iface, packed.be, c);
+                    const RunResult b = run_case(rows.iface, rows.be, c);
+                    const RunResult z = run_case(none.iface, none.be, c);
+                    REQUIRE(a.outcome == RunResult::Ok);
+                    REQUIRE(b.outcome == RunResult::Ok);
+                    REQUIRE(z.outcome == RunResult::Ok);
+                    REQUIRE(a.out.size() == b.out.size());
+                    REQUIRE(z.out.size() == b.out.size());
+                    for (size_t i = 0; i < a.out.size(); ++i) {
+                        INFO(facts(wt).name << " K=" << k << " N=" << n << " M=" << m << " pass " << pass << " output "
+                                            << i);
+                        CHECK(a.out[i] == b.out[i]);
+                        CHECK(z.out[i] == b.out[i]);
                     }
+                    c = matmul_case(rng, wt, k, n, {m});  // fresh weights: buffers are reallocated
                 }
             }
         }

@@ -152,7 +152,9 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
         be->profile = p.get_bool("profile", prof_env != nullptr && std::string(prof_env) == "1");
         sdk::log(BASALT_LOG_DEBUG, kLabel,
                  "created: " + std::to_string(threads) + " threads, kernels " + be->kernels.isa +
-                     (be->repack ? ", Q8_0/Q4_0 weights repacked" : ""));
+                     (be->repack ? (be->kernels.packed_q4_0_cols != nullptr ? ", Q8_0 and Q4_0 weights repacked"
+                                                                            : ", Q8_0 weights repacked")
+                                 : ""));
         *out_backend = be.release();
     });
 }

@@ -25,10 +25,19 @@ using VecDotMultiFn = void (*)(int64_t n, const void* w, const void* const* a, i
 using VecDotBlockFn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* const* a, int ncols,
                                float* const* out, int64_t row);
 
-// Packed Q8_0 / Q4_0 weights (packed-layout.hpp): one group of 16 weight rows against one activation row in the
-// packed activation layout, written to out[r] for the group's first `valid` rows; each output bit-identical to
-// vec_dot of the row in its Q8_0 / Q4_0 form (same integer lanes, same float operations in the same order).
+// Packed Q8_0 weights (packed-layout.hpp): one group of 16 weight rows against one activation row in the packed
+// activation layout, written to out[r] for the group's first `valid` rows; each output bit-identical to vec_dot
+// of the row in its Q8_0 form (same integer lanes, same float operations in the same order).
 using PackedDotFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, float* out, int valid);
+// The same group against `ncols` (1..kPackedCols) packed activation rows (row j at a + j * a_stride), written to
+// out[j] + out_off, each bit-identical to PackedDotFn's; the group's weights are read from memory once for all the
+// columns, K in slices of `slice_blocks` blocks (even, 2..kPackedMaxSlice) that every column passes over while the
+// slice is in L1, and the lines of `next` (next_bytes, or nullptr) are requested meanwhile (the following group).
+using PackedColsFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, int64_t a_stride, int ncols,
+                              float* const* out, int64_t out_off, int valid, const uint8_t* next, int64_t next_bytes,
+                              int64_t slice_blocks);
+constexpr int kPackedCols = 16;          // most columns one PackedColsFn call takes
+constexpr int64_t kPackedMaxSlice = 64;  // most blocks of one K slice
 
 constexpr int kMaxDtype = 40;  // one past the highest weight type id (MXFP4 = 39)
 
@@ -50,8 +59,8 @@ struct Kernels {
     int block_cols[kMaxDtype] = {};               // most columns one vec_dot_block call takes
     PackedDotFn packed_q8_0 = nullptr;            // optional (nullptr: Q8_0 weights are not repacked)
     PackedDotFn packed_q8_0_stream = nullptr;     // the same floats, tuned for one activation row (weights in DRAM)
-    PackedDotFn packed_q4_0 = nullptr;            // optional (nullptr: Q4_0 weights are not repacked)
-    PackedDotFn packed_q4_0_stream = nullptr;     // the same floats, tuned for one activation row
+    PackedColsFn packed_q8_0_cols = nullptr;      // optional: several activation rows per group pass
+    PackedColsFn packed_q4_0_cols = nullptr;      // optional: packed Q4_0 (any rows; nullptr: Q4_0 is not repacked)
     // Optional: the packed activation row of n floats, bit-identical to quantize_row_packed_act; false when
     // the row needs the scalar code (non-finite values).
     bool (*quantize_packed_act)(const float* x, uint8_t* y, int64_t n) = nullptr;

@@ -3,7 +3,8 @@
 // split the output rows (weight rows), and each task walks tokens in tiles so a weight row stays in cache. With
 // more than one activation row, the ISA's several-columns kernel (vec_dot_multi) computes a few tokens per weight
 // row pass, and where the ISA has one, a register-blocked kernel (vec_dot_block) a few weight rows x a few tokens
-// per call; both are bit-identical to the single-column dot product.
+// per call; both are bit-identical to the single-column dot product. Repacked Q8_0 / Q4_0 weights (packed.hpp)
+// take the packed kernels: one 16-row group against up to 16 columns per call, K in slices kept in L1.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -36,6 +37,7 @@ constexpr int64_t kPackedStealGroups = 2;  // groups a thief takes from another'
 constexpr int64_t kTileBytes = 16384;
 constexpr int64_t kBlockTileBytes = 512 * 1024;
 constexpr int64_t kBlockRowBytes = 128 * 1024;
+constexpr int64_t kSliceFootprint = 24 * 1024;  // packed several-columns kernel: L1 bytes of one K slice
 
 // Items [g0, g1) of several nodes laid end to end (node m holds [first[m], first[m + 1])): f(m, lo, hi) for each
 // node's part, with lo and hi counted within the node.
@@ -222,28 +224,27 @@ void check_weights(const NodeCtx& c, const TensorView& w) {
     }
 }
 
-// Whether the backend repacks weights of this type (packed-layout.hpp).
+// Whether weights of `type` are repacked by this backend (Q8_0 always when repack is on; Q4_0 where the ISA has
+// its packed kernel).
 bool packable(const Backend& be, basalt_dtype type) {
-    if (!be.repack) return false;
-    if (type == BASALT_DTYPE_Q8_0) return be.kernels.packed_q8_0 != nullptr;
-    if (type == BASALT_DTYPE_Q4_0) return be.kernels.packed_q4_0 != nullptr;
-    return false;
+    return be.repack &&
+           (type == BASALT_DTYPE_Q8_0 || (type == BASALT_DTYPE_Q4_0 && be.kernels.packed_q4_0_cols != nullptr));
 }
 
 // The packed copy of a MATMUL node's weights, or nullptr when the node takes the row-at-a-time kernels: only
-// Q8_0 and Q4_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph does
-// not write, as one 2-D matrix.
+// Q8_0 / Q4_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph
+// does not write, as one 2-D matrix.
 const PackedWeight* packed_weights(const NodeCtx& c) {
     const TensorView& w = c.in[0];
     const basalt_buffer* buf = w.t->buffer;
     Backend& be = *c.be;
     if (!packable(be, w.type) || buf == nullptr) return nullptr;
     if (!buf->read_only && (buf->usage & BASALT_BUFFER_WEIGHTS) == 0) return nullptr;
-    const size_t block = w.type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
-    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != static_cast<int64_t>(block)) return nullptr;
+    const auto block = static_cast<int64_t>(w.type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != block) return nullptr;
     const std::vector<const basalt_buffer*>& written = be.plan.written;
     if (std::find(written.begin(), written.end(), buf) != written.end()) return nullptr;
-    return be.packs->get(*be.pool, buf, w.type, w.data, w.ne[1], w.ne[0], w.nb[1]);
+    return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1], w.type);
 }
 
 // The groups of n packed nodes in one index space: node m holds global groups [first[m], first[m + 1]).
@@ -298,16 +299,41 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     const int64_t total = first.back();
     // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (parallel_spans and warm_start both
     // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
-    const bool q4 = packs[0].type == BASALT_DTYPE_Q4_0;
-    const PackedDotFn plain = q4 ? be.kernels.packed_q4_0 : be.kernels.packed_q8_0;
-    const PackedDotFn stream = q4 ? be.kernels.packed_q4_0_stream : be.kernels.packed_q8_0_stream;
-    const PackedDotFn dot = cols == 1 && stream != nullptr ? stream : plain;
-    const int64_t gb = packs[0].group_bytes();
+    const PackedDotFn dot =
+        cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream : be.kernels.packed_q8_0;
+    const basalt_dtype type = packs[0].type;
+    const int64_t gb = packed_group_bytes(type, k / kQK);
+    // Q4_0 groups take their several-columns kernel for every row count (one row too: decode).
+    const PackedColsFn dot_cols = type == BASALT_DTYPE_Q4_0 ? be.kernels.packed_q4_0_cols
+                                  : cols > 1                ? be.kernels.packed_q8_0_cols
+                                                            : nullptr;
+    // A K slice of the several-columns kernel: about kSliceFootprint bytes of L1 for its weights (512 a block)
+    // and every column's activations (68 a block).
+    const int64_t max_cols = kPackedCols;
+    auto slice_for = [](int nc) {
+        return std::clamp<int64_t>(kSliceFootprint / (512 + 68 * nc) / 2 * 2, 2, kPackedMaxSlice);
+    };
     auto run_groups = [&](int64_t g0, int64_t g1) {
         for_node_slices(first, g0, g1, [&](size_t m, int64_t lo, int64_t hi) {
             const PackedWeight& p = packs[m];
             for (int64_t g = lo; g < hi; ++g) {
                 const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
+                if (dot_cols != nullptr) {
+                    // Several columns per group pass; the next group of this run is requested meanwhile, a share
+                    // of it per call.
+                    const uint8_t* next = g + 1 < hi ? p.data + (g + 1) * gb : nullptr;
+                    const int64_t calls = (cols + max_cols - 1) / max_cols;
+                    const int64_t share = (gb / 64 + calls - 1) / calls * 64;
+                    for (int64_t c0 = 0; c0 < cols; c0 += max_cols) {
+                        const int nc = static_cast<int>(std::min<int64_t>(max_cols, cols - c0));
+                        const int64_t off = c0 / max_cols * share;
+                        dot_cols(k, p.data + g * gb, base + c0 * rb, rb, nc,
+                                 out.data() + m * static_cast<size_t>(cols) + static_cast<size_t>(c0), g * kPackRows,
+                                 valid, next != nullptr && off < gb ? next + off : nullptr,
+                                 std::min<int64_t>(share, gb - off), slice_for(nc));
+                    }
+                    continue;
+                }
                 for (int64_t col = 0; col < cols; ++col)
                     dot(k, p.data + g * gb, base + col * rb,
                         out[m * static_cast<size_t>(cols) + static_cast<size_t>(col)] + g * kPackRows, valid);
@@ -349,7 +375,7 @@ void check_matmul(const NodeCtx& c) {
 bool packed_group(NodeCtx* ctx, size_t n, PackedWeight* out) {
     if (!packable(*ctx[0].be, ctx[0].in[0].type)) return false;
     for (size_t m = 0; m < n; ++m) {
-        if (ctx[m].in[0].type != ctx[0].in[0].type) return false;  // one kernel and group size for the whole run
+        if (ctx[m].in[0].type != ctx[0].in[0].type) return false;  // one kernel per group
         const PackedWeight* p = packed_weights(ctx[m]);
         if (p == nullptr) return false;
         out[m] = *p;
@@ -384,7 +410,7 @@ void warm_matmul_group(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     std::vector<int64_t>& first = ctx[0].be->packed_first;  // the last group's run is over: reuse its vector
     packed_first(packs, n, first);
     const int64_t total = first.back();
-    const int64_t gb = packs[0].group_bytes();
+    const int64_t gb = packed_group_bytes(packs[0].type, packs[0].k / kQK);
     for (int w = 1; w < pool.size(); ++w) {
         int64_t g = warm_start(total, w, pool.size());
         int64_t budget = std::min<int64_t>(warm_start(total, w + 1, pool.size()) - g, kWarmBytes / gb);

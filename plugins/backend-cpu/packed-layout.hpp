@@ -1,11 +1,7 @@
 // The packed Q8_0 / Q4_0 weight and activation layouts (constants only: included by the ISA kernels too).
-// Q8_0 group layout (kPackRows rows, nb = K / 32 blocks): nb x 16 F16 scales (block-major, padded to 64 bytes), then
+// Group layout (kPackRows rows, nb = K / 32 blocks): nb x 16 F16 scales (block-major, padded to 64 bytes), then
 // nb blocks of 512 bytes: 8 chunks of 4 elements, each chunk 16 rows x 4 bytes, every quant stored as q ^ 0x80
 // (= q + 128, unsigned). Rows past the matrix's end are zero (scale 0, quants 0x80).
-// Q4_0 group layout: the same scale area, then nb blocks of 256 bytes: 4 chunk pairs, pair c holding each row's
-// bytes qs[4c .. 4c + 3] (16 rows x 4 bytes) as the file has them, so its low nibbles are elements 4c .. 4c + 3
-// (chunk c) and its high nibbles elements 16 + 4c .. 16 + 4c + 3 (chunk c + 4), unsigned 0..15 (the file's value
-// + 8). Rows past the matrix's end are zero (scale 0, nibbles 8).
 #pragma once
 
 #include <cstdint>
@@ -16,16 +12,21 @@ namespace basalt::cpu {
 
 constexpr int64_t kPackRows = 16;
 
-// Quant bytes of one block of one group: 16 rows x 32 quants (Q8_0) or 16 rows x 16 nibble pairs (Q4_0).
-constexpr int64_t kPackedQ8BlockBytes = kPackRows * kQK;
-constexpr int64_t kPackedQ4BlockBytes = kPackRows * kQK / 2;
-
-// Bytes of one group's scale area and of one whole group (both multiples of 64); block_bytes is one of the above.
+// Bytes of one group's scale area and of one whole group (both multiples of 64).
 inline int64_t packed_scale_bytes(int64_t nb) noexcept {
     return (nb * kPackRows * 2 + 63) / 64 * 64;
 }
-inline int64_t packed_group_bytes(int64_t nb, int64_t block_bytes = kPackedQ8BlockBytes) noexcept {
-    return packed_scale_bytes(nb) + nb * block_bytes;
+inline int64_t packed_group_bytes(int64_t nb) noexcept {
+    return packed_scale_bytes(nb) + nb * kPackRows * kQK;
+}
+
+// Packed Q4_0 groups: the same scale area, then nb blocks of 256 bytes (as a Q4_0 row, 4 bits a weight): 4 chunk
+// pairs of 64 bytes, byte i of pair p holding row i / 4's element 8p + i % 4 (chunk 2p) in its low nibble and
+// element 8p + 4 + i % 4 (chunk 2p + 1) in its high nibble, each as the Q4_0 code x (0..15, meaning x - 8). The
+// kernel turns a pair into two Q8_0 chunks (x + 120 = (x - 8) + 128, the same bias). Rows past the end: scale 0,
+// codes 8.
+inline int64_t packed_q4_0_group_bytes(int64_t nb) noexcept {
+    return packed_scale_bytes(nb) + nb * kPackRows * kQK / 2;
 }
 
 // Activation row for the packed kernel: the K quants (s8), then per block its scale (F32), then per block and

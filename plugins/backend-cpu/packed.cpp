@@ -36,7 +36,7 @@ void quantize_row_packed_act(const float* x, uint8_t* y, int64_t k) {
 
 namespace {
 
-void pack_group_q8_0(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
+void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
     const int64_t nb = k / kQK;
     auto* scales = reinterpret_cast<uint16_t*>(dst);
     auto* quants = reinterpret_cast<uint32_t*>(dst + packed_scale_bytes(nb));
@@ -59,26 +59,28 @@ void pack_group_q8_0(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, 
     }
 }
 
-// Q4_0: each row's 4-byte groups of nibbles as they are, interleaved by row (packed-layout.hpp).
+// A Q4_0 group (packed-layout.hpp): the Q8_0 group's scales; codes paired by chunk.
 void pack_group_q4_0(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
     const int64_t nb = k / kQK;
     auto* scales = reinterpret_cast<uint16_t*>(dst);
-    auto* quants = reinterpret_cast<uint32_t*>(dst + packed_scale_bytes(nb));
+    uint8_t* codes = dst + packed_scale_bytes(nb);
     std::memset(dst, 0, static_cast<size_t>(packed_scale_bytes(nb)));
     for (int64_t r = 0; r < kPackRows; ++r) {
         const int64_t row = g * kPackRows + r;
-        if (row >= rows) {
-            for (int64_t b = 0; b < nb; ++b) {
-                for (int c = 0; c < kQK / 8; ++c) quants[(b * 4 + c) * kPackRows + r] = 0x88888888u;
-            }
-            continue;
-        }
-        const auto* src = reinterpret_cast<const BlockQ4_0*>(w + row * stride);
+        const auto* src = row < rows ? reinterpret_cast<const BlockQ4_0*>(w + row * stride) : nullptr;
         for (int64_t b = 0; b < nb; ++b) {
-            scales[b * kPackRows + r] = src[b].d;
-            uint32_t q[kQK / 8];
-            std::memcpy(q, src[b].qs, sizeof(q));
-            for (int c = 0; c < kQK / 8; ++c) quants[(b * 4 + c) * kPackRows + r] = q[c];
+            uint8_t x[kQK];  // element j's code: qs[j] low nibble (j < 16), qs[j - 16] high nibble
+            for (int j = 0; j < 16; ++j) {
+                x[j] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] & 0x0f) : 8;
+                x[j + 16] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] >> 4) : 8;
+            }
+            if (src != nullptr) scales[b * kPackRows + r] = src[b].d;
+            for (int p = 0; p < 4; ++p) {
+                for (int e = 0; e < 4; ++e) {
+                    codes[b * kPackRows * kQK / 2 + p * 64 + r * 4 + e] =
+                        static_cast<uint8_t>(x[8 * p + e] | (x[8 * p + 4 + e] << 4));
+                }
+            }
         }
     }
 }
@@ -137,23 +139,17 @@ uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
     return list.back().base;
 }
 
-const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer, basalt_dtype type, const uint8_t* w,
-                                   int64_t rows, int64_t k, int64_t stride) {
+const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows,
+                                   int64_t k, int64_t stride, basalt_dtype type) {
     if (rows <= 0 || k <= 0 || k % kQK != 0) return nullptr;
     if (type != BASALT_DTYPE_Q8_0 && type != BASALT_DTYPE_Q4_0) return nullptr;
     if (auto it = map_.find(w); it != map_.end()) {
         const PackedWeight& p = it->second;
-        if (p.type == type && p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer) return &p;
+        if (p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer && p.type == type) return &p;
         map_.erase(it);  // the same bytes seen with another shape: its old copy's memory goes with the buffer
     }
     const int64_t groups = (rows + kPackRows - 1) / kPackRows;
-    PackedWeight p;
-    p.type = type;
-    p.rows = rows;
-    p.k = k;
-    p.stride = stride;
-    p.buffer = buffer;
-    const int64_t gb = p.group_bytes();
+    const int64_t gb = packed_group_bytes(type, k / kQK);
     const auto need = static_cast<uint64_t>(groups * gb);
     if (packed_ + need > limit_) {
         if (!warned_) {
@@ -165,22 +161,22 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
         }
         return nullptr;
     }
+    PackedWeight p;
     p.data = allocate(buffer, static_cast<uint64_t>(groups * gb));
+    p.rows = rows;
+    p.k = k;
+    p.stride = stride;
+    p.buffer = buffer;
+    p.type = type;
     // Packed in slices of about 8 MiB of source; from a file mapping, each slice's pages are dropped once it is
     // packed, so the peak holds even a large matrix (a 262k-row embedding) about once, not twice.
     const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
-    const bool q4 = type == BASALT_DTYPE_Q4_0;
-    const auto row_bytes = static_cast<uint64_t>(k / kQK) * (q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+    const auto row_bytes =
+        static_cast<uint64_t>(k / kQK) * (type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
+    const auto pack = type == BASALT_DTYPE_Q4_0 ? pack_group_q4_0 : pack_group;
     for (int64_t g0 = 0; g0 < groups; g0 += slice) {
         const int64_t g1 = std::min(groups, g0 + slice);
-        pool.parallel_for(g1 - g0, [&](int64_t g, int) {
-            uint8_t* dst = p.data + (g0 + g) * gb;
-            if (q4) {
-                pack_group_q4_0(w, rows, k, stride, g0 + g, dst);
-            } else {
-                pack_group_q8_0(w, rows, k, stride, g0 + g, dst);
-            }
-        });
+        pool.parallel_for(g1 - g0, [&](int64_t g, int) { pack(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
         if (!buffer->file_pages) continue;
         const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
         release_pages(w + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);

@@ -1,5 +1,5 @@
-// Repacked matmul weights: a backend-private copy of a Q8_0 or Q4_0 weight matrix in the layout the AVX-512 VNNI
-// kernels stream best (16 rows interleaved per group, scales together, quants unsigned), made on a weight's
+// Repacked matmul weights: a backend-private copy of a Q8_0 (or Q4_0) weight matrix in the layout the AVX-512 VNNI
+// kernel streams best (16 rows interleaved per group, scales together, quants biased to unsigned), made on a weight's
 // first use and kept until its buffer is written or freed. Decode then reads every weight byte once with one
 // dot-product instruction per 64 bytes instead of the row-at-a-time kernel's sign fix-ups and scalar scales.
 #pragma once
@@ -21,18 +21,18 @@ class ThreadPool;
 void quantize_row_packed_act(const float* x, uint8_t* y, int64_t k);
 
 struct PackedWeight {
-    uint8_t* data = nullptr;                // groups of group_bytes() bytes, 64-byte aligned
-    basalt_dtype type = BASALT_DTYPE_Q8_0;  // the source's type: Q8_0 or Q4_0 (packed-layout.hpp)
+    uint8_t* data = nullptr;  // groups of packed_group_bytes(k / 32) bytes, 64-byte aligned
     int64_t rows = 0;
     int64_t k = 0;
     int64_t stride = 0;  // source row stride
     const basalt_buffer* buffer = nullptr;
-
-    // Bytes of one packed group of this matrix.
-    int64_t group_bytes() const noexcept {
-        return packed_group_bytes(k / kQK, type == BASALT_DTYPE_Q4_0 ? kPackedQ4BlockBytes : kPackedQ8BlockBytes);
-    }
+    basalt_dtype type = BASALT_DTYPE_Q8_0;  // the source's type: BASALT_DTYPE_Q8_0 or BASALT_DTYPE_Q4_0 groups
 };
+
+// Bytes of one packed group of `type` (Q8_0 or Q4_0) with nb blocks per row.
+inline int64_t packed_group_bytes(basalt_dtype type, int64_t nb) noexcept {
+    return type == BASALT_DTYPE_Q4_0 ? packed_q4_0_group_bytes(nb) : packed_group_bytes(nb);
+}
 
 // The packed copies of one backend instance, keyed by the source weight's address. Their memory comes in chunks
 // of 2 MiB-aligned anonymous mappings with transparent huge pages requested (few page faults while packing, few
@@ -48,10 +48,10 @@ class PackCache {
     PackCache& operator=(const PackCache&) = delete;
 
     // The packed copy of the Q8_0 or Q4_0 (`type`) matrix at w (rows x k, row stride `stride`, inside `buffer`),
-    // packing it on the pool first when there is none yet. Returns nullptr when the type or shape cannot be packed
-    // or the limit is reached (logged once); throws sdk::error when memory runs out.
-    const PackedWeight* get(ThreadPool& pool, const basalt_buffer* buffer, basalt_dtype type, const uint8_t* w,
-                            int64_t rows, int64_t k, int64_t stride);
+    // packing it on the pool first when there is none yet. Returns nullptr when the type or shape cannot be
+    // packed or the limit is reached (logged once); throws sdk::error when memory runs out.
+    const PackedWeight* get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows, int64_t k,
+                            int64_t stride, basalt_dtype type = BASALT_DTYPE_Q8_0);
     // Drops the packed copies of weights inside `buffer` and their memory (it is being written or freed).
     void drop(const basalt_buffer* buffer);
 
