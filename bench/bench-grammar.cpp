@@ -4,16 +4,21 @@
 // through the grammar (each step picks an allowed token) timing per step the mask as the sampler sees it (cached
 // per parse state, computed on a miss), the mask applied to the whole vocabulary's candidate array (the
 // sampler's apply, comparable to llama.cpp's grammar sampler apply), and the mask walk without the mask cache.
-// Times are the thread's CPU time (the machine is shared), mean and p99 in microseconds.
+// Times are the thread's CPU time (the machine is shared), mean and p99 in microseconds. The user-facing benchmark
+// is `basalt bench --mode grammar` (the sampler through the C API); this program times the engine's internals
+// (the mask cache's hits and misses apart, the walk without the cache) and converts its walks' schemas for llama.cpp.
 //   bench-grammar VOCAB.gguf [STEPS] [WALK_DIR]
+//   bench-grammar --gbnf WALK_DIR
 // WALK_DIR: also writes each schema's GBNF (<i>.gbnf) and the walk's tokens (<i>.tokens, -1 = restart) there, for
-// bench/llama-cpp-grammar.cpp to replay the same steps through llama.cpp's sampler.
+// bench/llama-cpp-grammar.cpp to replay the same steps through llama.cpp's sampler. --gbnf writes <i>.gbnf beside
+// each <i>.json (a JSON Schema, as `basalt bench --mode grammar --walk-dir` writes them), for the same replay.
 #include <basalt/plugin_sampler.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -179,8 +184,21 @@ void run(const char* vocab_name, const std::shared_ptr<const g::TokenTrie>& trie
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: bench-grammar VOCAB.gguf [STEPS] [WALK_DIR]\n");
+        std::fprintf(stderr, "usage: bench-grammar VOCAB.gguf [STEPS] [WALK_DIR] | bench-grammar --gbnf WALK_DIR\n");
         return 2;
+    }
+    if (std::string(argv[1]) == "--gbnf") {
+        if (argc < 3) return 2;
+        int n = 0;
+        for (;; ++n) {
+            const std::string base = std::string(argv[2]) + "/" + std::to_string(n);
+            std::ifstream in(base + ".json");
+            if (!in) break;
+            const std::string schema((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            std::ofstream(base + ".gbnf") << g::source_to_gbnf("json_schema", schema);
+        }
+        std::printf("%d schemas converted\n", n);
+        return n > 0 ? 0 : 1;
     }
     const int steps = argc > 2 ? std::atoi(argv[2]) : 300;
     const std::string walk_dir = argc > 3 ? argv[3] : "";

@@ -2,15 +2,21 @@
 // and regex grammars, on the shipped target's vocabulary and a synthetic one rich in JSON punctuation and split
 // UTF-8 characters, the mask the sampler sees (cached per state, LRU), the uncached walk with and without the loop
 // fast path (precomputed loop tokens) all equal the reference (each token's text run through the byte matcher),
-// both when a state is first met and when it is met again. The LRU mask cache's eviction order.
+// both when a state is first met and when it is met again; the exit walk (loop tokens plus the class's exits) is
+// taken in loop and bounded-string states. The LRU mask cache's eviction order. Applying a mask with word operations
+// (candidates in id order) equals applying it candidate by candidate. The grammar sampler outside an engine through
+// basalt_sampler_set_vocab.
 #include <basalt/basalt.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "grammar-source.hpp"
+#include "mask-apply.hpp"
 #include "mask-cache.hpp"
 #include "matcher.hpp"
 #include "test-support.hpp"
@@ -118,16 +124,21 @@ void synthetic_vocab(size_t n, Vocab& v) {
     v.finish(0x5eed0002);
 }
 
-// Walks `steps` random tokens through the grammar (restarting when it is complete), checking every mask; returns
-// how many states had loop tokens.
-int check_masks(const Vocab& v, const std::string& kind, const std::string& text, int steps, uint64_t seed) {
+struct PathCounts {
+    int loops = 0;  // states with loop tokens
+    int exits = 0;  // states whose mask is the loop tokens and the exits' subtrees
+};
+
+// Walks `steps` random tokens through the grammar (restarting when it is complete), checking every mask; counts
+// the states that took the fast paths.
+PathCounts check_masks(const Vocab& v, const std::string& kind, const std::string& text, int steps, uint64_t seed) {
     INFO(kind << ": " << text);
     auto grammar = std::make_shared<const g::Grammar>(g::compile_source(kind, text));
     g::Matcher m(grammar, g::TokenTrie::build(v.view));
     std::mt19937_64 rng(seed);
     std::vector<g::State> seen;
     std::vector<uint64_t> ref, fast, plain, cached;
-    int loops = 0;
+    PathCounts counts;
     g::State s = m.initial();
     for (int i = 0; i < steps; ++i) {
         INFO("step " << i);
@@ -138,7 +149,8 @@ int check_masks(const Vocab& v, const std::string& kind, const std::string& text
         REQUIRE(cached == ref);
         REQUIRE(fast == ref);
         REQUIRE(plain == ref);
-        loops += m.has_loop_tokens(s) ? 1 : 0;
+        counts.loops += m.has_loop_tokens(s) ? 1 : 0;
+        counts.exits += m.has_exit_walk(s) ? 1 : 0;
         seen.push_back(s);
         std::vector<int32_t> text_tokens;
         for (size_t w = 0; w < ref.size(); ++w) {
@@ -161,7 +173,7 @@ int check_masks(const Vocab& v, const std::string& kind, const std::string& text
         m.with_mask(seen[i], [&](const std::vector<uint64_t>& w) { cached = w; });
         REQUIRE(cached == ref);
     }
-    return loops;
+    return counts;
 }
 
 const char* const kSchemas[] = {
@@ -170,6 +182,7 @@ const char* const kSchemas[] = {
     R"({"type":"object","properties":{"kind":{"enum":["alpha","beta"]},"when":{"type":"string","format":"date-time"},"uid":{"type":"string","format":"uuid"}},"required":["kind","when","uid"]})",
     R"({})",
     R"({"type":"array","items":{"type":"string","minLength":2,"maxLength":12},"maxItems":3})",
+    R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"string","maxLength":3},"maxItems":2},"b":{"type":"string","pattern":"^[a-z]{2}[a-m]*$"}},"required":["a","b"]})",
 };
 
 }  // namespace
@@ -180,13 +193,103 @@ TEST_CASE("grammar masks (cached, loop fast path, plain walk) equal the referenc
     synthetic_vocab(6000, synthetic);
     for (const Vocab* v : {&shipped, &synthetic}) {
         uint64_t seed = 1;
-        int loops = 0;
-        for (const char* schema : kSchemas) loops += check_masks(*v, "json_schema", schema, 120, seed++);
-        loops += check_masks(*v, "json", "", 120, seed++);
-        loops += check_masks(*v, "gbnf", "root ::= \"<\" [^<>\"]* \">\" ([^\\n]{0,3} \"!\")?\n", 60, seed++);
-        loops += check_masks(*v, "regex", "[a-z\\u00e9\\u4e2d]+(, [^,]{1,5})*\\.", 60, seed++);
-        CHECK(loops > 50);  // the fast path was taken (inside strings, the regex's repetition)
+        PathCounts all;
+        auto add = [&](const PathCounts& c) {
+            all.loops += c.loops;
+            all.exits += c.exits;
+        };
+        for (const char* schema : kSchemas) add(check_masks(*v, "json_schema", schema, 120, seed++));
+        add(check_masks(*v, "json", "", 120, seed++));
+        add(check_masks(*v, "gbnf", "root ::= \"<\" [^<>\"]* \">\" ([^\\n]{0,3} \"!\")?\n", 60, seed++));
+        add(check_masks(*v, "regex", "[a-z\\u00e9\\u4e2d]+(, [^,]{1,5})*\\.", 60, seed++));
+        // A chain whose last state still takes class characters (the exits do not decide it: the walk instead).
+        add(check_masks(*v, "regex", "[ -~]{3}[a-z]*;", 60, seed++));
+        CHECK(all.loops > 50);  // the fast paths were taken (inside strings, the regex's repetition)
+        CHECK(all.exits > 30);
+        CHECK(all.exits < all.loops);
     }
+}
+
+TEST_CASE("a mask applied with word operations equals the mask applied candidate by candidate", "[grammar][mask]") {
+    const size_t n_vocab = 1000;
+    std::mt19937_64 rng(5);
+    std::vector<uint64_t> words((n_vocab + 63) / 64);
+    for (uint64_t& w : words) w = rng() & rng();  // about a quarter allowed
+    words[3] = ~uint64_t{0};
+    words[4] = 0;
+    auto allowed = [&](int32_t id) {
+        return id >= 0 && static_cast<size_t>(id) < n_vocab &&
+               ((words[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1u) != 0;
+    };
+    for (int layout = 0; layout < 4; ++layout) {
+        INFO("layout " << layout);
+        std::vector<basalt_token_data> d;
+        for (int32_t i = 0; i < static_cast<int32_t>(n_vocab); ++i) d.push_back({i, static_cast<float>(i % 7), 0.5f});
+        if (layout == 1) std::shuffle(d.begin(), d.end(), rng);       // no block in order
+        if (layout == 2) std::swap(d[130], d[131]);                   // one block out of order
+        if (layout == 3) d.erase(d.begin(), d.begin() + 10);          // shifted: blocks not aligned
+        d[200].logit = -INFINITY;                                     // already masked
+        d.push_back({static_cast<int32_t>(n_vocab) + 5, 1.f, 0.5f});  // outside the vocabulary
+        d.push_back({-3, 1.f, 0.5f});
+        std::vector<basalt_token_data> before = d;
+        test::Cands c(d);
+        const bool changed = g::apply_mask(words, n_vocab, c.c);
+        CHECK(changed);
+        for (size_t i = 0; i < before.size(); ++i) {
+            INFO("candidate " << i << " id " << before[i].id);
+            REQUIRE(c.data[i].id == before[i].id);
+            if (allowed(before[i].id)) {
+                CHECK(c.data[i].logit == before[i].logit);
+                CHECK(c.data[i].p == before[i].p);
+            } else {
+                CHECK((std::isinf(c.data[i].logit) && c.data[i].logit < 0));
+                CHECK((c.data[i].p == 0.f || std::isinf(before[i].logit)));
+            }
+        }
+    }
+    std::vector<basalt_token_data> none = {{64 * 3, 1.f, 0.f}};  // an allowed one: nothing changes
+    test::Cands c(none);
+    CHECK_FALSE(g::apply_mask(words, n_vocab, c.c));
+}
+
+TEST_CASE("the grammar sampler runs outside an engine with basalt_sampler_set_vocab", "[grammar][api]") {
+    test::Runtime rt;
+    REQUIRE(rt.load(std::string(BASALT_TEST_PLUGIN_DIR) + "/basalt-sampler-grammar.so") == BASALT_OK);
+    basalt_model* m = nullptr;
+    REQUIRE(basalt_model_load(nullptr, test::shipped("target").c_str(), nullptr, &m) == BASALT_OK);
+    const char* keys[] = {"kind", "text"};
+    const char* values[] = {"regex", "ab+"};
+    basalt_params p{};
+    p.struct_size = sizeof(p);
+    p.count = 2;
+    p.keys = keys;
+    p.values = values;
+    basalt_sampler* s = nullptr;
+    REQUIRE(basalt_sampler_create(rt.rt, "grammar", &p, &s) == BASALT_OK);
+    CHECK(basalt_sampler_set_vocab(nullptr, m) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK(basalt_sampler_set_vocab(s, nullptr) == BASALT_ERR_INVALID_ARGUMENT);
+    REQUIRE(basalt_sampler_set_vocab(s, m) == BASALT_OK);
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    REQUIRE(basalt_model_describe(m, &info) == BASALT_OK);
+    std::vector<basalt_token_data> d;
+    for (int32_t i = 0; i < static_cast<int32_t>(info.n_vocab); ++i) d.push_back({i, 0.f, 0.f});
+    test::Cands c(d);
+    REQUIRE(basalt_sampler_apply(s, &c.c) == BASALT_OK);
+    size_t n_allowed = 0;
+    for (const basalt_token_data& x : c.data) {
+        if (std::isinf(x.logit)) continue;
+        ++n_allowed;
+        char buf[256];
+        size_t len = 0;
+        REQUIRE(basalt_token_to_piece(m, x.id, 0, buf, sizeof(buf), &len) == BASALT_OK);
+        const std::string piece(buf, len);
+        INFO("allowed piece '" << piece << "'");
+        CHECK((piece.rfind('a', 0) == 0 && piece.find_first_not_of('b', 1) == std::string::npos));
+    }
+    CHECK(n_allowed > 0);
+    basalt_sampler_destroy(s);
+    basalt_model_free(m);
 }
 
 TEST_CASE("the mask cache evicts the least recently used masks past its budget", "[grammar][mask]") {

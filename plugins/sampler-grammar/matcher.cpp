@@ -101,33 +101,49 @@ void Matcher::normalise(uint32_t pos, uint32_t parent, std::vector<uint32_t>& ou
     }
 }
 
-const std::vector<uint32_t>& Matcher::advance_stack(uint32_t stack, uint32_t cp) {
-    const uint64_t key = (uint64_t{stack} << 21) ^ cp;  // code points are < 2^21
-    auto it = advance_.find(key);
-    if (it != advance_.end()) return it->second;
+// The stacks after `stack`'s top element matched a character: whichever character it was, what follows is the same.
+const std::vector<uint32_t>& Matcher::after_match(uint32_t stack) {
+    auto it = after_.find(stack);
+    if (it != after_.end()) return it->second;
     std::vector<uint32_t> out;
-    if (stack != kEmptyStack) {
-        const Node n = nodes_[stack];
-        if (g_->sets[g_->elems[n.pos].value].matches(cp)) {
-            std::vector<uint64_t> seen;
-            normalise(n.pos + 1, n.parent, out, seen);
-        }
-    }
-    return advance_.emplace(key, std::move(out)).first->second;
+    const Node n = nodes_[stack];  // (a copy: normalising may grow nodes_)
+    std::vector<uint64_t> seen;
+    normalise(n.pos + 1, n.parent, out, seen);
+    return after_.emplace(stack, std::move(out)).first->second;
 }
 
+// The set after code point cp. Only which of the set's stacks match cp decides it, so a set of up to 64 stacks keeps
+// its successor per match pattern: the characters of a class (every letter inside a string) share one computation.
 uint32_t Matcher::next_set(uint32_t set, uint32_t cp) {
     if (cp >= 0x80 && non_ascii(set) != kNonAsciiMixed) cp = 0x80;  // every non-ASCII character alike
     const uint64_t key = (uint64_t{set} << 21) ^ cp;
     auto it = cp_next_.find(key);
     if (it != cp_next_.end()) return it->second;
-    std::vector<uint32_t> next;
     const std::vector<uint32_t> stacks = sets_[set];  // copy: interning below may grow sets_
-    for (const uint32_t st : stacks) {
-        const std::vector<uint32_t>& a = advance_stack(st, cp);
-        next.insert(next.end(), a.begin(), a.end());
+    std::vector<uint32_t> matched;
+    uint64_t pattern = 0;
+    for (size_t i = 0; i < stacks.size(); ++i) {
+        const uint32_t st = stacks[i];
+        if (st == kEmptyStack || !g_->sets[g_->elems[nodes_[st].pos].value].matches(cp)) continue;
+        matched.push_back(st);
+        if (i < 64) pattern |= uint64_t{1} << i;
     }
-    const uint32_t id = next.empty() ? kDead : intern_set(next);
+    const bool keyed = stacks.size() <= 64;
+    uint32_t id = kUnknown;
+    if (keyed) {
+        for (const auto& [p, next] : pattern_next_[set]) {
+            if (p == pattern) id = next;
+        }
+    }
+    if (id == kUnknown) {
+        std::vector<uint32_t> next;
+        for (const uint32_t st : matched) {
+            const std::vector<uint32_t>& a = after_match(st);
+            next.insert(next.end(), a.begin(), a.end());
+        }
+        id = next.empty() ? kDead : intern_set(next);
+        if (keyed) pattern_next_[set].emplace_back(pattern, id);
+    }
     cp_next_.emplace(key, id);
     return id;
 }
@@ -251,6 +267,7 @@ const LoopTokens* Matcher::loop_tokens(uint32_t id, uint32_t& budget) {
         const int n_ascii = __builtin_popcountll(k.ascii[0]) + __builtin_popcountll(k.ascii[1]);
         if (!k.non_ascii && n_ascii < 48) return nullptr;
         uint32_t steps = 1;
+        std::vector<uint32_t> path = {first};  // the chain's states after 1, 2, ... class characters
         for (uint32_t cur = first, prev = id; steps < kUnbounded - 1;) {  // longer chains: 254, conservative
             if (cur == prev) {
                 steps = kUnbounded;
@@ -268,12 +285,23 @@ const LoopTokens* Matcher::loop_tokens(uint32_t id, uint32_t& budget) {
             if (k.non_ascii && !non_ascii_to(cur, next)) break;
             prev = cur;
             cur = next;
+            path.push_back(cur);
             ++steps;
         }
         if (steps < 2) return nullptr;  // a single step: nothing to gain
         loops_.push_back(LoopTokens::shared(trie_, k));
-        loop_of_[id] = static_cast<int32_t>(loops_.size() - 1);
+        const auto index = static_cast<int32_t>(loops_.size() - 1);
+        loop_of_[id] = index;
         loop_budget_[id] = steps;
+        // The chain's later states have the same class and what is left of the chain (a loop's: all of it), so
+        // they are not worked out again when the walk gets there.
+        for (size_t j = 0; j < path.size(); ++j) {
+            const uint32_t at = path[j];
+            const uint32_t left = steps == kUnbounded ? kUnbounded : steps - static_cast<uint32_t>(j + 1);
+            if (at == id || loop_of_[at] != kLoopUnknown || left < 2) continue;
+            loop_of_[at] = index;
+            loop_budget_[at] = left;
+        }
     }
     budget = loop_budget_[id];
     return loop_of_[id] < 0 ? nullptr : loops_[static_cast<size_t>(loop_of_[id])].get();
@@ -313,34 +341,18 @@ bool Matcher::accept_token(const State& s, int32_t token, State& out) {
     return accept_bytes(s, reinterpret_cast<const uint8_t*>(text.data()), text.size(), out);
 }
 
-// The preorder walk: level_[d] is the automaton state after the first d bytes of the current node's prefix. From a
-// loop state, the tokens that stay in its class are set at once and their pure subtrees skipped.
-void Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
+// The preorder walk over trie nodes [begin, end): level_[d] is the automaton state after the first d bytes of the
+// current node's prefix (level_[depth[begin] - 1] set by the caller). From a loop state, the tokens that stay in its
+// class are set already and their pure subtrees skipped.
+void Matcher::walk_nodes(uint32_t begin, uint32_t end, const LoopTokens* loop, uint32_t budget, uint64_t* words) {
     const TokenTrie& t = *trie_;
-    const uint32_t root = dfa_id(s);
-    uint32_t budget = 0;
-    const LoopTokens* loop = loop_fast_path ? loop_tokens(root, budget) : nullptr;
-    if (loop != nullptr && budget == kUnbounded) {
-        out = loop->tokens;
-    } else if (loop != nullptr) {
-        const auto key = (uint64_t{static_cast<uint32_t>(loop_of_[root])} << 32) | budget;
-        auto it = chain_tokens_.find(key);
-        if (it == chain_tokens_.end()) it = chain_tokens_.emplace(key, loop->tokens_within(budget)).first;
-        out = it->second;
-    } else {
-        out.assign((t.n_vocab + 63) / 64, 0);
-    }
-    level_.resize(t.max_depth + 1);
-    level_[0] = root;
     const uint8_t* byte = t.byte.data();
     const uint32_t* depth = t.depth.data();
     const uint32_t* skip = t.skip.data();
     const uint32_t* tok_begin = t.tok_begin.data();
     const int32_t* toks = t.toks.data();
     uint32_t* level = level_.data();
-    uint64_t* words = out.data();
-    const auto n = static_cast<uint32_t>(t.byte.size());
-    for (uint32_t i = 1; i < n;) {
+    for (uint32_t i = begin; i < end;) {
         if (loop != nullptr && loop->pure(i) && loop->max_chars[i] <= budget) {
             i = skip[i];
             continue;
@@ -358,6 +370,77 @@ void Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_pa
             words[id >> 6] |= uint64_t{1} << (id & 63);
         }
         ++i;
+    }
+}
+
+// Whether the loop tokens and the exits decide the mask from automaton state `root`; fills chain_ (the state after c
+// class characters, c = 0 .. while it changes) when they do. Every token either stays in the class (allowed when it
+// has at most `budget` characters: the loop tokens) or leaves it at an exit after c characters, in state chain_[c].
+// For a chain the tokens with more class characters than the budget must all be refused: its last state takes no
+// class character (a bounded string, whose end takes only the closing quote); otherwise the caller walks instead.
+bool Matcher::exit_chain(uint32_t root, const LoopTokens& loop, uint32_t budget) {
+    const LoopClass& k = loop.cls;
+    uint32_t first = 0x80;  // a class byte to follow the chain by (every class character leads to the same state)
+    for (uint32_t b = 0; b < 0x80 && first == 0x80; ++b) {
+        if (k.has(static_cast<uint8_t>(b))) first = b;
+    }
+    if (first == 0x80) return false;
+    chain_.assign(1, root);
+    const uint32_t last = budget == kUnbounded ? kUnbounded : budget;
+    bool looped = false;
+    for (uint32_t c = 1; c <= last && !looped; ++c) {
+        const uint32_t next = next_dfa(chain_.back(), static_cast<uint8_t>(first));
+        if (next == kDead) return false;
+        looped = next == chain_.back();
+        if (!looped) chain_.push_back(next);
+    }
+    if (budget == kUnbounded) return looped;  // a loop reaches a state that leads back to itself
+    const uint32_t end = chain_[std::min<size_t>(budget, chain_.size() - 1)];
+    for (uint32_t b = 0; b < 0x80; ++b) {
+        if (k.has(static_cast<uint8_t>(b)) && next_dfa(end, static_cast<uint8_t>(b)) != kDead) return false;
+    }
+    return !(k.non_ascii && any_match(dfa_[end].set, 0x80, 0x10FFFF));
+}
+
+// The mask of s: from a loop state, the loop tokens, then either the exits' subtrees the chain's states take or (when
+// the exits do not decide it) the walk of every node outside the loop tokens' pure subtrees; otherwise the walk of
+// the whole trie.
+void Matcher::walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path) {
+    const TokenTrie& t = *trie_;
+    const uint32_t root = dfa_id(s);
+    uint32_t budget = 0;
+    const LoopTokens* loop = loop_fast_path ? loop_tokens(root, budget) : nullptr;
+    if (loop != nullptr && budget == kUnbounded) {
+        out = loop->tokens;
+    } else if (loop != nullptr) {
+        const auto key = (uint64_t{static_cast<uint32_t>(loop_of_[root])} << 32) | budget;
+        auto it = chain_tokens_.find(key);
+        if (it == chain_tokens_.end()) it = chain_tokens_.emplace(key, loop->tokens_within(budget)).first;
+        out = it->second;
+    } else {
+        out.assign((t.n_vocab + 63) / 64, 0);
+    }
+    level_.resize(t.max_depth + 1);
+    uint64_t* words = out.data();
+    if (loop != nullptr && exit_chain(root, *loop, budget)) {
+        for (const ExitGroup& g : loop->exit_groups) {
+            if (budget != kUnbounded && g.chars > budget) break;  // sorted by characters
+            const uint32_t from = chain_[std::min<size_t>(g.chars, chain_.size() - 1)];
+            const uint32_t next = next_dfa(from, g.byte);
+            if (next == kDead) continue;
+            for (uint32_t e = g.begin; e < g.end; ++e) {
+                const uint32_t node = loop->exit_nodes[e];
+                for (uint32_t k = t.tok_begin[node]; k < t.tok_begin[node + 1]; ++k) {
+                    const auto id = static_cast<uint32_t>(t.toks[k]);
+                    words[id >> 6] |= uint64_t{1} << (id & 63);
+                }
+                level_[t.depth[node]] = next;
+                walk_nodes(node + 1, t.skip[node], nullptr, 0, words);
+            }
+        }
+    } else {
+        level_[0] = root;
+        walk_nodes(1, static_cast<uint32_t>(t.byte.size()), loop, budget, words);
     }
     if (can_end_locked(s)) {
         for (const int32_t e : t.eog) set_bit(out, static_cast<uint32_t>(e));
@@ -405,6 +488,14 @@ bool Matcher::has_loop_tokens(const State& s) {
     const std::lock_guard<std::mutex> lock(mu_);
     uint32_t budget = 0;
     return loop_tokens(dfa_id(s), budget) != nullptr;
+}
+
+bool Matcher::has_exit_walk(const State& s) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    uint32_t budget = 0;
+    const uint32_t id = dfa_id(s);
+    const LoopTokens* loop = loop_tokens(id, budget);
+    return loop != nullptr && exit_chain(id, *loop, budget);
 }
 
 void Matcher::clear_mask_cache() {

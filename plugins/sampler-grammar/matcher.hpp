@@ -11,7 +11,10 @@
 // The mask of the tokens allowed in a state is one preorder walk of the token trie that skips every subtree whose
 // prefix dies. In a loop state (inside a JSON string, say: most characters lead back to the same state) the tokens
 // made only of looping bytes are precomputed per vocabulary and byte class (loop-tokens.hpp) and set with word
-// operations, and the walk skips their subtrees. Masks are cached per state (an LRU bounded in bytes). One Matcher
+// operations; the rest of the mask is then the subtrees of the class's exits (the first byte outside the class after a
+// run of class characters) that the loop's or chain's states take, so the trie's long runs of class characters are
+// never walked. Where the exits do not decide the mask (a chain whose last state still takes class characters), the
+// walk skips the pure subtrees instead. Masks are cached per state (an LRU bounded in bytes). One Matcher
 // serves every sequence and request with the same grammar and vocabulary; its public calls lock an internal mutex,
 // so instances on different threads may share it.
 #pragma once
@@ -20,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar.hpp"
@@ -68,6 +72,8 @@ class Matcher {
     size_t reference_mask(const State& s, std::vector<uint64_t>& out);
     // Whether s is a loop or chain state whose masks start from precomputed loop tokens (for the tests).
     bool has_loop_tokens(const State& s);
+    // Whether the mask of s is computed from its loop tokens and the class's exits alone (for the tests).
+    bool has_exit_walk(const State& s);
     // Drops the cached masks (for the benchmark).
     void clear_mask_cache();
     // How many masks the cache holds now.
@@ -101,7 +107,9 @@ class Matcher {
     std::vector<int8_t> non_ascii_;            // set id -> how its stacks take non-ASCII characters (kNonAscii*)
     std::unordered_map<uint64_t, std::vector<uint32_t>> set_ids_;  // hash -> candidate set ids
     std::unordered_map<uint64_t, uint32_t> cp_next_;               // (set, code point) -> next set
-    std::unordered_map<uint64_t, std::vector<uint32_t>> advance_;  // (stack, code point) -> stacks
+    std::unordered_map<uint32_t, std::vector<uint32_t>> after_;    // stack -> stacks once its top matched
+    // set -> (which of its stacks match, as bits) -> next set, for sets of up to 64 stacks
+    std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> pattern_next_;
     // The byte automaton: automaton state id -> State, its successor per byte (kUnknown until computed), and the
     // loop tokens of the state (an index into loops_, kNoLoop, or kLoopUnknown until asked).
     std::vector<State> dfa_;
@@ -112,6 +120,7 @@ class Matcher {
     std::vector<std::shared_ptr<const LoopTokens>> loops_;
     std::unordered_map<uint64_t, std::vector<uint64_t>> chain_tokens_;  // (loop index, budget) -> tokens within
     std::vector<uint32_t> level_;                                       // the walk's automaton state per trie depth
+    std::vector<uint32_t> chain_;  // exit walk: the automaton state after c class characters
     MaskCache masks_;
     State initial_;
     uint32_t dead_set_ = 0;
@@ -119,7 +128,7 @@ class Matcher {
     uint32_t intern_node(uint32_t pos, uint32_t parent);
     uint32_t intern_set(std::vector<uint32_t>& stacks);
     void normalise(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, std::vector<uint64_t>& seen);
-    const std::vector<uint32_t>& advance_stack(uint32_t stack, uint32_t cp);
+    const std::vector<uint32_t>& after_match(uint32_t stack);
     uint32_t next_set(uint32_t set, uint32_t cp);
     int8_t non_ascii(uint32_t set);
     bool any_match(uint32_t set, uint32_t lo, uint32_t hi);
@@ -130,6 +139,8 @@ class Matcher {
     bool can_end_locked(const State& s) const;
     const std::vector<uint64_t>& mask_locked(const State& s);
     void walk(const State& s, std::vector<uint64_t>& out, bool loop_fast_path);
+    void walk_nodes(uint32_t begin, uint32_t end, const LoopTokens* loop, uint32_t budget, uint64_t* words);
+    bool exit_chain(uint32_t root, const LoopTokens& loop, uint32_t budget);
 };
 
 // The Matcher for a grammar (by its cache key, e.g. the kind and text) and vocabulary, shared with every other

@@ -75,11 +75,16 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const basalt_vocab_view& vocab
 std::shared_ptr<const TokenTrie> TokenTrie::shared(const basalt_vocab_view& vocab) {
     static std::mutex mu;
     static std::map<uint64_t, std::weak_ptr<const TokenTrie>> cache;
+    static std::shared_ptr<const TokenTrie> recent;  // the last vocabulary's trie outlives its requests
     const std::lock_guard<std::mutex> lock(mu);
     auto& slot = cache[vocab.fingerprint];
-    if (auto live = slot.lock(); live && live->n_vocab == vocab.n_tokens) return live;
+    if (auto live = slot.lock(); live && live->n_vocab == vocab.n_tokens) {
+        recent = live;
+        return live;
+    }
     auto t = build(vocab);
     slot = t;
+    recent = t;
     return t;
 }
 

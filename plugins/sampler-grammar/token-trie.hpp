@@ -1,6 +1,7 @@
 // The vocabulary's token texts as a byte trie laid out in preorder, so a walk can skip a whole subtree (every
 // token sharing a rejected prefix) by jumping to its end. Built once per vocabulary and shared (cached by the
-// host's fingerprint) by every grammar instance of every request. Immutable after construction; thread-safe.
+// host's fingerprint) by every grammar instance of every request, and kept for the next request of the last
+// vocabulary asked for. Immutable after construction; thread-safe.
 #pragma once
 
 #include <basalt/plugin_sampler.h>
@@ -28,7 +29,9 @@ struct TokenTrie {
 
     // Builds the trie of a vocabulary view (texts copied). Control tokens and empty texts never match text.
     static std::shared_ptr<const TokenTrie> build(const basalt_vocab_view& vocab);
-    // The trie of this vocabulary, shared with every other user of the same fingerprint while one lives.
+    // The trie of this vocabulary, shared with every other user of the same fingerprint while one lives; the last
+    // vocabulary asked for is kept even when none does (a server's model: its next grammar request does not build
+    // the trie again).
     static std::shared_ptr<const TokenTrie> shared(const basalt_vocab_view& vocab);
 };
 

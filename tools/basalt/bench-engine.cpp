@@ -451,7 +451,7 @@ int run_engine_bench(const po::variables_map& vm, const GlobalOptions& g) {
                                                 : nullptr;
     if (run_mode == nullptr) {
         throw UsageError("basalt bench: unknown --mode '" + mode +
-                         "' (pp-tg, ragged, chunked, streams, decoders, prefix)");
+                         "' (pp-tg, ragged, chunked, streams, decoders, prefix, grammar)");
     }
     const cpp::Runtime rt(runtime_options(g));
     const cpp::Model model(vm["model"].as<std::string>(), &rt);

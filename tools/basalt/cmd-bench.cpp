@@ -11,6 +11,7 @@
 
 #include "bandwidth-probe.hpp"
 #include "bench-engine.hpp"
+#include "bench-grammar.hpp"
 #include "cli.hpp"
 #include "engine-setup.hpp"
 
@@ -27,6 +28,7 @@ double median(std::vector<double> v) {
 int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
     show_library_progress(false);                // a bar drawn during timed work would be measured with it
     cpp::SessionParams sp = session_params(vm);  // every mode: a bad option value exits before anything loads
+    if (vm["mode"].as<std::string>() == "grammar") return run_grammar_bench(vm, g);
     if (vm["mode"].as<std::string>() != "pp-tg") return run_engine_bench(vm, g);
     const auto n_prompt = static_cast<int>(vm["n-prompt"].as<long long>());
     const auto n_gen = static_cast<int>(vm["n-gen"].as<long long>());
@@ -184,7 +186,7 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
 const Registrar kBench{Command{
     "bench", "prompt-processing and generation speed, with the memory-bandwidth roofline",
     "basalt bench -m MODEL [-p 128] [-n 64] [-r 3] [-d 0] [--threads N] [--json] [--mode "
-    "pp-tg|ragged|chunked|streams|decoders]",
+    "pp-tg|ragged|chunked|streams|decoders|prefix|grammar]",
     [](po::options_description& d, po::positional_options_description&) {
         d.add_options()("model,m", po::value<std::string>()->required(), "GGUF model file or shipped model name")(
             "n-prompt,p", int_option("n-prompt", 0, 1 << 20)->default_value(128), "prompt tokens (pp)")(
@@ -197,8 +199,10 @@ const Registrar kBench{Command{
             "pp-tg (llama-bench style), or an engine benchmark: ragged (ragged vs padded batch), chunked (streams' "
             "latency while a long prompt arrives), streams (aggregate decode at several concurrencies), decoders (one "
             "request's decode speed per decoding "
-            "strategy)")("long-prompt", int_option("long-prompt", 1, 1 << 20)->default_value(2000),
-                         "chunked: the arriving prompt; prefix: the shared prefix")(
+            "strategy), prefix (a prefix-cache hit's TTFT), grammar (the grammar sampler's mask, apply and accept per "
+            "token on JSON Schemas; -m and --vocab name the vocabularies)")(
+            "long-prompt", int_option("long-prompt", 1, 1 << 20)->default_value(2000),
+            "chunked: the arriving prompt; prefix: the shared prefix")(
             "chunks", po::value<std::vector<long long>>()->multitoken(), "chunked: chunk sizes (default 0 256 64)")(
             "streams", po::value<std::vector<long long>>()->multitoken(), "streams: concurrencies (default 1 4 16)")(
             "decoders", po::value<std::vector<std::string>>()->multitoken(),
@@ -208,7 +212,13 @@ const Registrar kBench{Command{
             "decoders: on|off, the speculative decoder's adaptive draft length for specs that do not set "
             "adaptive (default: the decoder's own, on)")(
             "prompt", po::value<std::string>()->default_value("Once upon a time"),
-            "decoders: prompt text (random ids when the model has no vocabulary)");
+            "decoders: prompt text (random ids when the model has no vocabulary)")(
+            "steps", int_option("steps", 1, 1 << 20)->default_value(200), "grammar: tokens per walk")(
+            "vocab", po::value<std::vector<std::string>>()->multitoken(),
+            "grammar: more vocabularies (GGUF files with a tokenizer, vocab-only ones too) after the model's")(
+            "walk-dir", po::value<std::string>(),
+            "grammar: writes each schema (N.json) and walk (N.tokens) of the first round there, for "
+            "bench/llama-cpp-grammar.cpp");
         add_session_options(d);
     },
     run_bench}};

@@ -1030,6 +1030,13 @@ BASALT_API void basalt_chat_prompt_destroy(basalt_chat_prompt* prompt);
 BASALT_API basalt_status basalt_gguf_writer_set_array_bool(basalt_gguf_writer* writer, const char* key,
                                                            const int32_t* values, size_t n);
 
+/* since 1.7. Gives a sampler instance (basalt_sampler_create) the vocabulary of model, the one request chains get
+ * from the engine, so a sampler that needs it (BASALT_SAMPLER_NEEDS_VOCAB: the grammar sampler) works outside an
+ * engine; a sampler that takes no vocabulary ignores it. Call once, right after create; its clones keep it. The
+ * model must outlive the sampler and its clones. BASALT_ERR_INVALID_ARGUMENT for NULL arguments; the model's
+ * vocabulary error, or the sampler's own (naming it), otherwise. One thread per instance. */
+BASALT_API basalt_status basalt_sampler_set_vocab(basalt_sampler* sampler, const basalt_model* model);
+
 BASALT_END_DECLS
 
 #endif /* BASALT_BASALT_H */

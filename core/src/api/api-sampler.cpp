@@ -6,6 +6,7 @@
 
 #include "exec/sampler.hpp"
 #include "host/runtime.hpp"
+#include "model/model.hpp"
 #include "support/error.hpp"
 
 using basalt::fail;
@@ -72,6 +73,15 @@ basalt_status basalt_sampler_clone(const basalt_sampler* sampler, basalt_sampler
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_sampler_clone: sampler and out are required");
         }
         *out = sampler->clone().release();
+    });
+}
+
+basalt_status basalt_sampler_set_vocab(basalt_sampler* sampler, const basalt_model* model) {
+    return guard([&] {
+        if (sampler == nullptr || model == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_sampler_set_vocab: sampler and model are required");
+        }
+        sampler->set_vocab(model->sampler_vocab());
     });
 }
 
