@@ -210,6 +210,7 @@ const Registrar kBench{Command{
             "prompt", po::value<std::string>()->default_value("Once upon a time"),
             "decoders: prompt text (random ids when the model has no vocabulary)");
         add_session_options(d);
+        add_admission_options(d);
     },
     run_bench}};
 

@@ -146,7 +146,7 @@ class TestBasalt(unittest.TestCase):
                                       "n_source_tokens": 160, "n_top_logprobs": 168},
                 _capi.RequestStats: {"prompt_tokens": 8, "queue_ms": 32, "tokens_per_s": 88, "source_tokens": 96,
                                      "encode_ms": 104},
-                _capi.EngineStats: {"steps": 8, "kv_slots_free": 72, "cached_tokens": 80},
+                _capi.EngineStats: {"steps": 8, "kv_slots_free": 72, "cached_tokens": 80, "preemptions": 88},
                 _capi.DecoderNeeds: {"n_seq": 4, "n_outputs": 12}}
         for struct, fields in pins.items():
             for field, offset in fields.items():
