@@ -148,12 +148,13 @@ class TestEngine(unittest.TestCase):
         self.assertEqual([r.text() for r in reqs], [self.solo(p, n, c)[0] for p, n, c in cases])
 
     def test_admission_policies_and_preemption(self):
-        # 4 requests that grow to 60 positions in 128 KV slots: on demand they all start and the newest are
-        # preempted and recomputed (stats count it); by reservation they run two at a time. Same output either way.
+        # 4 requests that grow to about 65 positions (80 in blocks) in 160 KV slots: on demand they all start and
+        # the newest are preempted and recomputed (stats count it); by reservation they run two at a time. The
+        # same output either way.
         cases = [(PROMPT, 56, "greedy"), ("The cat", 56, SEEDED), ("A", 56, "greedy"), ("Hello there", 56, SEEDED)]
         want = [self.solo(p, n, c) for p, n, c in cases]
         for admission in ("on-demand", "reserve"):
-            e = self.engine(parallel=4, ctx=64, kv_slots=128, admission=admission)
+            e = self.engine(parallel=4, ctx=128, kv_slots=160, admission=admission)
             reqs = [e.submit(p, samplers=c, max_tokens=n) for p, n, c in cases]
             e.step()
             self.assertEqual(e.stats()["running"], 4 if admission == "on-demand" else 2, admission)

@@ -129,6 +129,11 @@ class Engine {
     // The KV blocks model m's rows of a step take beyond what their sequences hold (copy on write included).
     uint64_t step_blocks(int m, const std::vector<StepRow>& rows) const;
     uint64_t free_blocks(int m) const;
+    // Positions the session still accepts: n_kv_slots minus every running sequence's length (the session refuses a
+    // batch past that sum, shared blocks or not).
+    uint64_t free_positions(int m) const;
+    // Whether model m's rows of a step fit both the free blocks and the free positions.
+    bool step_fits(int m, const std::vector<StepRow>& rows) const;
     // KV slots free once the running requests took their next step: what admission may give. Loop thread.
     uint64_t admission_room() const;
     // Preempts the newest running requests until the step's rows fit the free blocks (repacking them); the

@@ -38,6 +38,21 @@ uint64_t Engine::free_blocks(int m) const {
     return sessions_[m]->free_slots() / std::max<uint32_t>(1, sessions_[m]->block_size());
 }
 
+uint64_t Engine::free_positions(int m) const {
+    uint64_t held = 0;
+    for (const auto& r : running_) {
+        for (const int32_t s : r->seq_ids[m]) held += sessions_[m]->seq_length(s);
+    }
+    return n_kv_slots_ - std::min<uint64_t>(n_kv_slots_, held);
+}
+
+bool Engine::step_fits(int m, const std::vector<StepRow>& rows) const {
+    if (rows.empty()) return true;
+    uint64_t tokens = 0;
+    for (const StepRow& row : rows) tokens += row.count;
+    return step_blocks(m, rows) <= free_blocks(m) && tokens <= free_positions(m);
+}
+
 uint64_t Engine::step_blocks(int m, const std::vector<StepRow>& rows) const {
     const uint64_t bs = std::max<uint32_t>(1, sessions_[m]->block_size());
     // Tokens per (request, sequence): a plan may feed one sequence twice.
@@ -73,6 +88,10 @@ uint64_t Engine::admission_room() const {
         if (!sessions_[m]) continue;
         const uint64_t free = free_blocks(m), need = step_blocks(m, rows[m]);
         room = std::min(room, (free - std::min(free, need)) * sessions_[m]->block_size());
+        uint64_t tokens = 0;
+        for (const StepRow& row : rows[m]) tokens += row.count;
+        const uint64_t positions = free_positions(m);
+        room = std::min(room, positions - std::min(positions, tokens));
     }
     return room;
 }
@@ -91,11 +110,7 @@ bool Engine::preemptible(const Request& r) const {
 void Engine::make_room(std::vector<StepRow> (&rows)[2]) {
     if (!on_demand_) return;
     for (;;) {
-        bool short_of_room = false;
-        for (int m = 0; m < 2; ++m) {
-            if (!rows[m].empty() && step_blocks(m, rows[m]) > free_blocks(m)) short_of_room = true;
-        }
-        if (!short_of_room) return;
+        if (step_fits(0, rows[0]) && (!sessions_[1] || step_fits(1, rows[1]))) return;
         // The newest live request (by arrival) other than the oldest one.
         const Request* oldest = nullptr;
         std::shared_ptr<Request> victim;
