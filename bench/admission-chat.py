@@ -114,7 +114,7 @@ def load(port, prompts, clients, max_tokens_for):
             if i >= len(prompts):
                 return
             body = {"prompt": prompts[i], "max_tokens": max_tokens_for(prompts[i]), "temperature": 0, "stop": ["\n%"],
-                    "stream": True, "stream_options": {"include_usage": True}, "n_predict": max_tokens_for(prompts[i])}
+                    "stream": True, "stream_options": {"include_usage": True}}
             one(port, body, out, lock)
 
     t0 = time.perf_counter()
@@ -219,6 +219,8 @@ def main():
             print("round %d %-18s conc %.2f peak %d req/s %.3f tok/s %.1f failed %d preempt %s %s" % (
                 rnd, c, res["concurrency"], res["peak"], res["req_per_s"], res["tok_per_s"], res["failed"],
                 res.get("preemptions", "-"), res["finish"]), file=sys.stderr, flush=True)
+            if res["errors"]:
+                print("  errors: %s" % res["errors"], file=sys.stderr, flush=True)
     if a.json:
         print(json.dumps(rows, indent=1))
         return
