@@ -173,6 +173,7 @@ TEST_CASE("a full cache queues new requests, cancel ends one and spares the othe
     const auto want = solo(rt.rt, model.m, request("Once upon a time", 40));
     basalt_engine_params p = params(4, 64);
     p.n_kv_slots = 64;  // room for one request's worst case at a time: 10 prompt + 40 tokens, 64 slots in blocks
+    p.flags = BASALT_ENGINE_ADMIT_RESERVE;  // admission by worst case (on demand, all three would start)
     Engine e(rt.rt, model.m, p);
     Request a, b, c;
     REQUIRE(submit(e.e, request("Once upon a time", 40), &a.r) == BASALT_OK);

@@ -7,8 +7,12 @@ penalties/top-k/top-p/min-p/typical, stop strings, one that fills the context) a
 and finish reason must match for every request. With SECOND (a draft/amateur model), a third of the requests
 use the other decoders (speculative with the draft and with prompt lookup, beam search, contrastive decoding
 when its plugin is loaded), sharing the batches with the plain ones; beam requests must also give the same
-n-best hypotheses. Usage: batch-vs-run.py BASALT MODEL WORKDIR [SECOND]
+n-best hypotheses. With KV_SLOTS, two more passes (chunk 0 and 16, parallel 8) run in a cache of that many slots,
+where the requests cannot all hold their context: running requests are preempted and recomputed (docs/engine.md
+"Admission and preemption"), which must happen and change no output. Usage: batch-vs-run.py BASALT MODEL WORKDIR
+[SECOND [KV_SLOTS]]
 """
+import re
 import json
 import os
 import subprocess
@@ -16,6 +20,7 @@ import sys
 
 exe, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
 second = sys.argv[4] if len(sys.argv) > 4 else None
+kv_slots = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 os.makedirs(work, exist_ok=True)
 loaded = subprocess.run([exe, "plugins"], capture_output=True, check=True).stdout.decode()
 decoders = []
@@ -80,29 +85,38 @@ with open(lines, "w") as f:
         f.write(json.dumps(req) + "\n")
 
 failures = 0
-for chunk in (0, 16, 256):
-    for parallel in (1, 8):
-        cmd = [exe, "batch", "-m", model, "--requests", lines, "--chunk", str(chunk), "--parallel", str(parallel)]
-        if second:
-            cmd += ["--draft", second]
-        p = subprocess.run(cmd, capture_output=True)
-        if p.returncode != 0:
-            sys.exit("basalt batch failed (chunk %d, parallel %d): %s" % (chunk, parallel, p.stderr.decode()))
-        got = {}
-        for line in p.stdout.decode("utf-8").splitlines():
-            r = json.loads(line)
-            hyps = [(h["tokens"], round(h["score"], 4)) for h in r["hypotheses"]] if "hypotheses" in r else None
-            got[r["id"]] = (r["text"], r["finish_reason"], hyps)
-        for rid, want in expected.items():
-            if got.get(rid) != want:
-                failures += 1
-                print("MISMATCH chunk %d parallel %d %s:\n  run:   %r\n  batch: %r" % (chunk, parallel, rid, want,
-                                                                                        got.get(rid)))
-        print("chunk %3d parallel %d: %d requests, %s" % (chunk, parallel, len(got), p.stderr.decode().strip()))
+configs = [(chunk, parallel, 0) for chunk in (0, 16, 256) for parallel in (1, 8)]
+if kv_slots:
+    configs += [(0, 8, kv_slots), (16, 8, kv_slots)]
+for chunk, parallel, kv in configs:
+    cmd = [exe, "batch", "-m", model, "--requests", lines, "--chunk", str(chunk), "--parallel", str(parallel)]
+    if second:
+        cmd += ["--draft", second]
+    if kv:
+        cmd += ["--kv-slots", str(kv)]
+    p = subprocess.run(cmd, capture_output=True)
+    if p.returncode != 0:
+        sys.exit("basalt batch failed (chunk %d, parallel %d): %s" % (chunk, parallel, p.stderr.decode()))
+    got = {}
+    for line in p.stdout.decode("utf-8").splitlines():
+        r = json.loads(line)
+        hyps = [(h["tokens"], round(h["score"], 4)) for h in r["hypotheses"]] if "hypotheses" in r else None
+        got[r["id"]] = (r["text"], r["finish_reason"], hyps)
+    for rid, want in expected.items():
+        if got.get(rid) != want:
+            failures += 1
+            print("MISMATCH chunk %d parallel %d %s:\n  run:   %r\n  batch: %r" % (chunk, parallel, rid, want,
+                                                                                    got.get(rid)))
+    print("chunk %3d parallel %d%s: %d requests, %s" % (chunk, parallel, " kv %d" % kv if kv else "", len(got),
+                                                       p.stderr.decode().strip()))
+    preempted = re.search(r"(\d+) preemptions", p.stderr.decode())
+    if kv and (preempted is None or int(preempted.group(1)) == 0):
+        failures += 1
+        print("no preemption in %d KV slots (chunk %d): the pass does not test them" % (kv, chunk))
 finish = sorted(set(v[1] for v in expected.values()))
 print("finish reasons covered:", finish)
 if decoders:
     print("decoders covered:", sorted(set(r["decoder"] for r in requests if "decoder" in r)))
 if failures or finish != ["context", "length", "stop"]:
     sys.exit("%d mismatches" % failures)
-print("all %d requests identical to basalt run in all 6 configurations" % len(expected))
+print("all %d requests identical to basalt run in all %d configurations" % (len(expected), len(configs)))

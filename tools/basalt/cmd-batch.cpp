@@ -452,7 +452,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
               << (es.cached_tokens + es.prompt_tokens > 0 ? 100.0 * static_cast<double>(es.cached_tokens) /
                                                                 static_cast<double>(es.cached_tokens + es.prompt_tokens)
                                                           : 0.0)
-              << " % hit rate)\n";
+              << " % hit rate), " << es.preemptions << " preemptions\n";
     if (moe_stats) {
         const nlohmann::json moe =
             moe_stats_json([&e](uint32_t il, basalt_moe_stats* st, uint64_t* per,
@@ -489,6 +489,7 @@ const Registrar kBatch{Command{
             "moe-stats", po::bool_switch(),
             "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
         add_draft_adaptive_option(d);
+        add_admission_options(d);
         add_session_options(d);
     },
     run_batch}};

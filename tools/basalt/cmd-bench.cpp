@@ -220,6 +220,7 @@ const Registrar kBench{Command{
             "grammar: writes each schema (N.json) and walk (N.tokens) of the first round there, for "
             "bench/llama-cpp-grammar.cpp");
         add_session_options(d);
+        add_admission_options(d);
     },
     run_bench}};
 

@@ -81,8 +81,8 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
             throw std::runtime_error("basalt serve: " + why);
         }
         p.n_ctx = served.n_ctx;
-        // The cache holds a full context for every running request; beams (several sequences) share it.
-        p.n_kv_slots = served.n_ctx * parallel;
+        // By default the cache holds a full context for every running request; beams (several sequences) share it.
+        if (p.n_kv_slots == 0) p.n_kv_slots = served.n_ctx * parallel;
     };
     cpp::OpenEngine e = cpp::open_engine(std::move(options));
     served.max_request_seqs = max_request_seqs;
@@ -186,6 +186,7 @@ const Registrar kServe{Command{
             "parse control-token text in chat message content (\"<|im_end|>\" ends the turn); default: only the "
             "template's markup gives control tokens (trusted clients only)");
         add_session_options(d);
+        add_admission_options(d);
     },
     run_serve}};
 

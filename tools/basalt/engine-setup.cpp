@@ -43,6 +43,15 @@ void add_draft_adaptive_option(po::options_description& d) {
                     "running acceptance and the measured step costs; off drafts the fixed k (docs/decoding.md)");
 }
 
+void add_admission_options(po::options_description& d) {
+    d.add_options()("admission", po::value<std::string>(),
+                    "on-demand (default): admit while the KV blocks a request needs now are free, preempting the "
+                    "newest running requests (recomputed later) when blocks run out; reserve: admit only when "
+                    "prompt + max tokens fit, never preempt (docs/engine.md)")(
+        "kv-slots", int_option("kv-slots", 0, INT32_MAX),
+        "KV slots (token positions) shared by all running requests (default: --ctx x --parallel)");
+}
+
 std::string draft_adaptive(const po::variables_map& vm) {
     if (vm.count("draft-adaptive") == 0) return {};
     const std::string v = vm["draft-adaptive"].as<std::string>();
@@ -121,6 +130,13 @@ cpp::EngineParams engine_params(const po::variables_map& vm) {
     if (vm.count("chunk") != 0) p.prefill_chunk = u32(vm, "chunk");
     if (vm.count("no-prefix-cache") != 0 && vm["no-prefix-cache"].as<bool>()) p.flags |= BASALT_ENGINE_NO_PREFIX_CACHE;
     if (vm.count("moe-stats") != 0 && vm["moe-stats"].as<bool>()) p.flags |= BASALT_ENGINE_MOE_STATS;
+    if (vm.count("admission") != 0) {
+        const std::string a = vm["admission"].as<std::string>();
+        if (a != "on-demand" && a != "reserve")
+            throw UsageError("--admission: '" + a + "' is not on-demand or reserve");
+        if (a == "reserve") p.flags |= BASALT_ENGINE_ADMIT_RESERVE;
+    }
+    if (vm.count("kv-slots") != 0) p.n_kv_slots = u32(vm, "kv-slots");
     return p;
 }
 

@@ -16,6 +16,8 @@ void add_session_options(po::options_description& d);
 void add_decoder_options(po::options_description& d);
 // --draft-adaptive on|off (the speculative decoder's adaptive draft length; run, batch, serve, bench).
 void add_draft_adaptive_option(po::options_description& d);
+// --admission on-demand|reserve and --kv-slots N (the engine's KV budget; run, batch, serve, bench).
+void add_admission_options(po::options_description& d);
 // --draft-adaptive as given ("on" or "off"), "" when absent; UsageError for another value.
 std::string draft_adaptive(const po::variables_map& vm);
 
@@ -28,8 +30,8 @@ cpp::ComputeParams compute_params(const po::variables_map& vm);
 // Session parameters from the session options (--ctx, --batch and compute_params). Throws as compute_params.
 cpp::SessionParams session_params(const po::variables_map& vm);
 // Engine parameters from the session options (--ctx: each request's context, --batch the step's token budget) and,
-// where the command has them, --parallel, --chunk, --max-batch-tokens, --no-prefix-cache, --moe-stats. Throws as
-// compute_params.
+// where the command has them, --parallel, --chunk, --max-batch-tokens, --no-prefix-cache, --moe-stats, --admission,
+// --kv-slots. Throws as compute_params, and UsageError for an --admission that is not on-demand or reserve.
 cpp::EngineParams engine_params(const po::variables_map& vm);
 // Everything open_engine needs: the runtime (global options), --model, the second model (--draft or --amateur; both
 // is a UsageError) and engine_params(vm). Throws as engine_params.

@@ -506,9 +506,12 @@ BASALT_API basalt_status basalt_session_moe_stats(const basalt_session* session,
  * An engine: the one generation loop. It owns a session over a model (and optionally one over a second model
  * with the same vocabulary: a draft or an amateur), a FIFO queue of requests and the running ones. Each step
  * packs the work of every running request into one ragged batch per model under a token budget: decode tokens
- * first, then prefill chunks, in admission order. A request is admitted when a sequence and its worst-case KV
- * room (prompt + max_tokens, capped at n_ctx, times the sequences its decoder needs) are free, so a running
- * request never fails because another one arrived; the others wait in the queue. docs/engine.md.
+ * first, then prefill chunks, in admission order. A request is admitted when a sequence and the KV blocks it needs
+ * for its next step are free; when a step's blocks run out, the newest running requests are preempted (their K/V
+ * dropped, recomputed when they are admitted again, their output unchanged), so the oldest always progress
+ * (since 1.7; BASALT_ENGINE_ADMIT_RESERVE: admitted only when the worst-case KV room, prompt + max_tokens capped at
+ * n_ctx times the sequences its decoder needs, is free, never preempted). The others wait in the queue.
+ * docs/engine.md.
  */
 typedef struct basalt_engine basalt_engine;
 /* One generation request of an engine. */
@@ -523,7 +526,10 @@ enum {
      * requests; only the rest is computed. */
     BASALT_ENGINE_NO_PREFIX_CACHE = 1u << 1,
     /* Collect the main model's MoE routing statistics (since 1.4; basalt_engine_moe_stats). */
-    BASALT_ENGINE_MOE_STATS = 1u << 2
+    BASALT_ENGINE_MOE_STATS = 1u << 2,
+    /* Admit by worst-case KV room, without preemption (since 1.7): the policy of 1.0-1.6. By default a request is
+     * admitted by the KV blocks it needs now and the newest running requests are preempted when blocks run out. */
+    BASALT_ENGINE_ADMIT_RESERVE = 1u << 3
 };
 
 typedef struct basalt_engine_params {
@@ -705,10 +711,13 @@ typedef struct basalt_engine_stats {
     uint64_t generated_tokens; /* tokens emitted so far */
     uint64_t batch_tokens_max; /* largest step (tokens over both models) */
     uint64_t kv_slots;         /* the cache's capacity */
-    uint64_t kv_slots_free;    /* not reserved by running requests (what admission can still give) */
+    uint64_t kv_slots_free;    /* not reserved by running requests (ADMIT_RESERVE), or not held by their sequences
+                                  as of the last step (on-demand admission) */
     /* since 1.2 */
     uint64_t cached_tokens; /* prompt tokens reused from the prefix cache instead of computed; hit rate =
                                cached_tokens / (cached_tokens + prompt_tokens) */
+    /* since 1.7 */
+    uint64_t preemptions; /* running requests preempted so far (K/V dropped for older ones, recomputed later) */
 } basalt_engine_stats;
 
 /* Writes the engine's counters into *out. Thread-safe. */

@@ -47,6 +47,7 @@ DETOKENIZE_UNPARSE_SPECIAL = 1 << 1
 ENGINE_OWN_THREAD = 1 << 0
 ENGINE_NO_PREFIX_CACHE = 1 << 1
 ENGINE_MOE_STATS = 1 << 2  # since 1.4
+ENGINE_ADMIT_RESERVE = 1 << 3  # since 1.7
 REQUEST_NO_SPECIAL = 1 << 0
 REQUEST_PARSE_SPECIAL = 1 << 1
 REQUEST_IGNORE_EOG = 1 << 2
@@ -169,7 +170,7 @@ class EngineStats(Structure):
     _fields_ = [("struct_size", c_uint32), ("reserved0", c_uint32), ("steps", c_uint64), ("queued", c_uint64),
                 ("running", c_uint64), ("finished", c_uint64), ("prompt_tokens", c_uint64),
                 ("generated_tokens", c_uint64), ("batch_tokens_max", c_uint64), ("kv_slots", c_uint64),
-                ("kv_slots_free", c_uint64), ("cached_tokens", c_uint64)]
+                ("kv_slots_free", c_uint64), ("cached_tokens", c_uint64), ("preemptions", c_uint64)]
 
 
 HostLogFn = CFUNCTYPE(None, c_void_p, c_int32, c_char_p, c_char_p)

@@ -57,7 +57,9 @@ def _grammar(grammar, json_schema, regex, json_object):
 class Engine(_Owned):
     """The generation loop (basalt_engine_*): a FIFO queue of requests and continuous batching. Each step packs
     the work of every running request (decode tokens first, then prefill chunks) into one ragged batch per
-    model under a token budget; a request is admitted when a sequence and its worst-case KV room are free.
+    model under a token budget; a request is admitted when a sequence and the KV blocks it needs now are free (the
+    newest running ones are preempted and recomputed later when blocks run out; admission="reserve": admitted only
+    when its worst-case KV room is free, never preempted).
 
         engine = basalt.Engine(rt, model, parallel=4)
         a = engine.submit("Once upon a time", max_tokens=32, samplers="top_k:40;temp:0.7;dist:seed=1")
@@ -76,7 +78,8 @@ class Engine(_Owned):
     default the longest cached chain of full blocks with the same tokens and cache_salt is reused;
     stats()["cached_tokens"] counts it). moe_router: MoE routing of every batch, "dropless" (None) or
     "capacity:factor=C,overflow=drop|reroute" (docs/moe.md); moe_stats=True: collect the routing statistics per
-    layer (moe_stats()).
+    layer (moe_stats()). admission: "on-demand" (default) or "reserve" (docs/engine.md "Admission and
+    preemption"; stats()["preemptions"] counts preemptions).
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
@@ -90,8 +93,10 @@ class Engine(_Owned):
     def __init__(self, runtime, model, *, second_model=None, ctx=0, parallel=1, seq_max=0, kv_slots=0,
                  max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
                  device=None, backend_params=None, kv_params=None, prefix_cache=True, moe_router=None,
-                 moe_stats=False, k_type=None, v_type=None, kv_residual=None):
+                 moe_stats=False, k_type=None, v_type=None, kv_residual=None, admission="on-demand"):
         kv_params = _kv_types(kv_params, k_type, v_type, kv_residual)
+        if admission not in ("on-demand", "reserve"):
+            raise ValueError(f"admission must be 'on-demand' or 'reserve', not {admission!r}")
         self._lib = _capi.lib()
         self._runtime = runtime
         self._model = model
@@ -101,7 +106,8 @@ class Engine(_Owned):
         p.struct_size = ctypes.sizeof(p)
         p.flags = ((_capi.ENGINE_OWN_THREAD if own_thread else 0) |
                    (0 if prefix_cache else _capi.ENGINE_NO_PREFIX_CACHE) |
-                   (_capi.ENGINE_MOE_STATS if moe_stats else 0))
+                   (_capi.ENGINE_MOE_STATS if moe_stats else 0) |
+                   (_capi.ENGINE_ADMIT_RESERVE if admission == "reserve" else 0))
         p.n_ctx = _u32("ctx", ctx)
         p.n_parallel = _u32("parallel", parallel)
         p.n_seq_max = _u32("seq_max", seq_max)
@@ -347,7 +353,8 @@ class Engine(_Owned):
 
     def stats(self):
         """Engine-wide counters: steps, queued, running, finished, prompt_tokens, generated_tokens,
-        batch_tokens_max, kv_slots, kv_slots_free, cached_tokens (prompt tokens reused from the prefix cache)."""
+        batch_tokens_max, kv_slots, kv_slots_free, cached_tokens (prompt tokens reused from the prefix cache),
+        preemptions (running requests whose K/V was dropped for older ones and recomputed later)."""
         s = _capi.EngineStats()
         s.struct_size = ctypes.sizeof(s)
         _check(self._lib.basalt_engine_stats_get(self._h, byref(s)))

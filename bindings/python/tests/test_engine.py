@@ -147,6 +147,25 @@ class TestEngine(unittest.TestCase):
         self.assertEqual([r.finish_reason for r in reqs], ["length"] * len(cases))
         self.assertEqual([r.text() for r in reqs], [self.solo(p, n, c)[0] for p, n, c in cases])
 
+    def test_admission_policies_and_preemption(self):
+        # 4 requests that grow to about 65 positions (80 in blocks) in 160 KV slots: on demand they all start and
+        # the newest are preempted and recomputed (stats count it); by reservation they run two at a time. The
+        # same output either way.
+        cases = [(PROMPT, 56, "greedy"), ("The cat", 56, SEEDED), ("A", 56, "greedy"), ("Hello there", 56, SEEDED)]
+        want = [self.solo(p, n, c) for p, n, c in cases]
+        for admission in ("on-demand", "reserve"):
+            e = self.engine(parallel=4, ctx=128, kv_slots=160, admission=admission)
+            reqs = [e.submit(p, samplers=c, max_tokens=n) for p, n, c in cases]
+            e.step()
+            self.assertEqual(e.stats()["running"], 4 if admission == "on-demand" else 2, admission)
+            e.run()
+            self.assertEqual([(r.text(), r.tokens(), r.finish_reason) for r in reqs], want, admission)
+            s = e.stats()
+            self.assertEqual(s["preemptions"] > 0, admission == "on-demand", (admission, s))
+            self.assertEqual(s["kv_slots_free"], s["kv_slots"])
+        with self.assertRaises(ValueError):
+            basalt.Engine(self.rt, self.model, admission="lazy")
+
     def test_cancel(self):
         e = self.engine(parallel=1)
         running = e.submit(PROMPT, max_tokens=-1, ignore_eog=True)

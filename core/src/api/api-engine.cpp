@@ -125,6 +125,7 @@ basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* 
             if (BASALT_HAS_FIELD(params, basalt_engine_params, moe_router) && params->moe_router != nullptr)
                 cfg.session.moe_router = params->moe_router;
             cfg.moe_stats = (params->flags & BASALT_ENGINE_MOE_STATS) != 0;
+            cfg.reserve_admission = (params->flags & BASALT_ENGINE_ADMIT_RESERVE) != 0;
         }
         auto e = std::make_unique<basalt_engine>();
         e->e = std::make_unique<Engine>(*runtime, *model, second, cfg);
@@ -322,6 +323,7 @@ basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine
         v.kv_slots = s.kv_slots;
         v.kv_slots_free = s.kv_slots_free;
         v.cached_tokens = s.cached_tokens;
+        v.preemptions = s.preemptions;
         basalt::api::write_sized(out, v);
     });
 }

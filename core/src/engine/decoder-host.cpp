@@ -132,6 +132,7 @@ basalt_status host_seq_drop(void* ctx, int32_t model, int32_t seq) {
     return call([&] {
         Request& r = req(ctx);
         r.engine->session(model).seq_drop(r.engine->session_seq(r, model, seq));
+        r.kv.tokens(model, seq).clear();
     });
 }
 
@@ -139,6 +140,8 @@ basalt_status host_seq_truncate(void* ctx, int32_t model, int32_t seq, uint32_t 
     return call([&] {
         Request& r = req(ctx);
         r.engine->session(model).seq_truncate(r.engine->session_seq(r, model, seq), n_keep);
+        auto& held = r.kv.tokens(model, seq);
+        if (held.size() > n_keep) held.resize(n_keep);
     });
 }
 

@@ -58,6 +58,7 @@ void Engine::attach_prefixes(Request& r) {
         if (s.seq_length(sid) != 0) continue;
         const uint32_t matched = s.prefix_attach(sid, feed.tokens, feed.n_tokens - 1);
         r.fed[f] = r.cached[f] = matched;
+        r.kv.tokens(feed.model, feed.seq).assign(feed.tokens, feed.tokens + matched);
         if (feed.model == 0) hit = std::max<uint64_t>(hit, matched);
     }
     {
@@ -138,6 +139,10 @@ void Engine::consume_ready(std::vector<std::shared_ptr<Request>>& touched) {
     for (auto& rp : running_) {
         Request& r = *rp;
         if (!r.planned || r.done != BASALT_FINISH_NONE) continue;
+        if (r.kv.restoring) {
+            end_restore(r);  // recomputed after a preemption: the decoder's plan goes on next step
+            continue;
+        }
         bool done = true;
         for (size_t f = 0; f < r.feeds.size(); ++f) done = done && r.fed[f] == r.feeds[f].n_tokens;
         if (!done) {

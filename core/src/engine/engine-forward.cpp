@@ -73,6 +73,8 @@ void Engine::collect_logits(int m, const std::vector<StepRow>& rows) {
             }
         }
         r.fed[row.feed] += row.count;
+        auto& held = r.kv.tokens(m, f.seq);
+        held.insert(held.end(), f.tokens + row.first, f.tokens + row.first + row.count);
     }
 }
 

@@ -45,6 +45,9 @@ SamplerChain& Engine::chain(Request& r, int32_t seq) const {
 
 void Engine::fork(Request& r, int32_t model, int32_t src, int32_t dst) {
     session(model).seq_fork(session_seq(r, model, src), session_seq(r, model, dst));
+    std::vector<int32_t> held = r.kv.tokens(model, src);
+    r.kv.tokens(model, dst) = std::move(held);
+    r.kv.forked = true;
     if (model != 0) return;
     r.chains[static_cast<size_t>(dst)] = chain(r, src).clone();
 }

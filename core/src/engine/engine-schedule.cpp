@@ -17,6 +17,7 @@ std::vector<std::shared_ptr<Request>> Engine::admit_queued(std::vector<std::shar
     // Cross-attention rows are the session's only for encoder-decoder models (the only ones with sources).
     const uint64_t source_rows = model_.hparams.encoder_decoder ? sessions_[0]->free_source_rows() : 0;
     std::vector<std::shared_ptr<Request>> started;
+    if (on_demand_) scheduler_.set_kv_room(admission_room());
     // A refused admission (the scheduler has undone it) finishes that request with the error and leaves the queue
     // moving: left at the front, it would be retried, and refused, at every step.
     for (;;) {
@@ -48,6 +49,7 @@ void Engine::admit(Request& r) {
         for (int32_t sid : r.seq_ids[0]) sessions_[0]->seq_set_steer(sid, r.steer_slot);
     }
     std::lock_guard lock(r.mutex);
+    if (r.has_admitted) return;  // admitted again after a preemption: the queue time ended the first time
     r.admitted = Clock::now();
     r.has_admitted = true;
 }
@@ -85,6 +87,7 @@ void Engine::retire(std::vector<std::shared_ptr<Request>>& touched) {
     }
     stats_.running = running_.size();
     stats_.queued = queue_.size();
+    if (on_demand_) kv_held_ = held_slots();
     stats_.generated_tokens += std::exchange(step_generated_, 0);  // what this step's consumes emitted
 }
 

@@ -37,6 +37,8 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     limits.max_batch_tokens = config.max_batch_tokens;
     limits.prefill_chunk = config.prefill_chunk;
     limits.second_model = sessions_[1] != nullptr;
+    on_demand_ = resolve_on_demand(config);
+    limits.on_demand = on_demand_;
     scheduler_ = Scheduler(limits);
     stats_.kv_slots = n_kv_slots_;
     try {
@@ -138,7 +140,11 @@ size_t Engine::step() {
     std::vector<std::shared_ptr<Request>> touched;
     const std::vector<std::shared_ptr<Request>> started = admit_queued(touched);
     for (auto& r : started) {
-        if (!start(*r)) touched.push_back(r);
+        if (r->kv.preempted) {
+            begin_restore(*r);  // admitted again: recompute what it held, then its decoder goes on
+        } else if (!start(*r)) {
+            touched.push_back(r);
+        }
     }
     if (model_.hparams.encoder_decoder) encode_sources(started, touched);
     for (auto& r : running_) {
@@ -151,6 +157,7 @@ size_t Engine::step() {
     // then one forward per model.
     std::vector<StepRow> rows[2];
     scheduler_.pack(running_, rows);
+    make_room(rows);  // on demand: preempts the newest requests while the step's KV blocks are not free
     ForwardResult fr;
     ++step_id_;
     for (int m = 0; m < 2; ++m) {
@@ -230,7 +237,8 @@ std::vector<MoeLayerStats> Engine::moe_stats() const {
 EngineStats Engine::stats() const {
     std::lock_guard lock(mutex_);
     EngineStats s = stats_;
-    s.kv_slots_free = n_kv_slots_ - std::min<uint64_t>(n_kv_slots_, scheduler_.kv_reserved());
+    const uint64_t used = on_demand_ ? kv_held_ : scheduler_.kv_reserved();
+    s.kv_slots_free = n_kv_slots_ - std::min<uint64_t>(n_kv_slots_, used);
     return s;
 }
 

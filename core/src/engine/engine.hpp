@@ -32,14 +32,16 @@ struct EngineConfig {
     uint32_t max_batch_tokens = 512;
     uint32_t prefill_chunk = 0;  // 0: whole prompts
     bool own_thread = false;
-    bool prefix_cache = true;  // attach prompts to cached blocks at their start
-    bool moe_stats = false;    // collect the main model's MoE routing statistics (moe_stats())
-    SessionConfig session;     // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)
+    bool prefix_cache = true;        // attach prompts to cached blocks at their start
+    bool moe_stats = false;          // collect the main model's MoE routing statistics (moe_stats())
+    bool reserve_admission = false;  // admit by worst-case KV room (no preemption) instead of by real use
+    SessionConfig session;           // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)
 };
 
 struct EngineStats {
     uint64_t steps = 0, queued = 0, running = 0, finished = 0, prompt_tokens = 0, generated_tokens = 0;
     uint64_t batch_tokens_max = 0, kv_slots = 0, kv_slots_free = 0, cached_tokens = 0;
+    uint64_t preemptions = 0;  // running requests whose KV was dropped for older ones (recomputed later)
 };
 
 // Creates an instance of decoder `name` with params (table and instance out; the instance is the caller's, freed
@@ -82,6 +84,8 @@ class Engine {
     uint32_t seq_positions() const { return sessions_[0]->streaming() ? INT32_MAX : n_ctx_; }
     size_t n_vocab() const { return model_.hparams.n_vocab; }
     bool own_thread() const { return config_.own_thread; }
+    // Whether admission goes by real KV use with preemption (docs/engine.md "Admission"), else by worst case.
+    bool on_demand() const { return on_demand_; }
 
     // Decoder host services (request-local sequences); throw Error.
     Session& session(int32_t model);
@@ -118,6 +122,37 @@ class Engine {
     void release(Request& r);  // sequences and KV room back
     // Finished requests leave running_ (release); they join touched.
     void retire(std::vector<std::shared_ptr<Request>>& touched);
+    // ---- admission by real KV use and preemption (preemption.cpp) ----
+    // Whether this engine can admit on demand: not asked for reservation, and the cache and model allow
+    // recomputing a request's KV exactly (no streaming cache, no residual window, not encoder-decoder).
+    bool resolve_on_demand(const EngineConfig& config) const;
+    // The KV blocks model m's rows of a step take beyond what their sequences hold (copy on write included).
+    uint64_t step_blocks(int m, const std::vector<StepRow>& rows) const;
+    uint64_t free_blocks(int m) const;
+    // Positions the session still accepts: n_kv_slots minus every running sequence's length (the session refuses a
+    // batch past that sum, shared blocks or not).
+    uint64_t free_positions(int m) const;
+    // Whether model m's rows of a step fit both the free blocks and the free positions.
+    bool step_fits(int m, const std::vector<StepRow>& rows) const;
+    // KV slots free once the running requests took their next step: what admission may give. Loop thread.
+    uint64_t admission_room() const;
+    // Preempts the newest running requests until the step's rows fit the free blocks (repacking them); the
+    // oldest running request is never preempted. Loop thread.
+    void make_room(std::vector<StepRow> (&rows)[2]);
+    // Whether r's held tokens match its sequences (so recomputing them rebuilds them exactly).
+    bool preemptible(const Request& r) const;
+    // Drops r's sequences and steering, gives back its room and puts it in the queue ahead of every request not
+    // yet admitted (in arrival order), keeping its decoder, chains, plan, output and held tokens.
+    void preempt(const std::shared_ptr<Request>& r);
+    // A preempted request admitted again: its plan becomes the recomputation of its held tokens (prefix cache
+    // first); its decoder's plan waits. Keeps running_ in arrival order.
+    void begin_restore(Request& r);
+    // The recomputation is complete: the decoder's plan is back (it goes on at the next step). Returns whether
+    // it was complete.
+    bool end_restore(Request& r);
+    void undo_restore(Request& r);
+    // Slots held by the running requests' sequences (in whole blocks), for kv_slots_free.
+    uint64_t held_slots() const;
     // ---- the decoder's lifecycle (engine-decode.cpp) ----
     bool start(Request& r);            // create the decoder, begin, first plan; false if it finished at once
     bool replan(Request& r);           // plan after consume; false when finished
@@ -151,7 +186,9 @@ class Engine {
     uint32_t n_kv_slots_ = 0;
     uint32_t n_seq_max_ = 0;
     std::unique_ptr<Session> sessions_[2];
-    bool has_text_ = false;  // the model's vocabulary renders text (benchmark files have none)
+    bool has_text_ = false;   // the model's vocabulary renders text (benchmark files have none)
+    bool on_demand_ = false;  // admission by real KV use, with preemption (resolve_on_demand)
+    uint64_t kv_held_ = 0;    // on demand: held_slots() as of the last step (under mutex_)
 
     mutable std::mutex mutex_;      // queue_, counters, stopping_
     SteerRegistry steer_registry_;  // named control vectors (add_control_vector); its own lock

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/kv-history.hpp"
 #include "engine/text-stream.hpp"
 #include "exec/sampler-chain-instance.hpp"
 
@@ -100,6 +101,7 @@ struct Request {
     bool has_pending_logprob = false;
     uint64_t rows_step = 0;       // the engine step own_rows counts (Engine::step_id_)
     size_t own_rows[2] = {0, 0};  // rows this request put into that step, per model
+    KvHistory kv;                 // what its sequences hold, for preemption (preemption.cpp)
 
     // ---- shared state, under mutex ----
     mutable std::mutex mutex;

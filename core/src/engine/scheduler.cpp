@@ -41,6 +41,8 @@ bool Scheduler::admissible(const Request& r, size_t n_running, uint64_t free_sou
     }
     // Encoder-decoder: room for the source's cross-attention rows too.
     if (!r.spec.source.empty() && source_reserved_ + r.spec.source.size() > free_source_rows) return false;
+    // On demand: the first request always starts (submit refused any that alone exceeds the cache).
+    if (limits_.on_demand) return n_running == 0 || slots_needed_now(r) <= kv_room_;
     return kv_reserved_ + worst_case_slots(r) <= limits_.n_kv_slots;
 }
 
@@ -71,8 +73,12 @@ std::vector<std::shared_ptr<Request>> Scheduler::admit(std::deque<std::shared_pt
             }
         }
         if (!r.spec.source.empty()) source_reserved_ += r.spec.source.size();
-        r.kv_reserved = worst_case_slots(r);
-        kv_reserved_ += r.kv_reserved;
+        if (limits_.on_demand) {
+            kv_room_ -= std::min(kv_room_, slots_needed_now(r));
+        } else {
+            r.kv_reserved = worst_case_slots(r);
+            kv_reserved_ += r.kv_reserved;
+        }
         try {
             on_admit(r);
         } catch (...) {

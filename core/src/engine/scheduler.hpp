@@ -23,6 +23,7 @@ struct SchedulerLimits {
     uint32_t max_batch_tokens = 1;  // tokens per step
     uint32_t prefill_chunk = 0;     // 0: whole prompts
     bool second_model = false;      // a draft or amateur has sequences of its own
+    bool on_demand = false;         // admit by the KV a request needs now (set_kv_room), not its worst case
 };
 
 // A piece of one feed taken into a step: tokens first .. first+count of feed `feed` of request r.
@@ -41,6 +42,12 @@ class Scheduler {
     // The KV slots a request may need: n_seq sequences of prompt + max_tokens positions (n_ctx when unbounded, at
     // most n_ctx), each rounded up to whole blocks.
     uint64_t worst_case_slots(const Request& r) const;
+    // On-demand admission (admission.cpp): the KV slots r needs to take its next step once admitted: its first
+    // prefill piece, or for a preempted request everything its sequences held (recomputed) plus one more token,
+    // in whole blocks, on its larger model.
+    uint64_t slots_needed_now(const Request& r) const;
+    // On-demand admission: the KV slots free after the running requests' next step (admit takes from it).
+    void set_kv_room(uint64_t slots) { kv_room_ = slots; }
     // Whether r can start now, next to n_running requests, with free_source_rows cross-attention rows unused.
     bool admissible(const Request& r, size_t n_running, uint64_t free_source_rows) const;
     // Removes the cancelled requests from the queue and returns them (they never start).
@@ -71,6 +78,7 @@ class Scheduler {
     std::vector<int32_t> free_seqs_[2];  // per model; the back is handed out next
     uint64_t kv_reserved_ = 0;
     uint64_t source_reserved_ = 0;  // encoder-decoder: source rows of admitted requests not yet encoded
+    uint64_t kv_room_ = 0;          // on-demand: KV slots admission may still give in this step
 };
 
 }  // namespace basalt::engine

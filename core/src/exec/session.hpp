@@ -75,6 +75,8 @@ class Session {
     // n_ctx (the manager evicts), each query sees the layout's stream_sinks first positions and its last
     // stream_window.
     bool streaming() const { return res_.layout.stream_window != 0; }
+    // Residual window of quantized K/V (0: none): recent tokens kept F32 until their unit of this many is full.
+    uint32_t residual_window() const { return res_.residual; }
     size_t n_embd() const;
     uint32_t seq_length(int32_t seq) const;
 

@@ -87,8 +87,12 @@ std::string Metrics::render(const basalt_engine* engine, int64_t http_inflight) 
             gauge(os, "basalt_queue_depth", "requests waiting for admission", static_cast<double>(es.queued));
             gauge(os, "basalt_running_requests", "requests admitted and running", static_cast<double>(es.running));
             gauge(os, "basalt_kv_slots", "KV cache slots (token positions) in all", static_cast<double>(es.kv_slots));
-            gauge(os, "basalt_kv_slots_used", "KV cache slots reserved by running requests",
+            gauge(os, "basalt_kv_slots_used",
+                  "KV cache slots held by running requests (reserved for them with --admission reserve)",
                   static_cast<double>(es.kv_slots - es.kv_slots_free));
+            counter(os, "basalt_engine_preemptions_total",
+                    "running requests preempted for older ones (their K/V recomputed when admitted again)",
+                    es.preemptions);
             counter(os, "basalt_engine_steps_total", "scheduler steps that ran a forward", es.steps);
             counter(os, "basalt_engine_prompt_tokens_computed_total", "prompt tokens computed by the engine",
                     es.prompt_tokens);
