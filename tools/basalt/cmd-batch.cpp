@@ -489,6 +489,7 @@ const Registrar kBatch{Command{
             "moe-stats", po::bool_switch(),
             "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
         add_draft_adaptive_option(d);
+        add_max_step_option(d);
         add_session_options(d);
     },
     run_batch}};

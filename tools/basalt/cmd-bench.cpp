@@ -208,7 +208,11 @@ const Registrar kBench{Command{
             "decoders: on|off, the speculative decoder's adaptive draft length for specs that do not set "
             "adaptive (default: the decoder's own, on)")(
             "prompt", po::value<std::string>()->default_value("Once upon a time"),
-            "decoders: prompt text (random ids when the model has no vocabulary)");
+            "decoders: prompt text (random ids when the model has no vocabulary)")(
+            "step-budgets", po::value<std::vector<std::string>>()->multitoken(),
+            "chunked: step-time budgets compared, each as --max-step-ms takes it (default auto); the chunk "
+            "configurations run without one");
+        add_max_step_option(d);
         add_session_options(d);
     },
     run_bench}};

@@ -207,6 +207,7 @@ const Registrar kRun{Command{
             "print one JSON object instead of streaming: text, tokens, finish_reason, hypotheses (n-best with "
             "scores), decoder figures, usage, timings");
         add_decoder_options(d);
+        add_max_step_option(d);
         add_grammar_options(d);
         add_session_options(d);
     },

@@ -1,5 +1,7 @@
 #include "engine-setup.hpp"
 
+#include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,35 @@ void add_draft_adaptive_option(po::options_description& d) {
     d.add_options()("draft-adaptive", po::value<std::string>(),
                     "speculative decoding: on (default) chooses each round's draft length, none included, from the "
                     "running acceptance and the measured step costs; off drafts the fixed k (docs/decoding.md)");
+}
+
+void add_max_step_option(po::options_description& d) {
+    d.add_options()("max-step-ms", po::value<std::string>(),
+                    "step-time budget while requests decode: prompt pieces join a step only as far as its predicted "
+                    "time stays within it. auto (default): 2x the decode rows' own; Fx: F times theirs (F >= 1); MS: "
+                    "that many ms; off: none, the --chunk pieces as packed (docs/engine.md)");
+}
+
+void max_step(const std::string& v, double& ms, double& factor) {
+    const std::string what = "--max-step-ms: '" + v + "' is not auto, off, a number of ms > 0 or a factor Fx >= 1";
+    ms = 0;
+    factor = 0;
+    if (v == "auto") return;
+    if (v == "off") {
+        ms = -1;
+        return;
+    }
+    const bool is_factor = !v.empty() && v.back() == 'x';
+    const std::string num = is_factor ? v.substr(0, v.size() - 1) : v;
+    size_t used = 0;
+    double x = 0;
+    try {
+        x = std::stod(num, &used);
+    } catch (const std::exception&) {
+        throw UsageError(what);
+    }
+    if (used != num.size() || !std::isfinite(x) || (is_factor ? x < 1 : x <= 0)) throw UsageError(what);
+    (is_factor ? factor : ms) = x;
 }
 
 std::string draft_adaptive(const po::variables_map& vm) {
@@ -121,6 +152,7 @@ cpp::EngineParams engine_params(const po::variables_map& vm) {
     if (vm.count("chunk") != 0) p.prefill_chunk = u32(vm, "chunk");
     if (vm.count("no-prefix-cache") != 0 && vm["no-prefix-cache"].as<bool>()) p.flags |= BASALT_ENGINE_NO_PREFIX_CACHE;
     if (vm.count("moe-stats") != 0 && vm["moe-stats"].as<bool>()) p.flags |= BASALT_ENGINE_MOE_STATS;
+    if (vm.count("max-step-ms") != 0) max_step(vm["max-step-ms"].as<std::string>(), p.max_step_ms, p.max_step_factor);
     return p;
 }
 

@@ -38,6 +38,9 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     limits.prefill_chunk = config.prefill_chunk;
     limits.second_model = sessions_[1] != nullptr;
     scheduler_ = Scheduler(limits);
+    step_budget_.enabled = config.max_step_ms >= 0;
+    step_budget_.max_step_ms = config.max_step_ms;
+    if (config.max_step_factor > 0) step_budget_.decode_factor = config.max_step_factor;
     stats_.kv_slots = n_kv_slots_;
     try {
         model.tok();  // built now: a model without a vocabulary (a benchmark file) streams tokens without text
@@ -147,10 +150,11 @@ size_t Engine::step() {
             touched.push_back(r);
         }
     }
-    // Pack the step: decode feeds (one token) first, then prefill pieces, in admission order, under the budget;
-    // then one forward per model.
+    // Pack the step: decode feeds (one token) first, then prefill pieces, in admission order, under the token
+    // budget and the step-time budget; then one forward per model.
     std::vector<StepRow> rows[2];
     scheduler_.pack(running_, rows);
+    fit_step_budget(rows);  // prompt pieces within the step-time budget while requests decode
     ForwardResult fr;
     ++step_id_;
     for (int m = 0; m < 2; ++m) {
