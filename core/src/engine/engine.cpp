@@ -38,7 +38,10 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     limits.prefill_chunk = config.prefill_chunk;
     limits.second_model = sessions_[1] != nullptr;
     scheduler_ = Scheduler(limits);
-    step_budget_.enabled = config.max_step_ms >= 0;
+    // A hybrid model's recurrent state is computed in a form that depends on the piece's length (the delta rule's
+    // chunked form from 16 tokens): cut by measured time, its output would depend on the machine's timing.
+    const bool recurrent = hp.recurrent() || (second != nullptr && second->hparams.recurrent());
+    step_budget_.enabled = config.max_step_ms >= 0 && !recurrent;
     step_budget_.max_step_ms = config.max_step_ms;
     if (config.max_step_factor > 0) step_budget_.decode_factor = config.max_step_factor;
     stats_.kv_slots = n_kv_slots_;
