@@ -3,7 +3,7 @@
 completions at given concurrencies (docs/server.md, "Measured").
 
 bench/serve-load.py --url http://127.0.0.1:8080 [--concurrency 1 8 32] [--requests N] [--max-tokens N]
-                    [--prompt-tokens N] [--json]
+                    [--prompt-words N] [--no-arrival] [--json]
 
 Each client thread sends streaming /v1/completions (ignore_eos, greedy, a distinct prompt each) back to back;
 TTFT is request sent -> first text event, ITL the gaps between text events (one event per engine step and
@@ -51,11 +51,20 @@ def one(host, port, body, out):
             tokens = j["usage"]["completion_tokens"]
     c.close()
     out.append({"ttft": times[0] - t0 if times else float("nan"),
-                "itl": [b - a for a, b in zip(times, times[1:])], "tokens": tokens})
+                "itl": [b - a for a, b in zip(times, times[1:])], "tokens": tokens, "times": times})
 
 
-def level(host, port, conc, n_req, max_tokens, prompt_words):
+def steady_itl(results):
+    """--no-arrival: the gaps while every stream decodes (after the last first token, before the first finish)."""
+    start = max(r["times"][0] for r in results if r["times"])
+    end = min(r["times"][-1] for r in results if r["times"])
+    return [(b - a) * 1000 for r in results for a, b in zip(r["times"], r["times"][1:]) if a >= start and b <= end]
+
+
+def level(host, port, conc, n_req, max_tokens, prompt_words, no_arrival=False):
     results, lock, idx = [], threading.Lock(), [0]
+    if no_arrival:
+        n_req = conc  # one request per client, all sent at once: no prompt arrives while they decode
 
     def worker():
         while True:
@@ -76,7 +85,7 @@ def level(host, port, conc, n_req, max_tokens, prompt_words):
         t.join()
     wall = time.perf_counter() - t0
     ttft = [r["ttft"] * 1000 for r in results]
-    itl = [x * 1000 for r in results for x in r["itl"]]
+    itl = steady_itl(results) if no_arrival else [x * 1000 for r in results for x in r["itl"]]
     tokens = sum(r["tokens"] for r in results)
     return {"concurrency": conc, "requests": len(results), "tokens": tokens, "wall_s": wall,
             "tokens_per_s": tokens / wall, "ttft_p50_ms": pct(ttft, 50), "ttft_p99_ms": pct(ttft, 99),
@@ -90,13 +99,16 @@ def main():
     ap.add_argument("--requests", type=int, default=0, help="requests per level (default: 4 x concurrency, >= 8)")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt-words", type=int, default=32)
+    ap.add_argument("--no-arrival", action="store_true",
+                    help="one request per client, sent together; ITL only while all of them decode (the baseline "
+                         "of the arrival benchmark)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     u = urllib.parse.urlparse(a.url)
     rows = []
     for conc in a.concurrency:
         n = a.requests or max(8, 4 * conc)
-        rows.append(level(u.hostname, u.port or 80, conc, n, a.max_tokens, a.prompt_words))
+        rows.append(level(u.hostname, u.port or 80, conc, n, a.max_tokens, a.prompt_words, a.no_arrival))
     if a.json:
         print(json.dumps(rows, indent=1))
         return

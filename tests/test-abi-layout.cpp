@@ -229,8 +229,10 @@ PIN(basalt_engine_params, n_ctx, 8);
 PIN(basalt_engine_params, prefill_chunk, 28);
 PIN(basalt_engine_params, backend, 40);
 PIN(basalt_engine_params, second_model, 72);
-PIN(basalt_engine_params, moe_router, 80); /* since 1.4 */
-PIN_SIZE(basalt_engine_params, 88);
+PIN(basalt_engine_params, moe_router, 80);      /* since 1.4 */
+PIN(basalt_engine_params, max_step_ms, 88);     /* since 1.7 */
+PIN(basalt_engine_params, max_step_factor, 96); /* since 1.7 */
+PIN_SIZE(basalt_engine_params, 104);
 PIN(basalt_request_params, prompt, 8);
 PIN(basalt_request_params, tokens, 24);
 PIN(basalt_request_params, samplers, 40);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -68,8 +70,8 @@ std::pair<std::vector<int32_t>, std::string> drain(basalt_request* r) {
 
 // One request alone in its own engine.
 std::pair<std::vector<int32_t>, std::string> solo(basalt_runtime* rt, const basalt_model* m,
-                                                  const basalt_request_params& p) {
-    Engine e(rt, m, params());
+                                                  const basalt_request_params& p, uint32_t ctx = 128) {
+    Engine e(rt, m, params(1, ctx));
     Request r;
     REQUIRE(basalt_engine_submit(e.e, &p, &r.r) == BASALT_OK);
     REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
@@ -115,6 +117,82 @@ TEST_CASE("requests sharing the engine's batches get what each gets alone", "[en
         CHECK(s.batch_tokens_max <= 8 + (chunk == 0 ? 8 : 0));  // chunk 0 lets one whole prompt past the budget
         CHECK(s.generated_tokens == 12 + 17 + 22 + 27);
     }
+}
+
+TEST_CASE("prompts arriving while requests decode, cut by the step-time budget, get what each gets alone",
+          "[engine][step-budget]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    const char* prompts[] = {"Once upon a time", "Hello there, friend",
+                             "The stranger opened the wooden box and found a letter folded twice",
+                             "A small boat drifted across the quiet lake while the sun went down"};
+    const char* chains[] = {"greedy", "top_k:40;temp:0.8;dist:seed=3", "greedy", "min_p:0.1;dist:seed=9"};
+    const int32_t max_tokens[] = {120, 120, 10, 12};
+    std::vector<std::pair<std::vector<int32_t>, std::string>> want;
+    for (int i = 0; i < 4; ++i)
+        want.push_back(solo(rt.rt, model.m, request(prompts[i], max_tokens[i], chains[i]), 256));
+
+    // 1e-6 ms: every step is over budget, so an arriving prompt moves one token a step; 0: the default (2x the
+    // decode rows' predicted time: pieces depend on the machine's timing, the output must not); -1: no budget.
+    for (const double max_step : {1e-6, 0.0, -1.0}) {
+        CAPTURE(max_step);
+        basalt_engine_params p = params(4, 256);
+        p.max_batch_tokens = 64;
+        p.max_step_ms = max_step;
+        Engine e(rt.rt, model.m, p);
+        Request r[4];
+        for (int i = 0; i < 2; ++i)
+            REQUIRE(submit(e.e, request(prompts[i], max_tokens[i], chains[i]), &r[i].r) == BASALT_OK);
+        size_t active = 1, steps = 0;
+        for (; steps < 3; ++steps) REQUIRE(basalt_engine_step(e.e, &active) == BASALT_OK);  // the first two decode
+        for (int i = 2; i < 4; ++i)
+            REQUIRE(submit(e.e, request(prompts[i], max_tokens[i], chains[i]), &r[i].r) == BASALT_OK);
+        auto stats = [](basalt_request* q) {
+            basalt_request_stats st{};
+            st.struct_size = sizeof(st);
+            REQUIRE(basalt_request_stats_get(q, &st) == BASALT_OK);
+            return st;
+        };
+        size_t to_first = 0;  // steps until both arriving requests have their first token
+        while (active > 0) {
+            REQUIRE(basalt_engine_step(e.e, &active) == BASALT_OK);
+            if (to_first == 0 && stats(r[2].r).generated_tokens > 0 && stats(r[3].r).generated_tokens > 0)
+                to_first = steps - 2;
+            ++steps;
+        }
+        for (int i = 0; i < 4; ++i) {
+            CAPTURE(i);
+            CHECK(basalt_request_finish_reason(r[i].r) == BASALT_FINISH_LENGTH);
+            CHECK(drain(r[i].r) == want[i]);
+        }
+        const uint64_t arriving = stats(r[2].r).prompt_tokens + stats(r[3].r).prompt_tokens;
+        CAPTURE(arriving, to_first);
+        // One prompt token a step while the first two decode (their 120 tokens outlast both prompts); without a
+        // budget the whole prompts join the first steps after their arrival (two: 64 tokens a step).
+        if (max_step > 0) CHECK(to_first >= arriving);
+        if (max_step < 0) CHECK(to_first <= 2);
+    }
+}
+
+TEST_CASE("step-time budgets that are not numbers, and factors below 1, are refused naming the field",
+          "[engine][step-budget]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);
+    Model model(golden("tiny-llama-f32.gguf"));
+    basalt_engine* e = nullptr;
+    basalt_engine_params p = params();
+    p.max_step_ms = std::nan("");
+    CHECK(basalt_engine_create(rt.rt, model.m, &p, &e) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("max_step_ms nan is not a finite number"));
+    p = params();
+    p.max_step_factor = 0.5;
+    CHECK(basalt_engine_create(rt.rt, model.m, &p, &e) == BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("max_step_factor 0.5 is neither 0"));
+    CHECK(e == nullptr);
+    // A 1.6 struct (without the budget's fields) gets the default budget.
+    p = params();
+    p.struct_size = offsetof(basalt_engine_params, max_step_ms);
+    REQUIRE(basalt_engine_create(rt.rt, model.m, &p, &e) == BASALT_OK);
+    basalt_engine_destroy(e);
 }
 
 TEST_CASE("stop strings end the text before them, end tokens, max_tokens and the context end requests", "[engine]") {

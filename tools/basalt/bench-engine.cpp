@@ -3,7 +3,8 @@
 //  ragged   one ragged batch of prompts {16, 64, 256, 1024} against the same rows padded to the longest (the
 //           padded rows computed, as a dense batch would): time per real token;
 //  chunked  4 streams decoding while a 2,000-token prompt arrives: the streams' p50/p99 inter-token latency
-//           with chunking off and at the chunks given, against no arrival, and the long request's TTFT;
+//           with chunking off, at the chunks given (no step-time budget) and under the step-time budgets given,
+//           against no arrival, and the long request's TTFT against its prefill alone;
 //  streams  aggregate decode tokens/s with 1, 4 and 16 concurrent requests;
 //  prefix   time to first token of a request whose long prompt prefix (--long-prompt) another request computed
 //           before (a prefix-cache hit) against the same request on an empty cache (a miss);
@@ -154,34 +155,67 @@ basalt_request_stats stats_of(basalt_request* r) {
 
 // ---- chunked prefill ------------------------------------------------------------------------------------------
 
-struct ChunkResult {
+struct ChunkConfig {
     std::string label;
+    bool streams = true, arrival = true;  // no arrival: the streams alone; solo: the long prompt alone
+    uint32_t chunk = 0;
+    double max_step_ms = -1, max_step_factor = 0;  // the step-time budget (-1: none)
     std::vector<double> itl, ttft;
 };
+
+// The configurations: the streams alone, the long prompt alone, each chunk without a step-time budget, each budget
+// (whole prompts, cut by the budget alone).
+std::vector<ChunkConfig> chunk_configs(const po::variables_map& vm) {
+    std::vector<long long> chunks = {0, 256, 64};
+    if (vm.count("chunks") != 0) chunks = vm["chunks"].as<std::vector<long long>>();
+    std::vector<std::string> budgets = {"auto"};
+    if (vm.count("step-budgets") != 0) budgets = vm["step-budgets"].as<std::vector<std::string>>();
+    std::vector<ChunkConfig> configs(2);
+    configs[0].label = "no arrival";
+    configs[0].arrival = false;
+    configs[1].label = "solo prompt";
+    configs[1].streams = false;
+    for (const long long c : chunks) {
+        ChunkConfig cc;
+        cc.label = c == 0 ? "chunk off" : "chunk " + std::to_string(c);
+        cc.chunk = static_cast<uint32_t>(c);
+        configs.push_back(cc);
+    }
+    for (const std::string& b : budgets) {
+        ChunkConfig cc;
+        cc.label = "budget " + b;
+        max_step(b, cc.max_step_ms, cc.max_step_factor);
+        configs.push_back(cc);
+    }
+    return configs;
+}
 
 int bench_chunked(const po::variables_map& vm, const cpp::Model& model, const cpp::Runtime& rt) {
     const size_t n_long = static_cast<size_t>(vm["long-prompt"].as<long long>());
     const int n_streams = 4, reps = static_cast<int>(vm["repetitions"].as<long long>());
-    std::vector<long long> chunks = {0, 256, 64};
-    if (vm.count("chunks") != 0) chunks = vm["chunks"].as<std::vector<long long>>();
     basalt_model_info info{};
     info.struct_size = sizeof(info);
     basalt_model_describe(model.get(), &info);
     const size_t n_vocab = info.n_vocab;
     const auto long_prompt = random_tokens(n_long, n_vocab, 7);
     const int arrive_after = 8;  // stream tokens before the long prompt arrives
-    std::vector<ChunkResult> results(chunks.size() + 1);
-    results[0].label = "no arrival";
-    for (size_t c = 0; c < chunks.size(); ++c) {
-        results[c + 1].label = chunks[c] == 0 ? "chunk off" : "chunk " + std::to_string(chunks[c]);
-    }
+    std::vector<ChunkConfig> results = chunk_configs(vm);
     for (int r = 0; r < reps; ++r) {
-        for (size_t v = 0; v < results.size(); ++v) {
+        for (ChunkConfig& cfg : results) {
             cpp::EngineParams ep = engine_params(vm);
             ep.n_ctx = static_cast<uint32_t>(n_long + 64);
             ep.n_parallel = n_streams + 1;
-            ep.prefill_chunk = v == 0 ? 0 : static_cast<uint32_t>(chunks[v - 1]);
+            ep.prefill_chunk = cfg.chunk;
+            ep.max_step_ms = cfg.max_step_ms;
+            ep.max_step_factor = cfg.max_step_factor;
             cpp::Engine engine(rt, model, ep);
+            if (!cfg.streams) {  // the long prompt's prefill alone, on an idle engine
+                basalt_request* big = submit(engine.get(), long_prompt, 1);
+                if (big == nullptr || !check(basalt_engine_run(engine.get()))) return kExitError;
+                cfg.ttft.push_back(stats_of(big).ttft_ms);
+                basalt_request_free(big);
+                continue;
+            }
             std::vector<basalt_request*> streams;
             for (int s = 0; s < n_streams; ++s) {
                 streams.push_back(submit(engine.get(), random_tokens(16, n_vocab, 100 + s), 1 << 20));
@@ -196,19 +230,19 @@ int bench_chunked(const po::variables_map& vm, const cpp::Model& model, const cp
                 if (!arrived && made >= arrive_after) {
                     arrived = true;
                     base_tokens = made;
-                    if (v > 0) {
+                    if (cfg.arrival) {
                         big = submit(engine.get(), long_prompt, 1);
                         if (big == nullptr) return kExitError;
                     }
                     steps_after = 0;
-                    if (v == 0) long_done = true;
+                    if (!cfg.arrival) long_done = true;
                 }
                 if (big != nullptr && !long_done && basalt_request_finish_reason(big) != BASALT_FINISH_NONE) {
                     long_done = true;
                     steps_after = 0;
                 }
                 // Keep the streams going 8 tokens past the long request's first token, then cancel them.
-                if (long_done && ++steps_after > 8 + (v == 0 ? 24 : 0)) {
+                if (long_done && ++steps_after > 8 + (cfg.arrival ? 0 : 24)) {
                     for (auto* s : streams) basalt_request_cancel(s);
                 }
             }
@@ -216,23 +250,25 @@ int bench_chunked(const po::variables_map& vm, const cpp::Model& model, const cp
                 const auto l = itls(s);
                 // ITL k separates tokens k and k+1: keep those from the arrival on.
                 for (size_t k = base_tokens > 0 ? base_tokens - 1 : 0; k < l.size(); ++k) {
-                    results[v].itl.push_back(l[k]);
+                    cfg.itl.push_back(l[k]);
                 }
                 basalt_request_free(s);
             }
             if (big != nullptr) {
-                results[v].ttft.push_back(stats_of(big).ttft_ms);
+                cfg.ttft.push_back(stats_of(big).ttft_ms);
                 basalt_request_free(big);
             }
         }
     }
     const double base_p99 = percentile(results[0].itl, 0.99);
+    const double solo_ttft = median(results[1].ttft);
     const bool json = vm["json"].as<bool>();
     if (!json) {
         std::cout << n_streams << " streams decoding; a " << n_long << "-token prompt arrives after " << arrive_after
                   << " tokens (" << reps << " rounds, configurations interleaved)\n"
-                  << std::left << std::setw(12) << "config" << std::right << std::setw(10) << "ITL p50" << std::setw(10)
-                  << "ITL p99" << std::setw(12) << "p99/base" << std::setw(14) << "long TTFT\n";
+                  << std::left << std::setw(14) << "config" << std::right << std::setw(10) << "ITL p50" << std::setw(10)
+                  << "ITL p99" << std::setw(12) << "p99/base" << std::setw(13) << "long TTFT" << std::setw(12)
+                  << "TTFT/solo\n";
     }
     for (const auto& res : results) {
         const double p50 = percentile(res.itl, 0.5), p99 = percentile(res.itl, 0.99);
@@ -240,12 +276,24 @@ int bench_chunked(const po::variables_map& vm, const cpp::Model& model, const cp
         if (json) {
             std::cout << "{\"mode\":\"chunked\",\"config\":\"" << res.label << "\",\"itl_p50_ms\":" << p50
                       << ",\"itl_p99_ms\":" << p99 << ",\"p99_vs_baseline\":" << p99 / base_p99
-                      << ",\"long_ttft_ms\":" << ttft << ",\"itl_samples\":" << res.itl.size() << "}\n";
+                      << ",\"long_ttft_ms\":" << ttft << ",\"ttft_vs_solo\":" << ttft / solo_ttft
+                      << ",\"itl_samples\":" << res.itl.size() << "}\n";
         } else {
-            std::cout << std::left << std::setw(12) << res.label << std::right << std::fixed << std::setprecision(1)
-                      << std::setw(8) << p50 << "ms" << std::setw(8) << p99 << "ms" << std::setw(11)
-                      << std::setprecision(2) << p99 / base_p99 << "x" << std::setw(11) << std::setprecision(1)
-                      << (res.ttft.empty() ? std::string("-") : std::to_string(ttft).substr(0, 7) + "ms") << "\n";
+            std::ostringstream line;
+            line << std::left << std::setw(14) << res.label << std::right << std::fixed;
+            if (res.streams) {
+                line << std::setprecision(1) << std::setw(8) << p50 << "ms" << std::setw(8) << p99 << "ms"
+                     << std::setw(11) << std::setprecision(2) << p99 / base_p99 << "x";
+            } else {
+                line << std::setw(10) << "-" << std::setw(10) << "-" << std::setw(12) << "-";
+            }
+            if (res.ttft.empty()) {
+                line << std::setw(13) << "-" << std::setw(12) << "-";
+            } else {
+                line << std::setprecision(1) << std::setw(11) << ttft << "ms" << std::setw(11) << std::setprecision(2)
+                     << ttft / solo_ttft << "x";
+            }
+            std::cout << line.str() << "\n";
         }
     }
     return kExitOk;

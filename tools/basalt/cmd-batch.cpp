@@ -490,6 +490,7 @@ const Registrar kBatch{Command{
             "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
         add_draft_adaptive_option(d);
         add_admission_options(d);
+        add_max_step_option(d);
         add_session_options(d);
     },
     run_batch}};

@@ -218,7 +218,11 @@ const Registrar kBench{Command{
             "grammar: more vocabularies (GGUF files with a tokenizer, vocab-only ones too) after the model's")(
             "walk-dir", po::value<std::string>(),
             "grammar: writes each schema (N.json) and walk (N.tokens) of the first round there, for "
-            "bench/llama-cpp-grammar.cpp");
+            "bench/llama-cpp-grammar.cpp")(
+            "step-budgets", po::value<std::vector<std::string>>()->multitoken(),
+            "chunked: step-time budgets compared, each as --max-step-ms takes it (default auto); the chunk "
+            "configurations run without one");
+        add_max_step_option(d);
         add_session_options(d);
         add_admission_options(d);
     },

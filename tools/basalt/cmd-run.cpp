@@ -208,6 +208,7 @@ const Registrar kRun{Command{
             "scores), decoder figures, usage, timings");
         add_decoder_options(d);
         add_admission_options(d);
+        add_max_step_option(d);
         add_grammar_options(d);
         add_session_options(d);
     },

@@ -185,6 +185,7 @@ const Registrar kServe{Command{
             "trust-client-special-tokens", po::bool_switch(),
             "parse control-token text in chat message content (\"<|im_end|>\" ends the turn); default: only the "
             "template's markup gives control tokens (trusted clients only)");
+        add_max_step_option(d);
         add_session_options(d);
         add_admission_options(d);
     },

@@ -1,5 +1,7 @@
 #include "engine-setup.hpp"
 
+#include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,35 @@ void add_admission_options(po::options_description& d) {
                     "prompt + max tokens fit, never preempt (docs/engine.md)")(
         "kv-slots", int_option("kv-slots", 0, INT32_MAX),
         "KV slots (token positions) shared by all running requests (default: --ctx x --parallel)");
+}
+
+void add_max_step_option(po::options_description& d) {
+    d.add_options()("max-step-ms", po::value<std::string>(),
+                    "step-time budget while requests decode: prompt pieces join a step only as far as its predicted "
+                    "time stays within it. auto (default): 2x the decode rows' own; Fx: F times theirs (F >= 1); MS: "
+                    "that many ms; off: none, the --chunk pieces as packed (docs/engine.md)");
+}
+
+void max_step(const std::string& v, double& ms, double& factor) {
+    const std::string what = "--max-step-ms: '" + v + "' is not auto, off, a number of ms > 0 or a factor Fx >= 1";
+    ms = 0;
+    factor = 0;
+    if (v == "auto") return;
+    if (v == "off") {
+        ms = -1;
+        return;
+    }
+    const bool is_factor = !v.empty() && v.back() == 'x';
+    const std::string num = is_factor ? v.substr(0, v.size() - 1) : v;
+    size_t used = 0;
+    double x = 0;
+    try {
+        x = std::stod(num, &used);
+    } catch (const std::exception&) {
+        throw UsageError(what);
+    }
+    if (used != num.size() || !std::isfinite(x) || (is_factor ? x < 1 : x <= 0)) throw UsageError(what);
+    (is_factor ? factor : ms) = x;
 }
 
 std::string draft_adaptive(const po::variables_map& vm) {
@@ -137,6 +168,7 @@ cpp::EngineParams engine_params(const po::variables_map& vm) {
         if (a == "reserve") p.flags |= BASALT_ENGINE_ADMIT_RESERVE;
     }
     if (vm.count("kv-slots") != 0) p.n_kv_slots = u32(vm, "kv-slots");
+    if (vm.count("max-step-ms") != 0) max_step(vm["max-step-ms"].as<std::string>(), p.max_step_ms, p.max_step_factor);
     return p;
 }
 

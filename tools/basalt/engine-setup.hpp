@@ -18,6 +18,11 @@ void add_decoder_options(po::options_description& d);
 void add_draft_adaptive_option(po::options_description& d);
 // --admission on-demand|reserve and --kv-slots N (the engine's KV budget; run, batch, serve, bench).
 void add_admission_options(po::options_description& d);
+// --max-step-ms auto|off|MS|Fx (the engine's step-time budget; run, batch, serve, bench).
+void add_max_step_option(po::options_description& d);
+// A --max-step-ms value as basalt_engine_params.max_step_ms / max_step_factor (auto: 0, 0; off: -1, 0; MS: MS, 0;
+// Fx: 0, F). UsageError for another value.
+void max_step(const std::string& value, double& ms, double& factor);
 // --draft-adaptive as given ("on" or "off"), "" when absent; UsageError for another value.
 std::string draft_adaptive(const po::variables_map& vm);
 
@@ -31,7 +36,8 @@ cpp::ComputeParams compute_params(const po::variables_map& vm);
 cpp::SessionParams session_params(const po::variables_map& vm);
 // Engine parameters from the session options (--ctx: each request's context, --batch the step's token budget) and,
 // where the command has them, --parallel, --chunk, --max-batch-tokens, --no-prefix-cache, --moe-stats, --admission,
-// --kv-slots. Throws as compute_params, and UsageError for an --admission that is not on-demand or reserve.
+// --kv-slots, --max-step-ms. Throws as compute_params and max_step, and UsageError for an --admission that is not
+// on-demand or reserve.
 cpp::EngineParams engine_params(const po::variables_map& vm);
 // Everything open_engine needs: the runtime (global options), --model, the second model (--draft or --amateur; both
 // is a UsageError) and engine_params(vm). Throws as engine_params.

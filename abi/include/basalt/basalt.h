@@ -551,6 +551,12 @@ typedef struct basalt_engine_params {
     /* since 1.4 */
     const char* moe_router; /* MoE routing of every batch (as basalt_session_params.moe_router; a second model
                                without experts stays dropless). NULL: dropless. Borrowed for the call */
+    /* since 1.7: the step-time budget (docs/engine.md "Step-time budget"): while requests decode, prompt pieces
+       join a step only as far as its predicted time stays within the budget; with no decode, prompts go at full
+       speed */
+    double max_step_ms;     /* > 0: the budget in ms; 0: max_step_factor x the predicted time of the step's decode
+                               rows alone; < 0: no budget (prompt pieces as packed). NaN/inf are refused */
+    double max_step_factor; /* with max_step_ms 0: that multiple, at least 1; 0: 2 */
 } basalt_engine_params;
 
 /*

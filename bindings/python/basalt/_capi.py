@@ -128,7 +128,8 @@ class EngineParams(Structure):
                 ("prefill_chunk", c_uint32), ("n_threads", c_uint32), ("reserved0", c_uint32), ("backend", c_char_p),
                 ("kv_cache", c_char_p), ("backend_params", POINTER(Params)), ("kv_params", POINTER(Params)),
                 ("second_model", c_void_p),
-                ("moe_router", c_char_p)]  # since 1.4
+                ("moe_router", c_char_p),  # since 1.4
+                ("max_step_ms", c_double), ("max_step_factor", c_double)]  # since 1.7
 
 
 class MoeStats(Structure):  # since 1.4

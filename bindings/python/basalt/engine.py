@@ -79,7 +79,9 @@ class Engine(_Owned):
     stats()["cached_tokens"] counts it). moe_router: MoE routing of every batch, "dropless" (None) or
     "capacity:factor=C,overflow=drop|reroute" (docs/moe.md); moe_stats=True: collect the routing statistics per
     layer (moe_stats()). admission: "on-demand" (default) or "reserve" (docs/engine.md "Admission and
-    preemption"; stats()["preemptions"] counts preemptions).
+    preemption"; stats()["preemptions"] counts preemptions). max_step_ms: the step-time budget while requests decode (docs/engine.md): prompt pieces
+    join a step only as far as its predicted time stays within it; 0: max_step_factor (0: 2) times the predicted
+    time of the decode rows alone; a number > 0: that many ms; < 0: no budget.
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
@@ -93,7 +95,8 @@ class Engine(_Owned):
     def __init__(self, runtime, model, *, second_model=None, ctx=0, parallel=1, seq_max=0, kv_slots=0,
                  max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
                  device=None, backend_params=None, kv_params=None, prefix_cache=True, moe_router=None,
-                 moe_stats=False, k_type=None, v_type=None, kv_residual=None, admission="on-demand"):
+                 moe_stats=False, k_type=None, v_type=None, kv_residual=None, admission="on-demand",
+                 max_step_ms=0.0, max_step_factor=0.0):
         kv_params = _kv_types(kv_params, k_type, v_type, kv_residual)
         if admission not in ("on-demand", "reserve"):
             raise ValueError(f"admission must be 'on-demand' or 'reserve', not {admission!r}")
@@ -115,6 +118,8 @@ class Engine(_Owned):
         p.max_batch_tokens = _u32("max_batch_tokens", max_batch_tokens)
         p.prefill_chunk = _u32("prefill_chunk", prefill_chunk)
         p.n_threads = _u32("threads", threads)
+        p.max_step_ms = float(max_step_ms)
+        p.max_step_factor = float(max_step_factor)
         keep = []  # the ctypes arrays must live until basalt_engine_create returns
         _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
         p.second_model = second_model._h if second_model is not None else None

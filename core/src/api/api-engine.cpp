@@ -2,6 +2,7 @@
 #include <basalt/basalt.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -126,6 +127,21 @@ basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* 
                 cfg.session.moe_router = params->moe_router;
             cfg.moe_stats = (params->flags & BASALT_ENGINE_MOE_STATS) != 0;
             cfg.reserve_admission = (params->flags & BASALT_ENGINE_ADMIT_RESERVE) != 0;
+            if (BASALT_HAS_FIELD(params, basalt_engine_params, max_step_factor)) {
+                if (!std::isfinite(params->max_step_ms)) {
+                    fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_engine_params.max_step_ms {} is not a finite number",
+                         params->max_step_ms);
+                }
+                if (!std::isfinite(params->max_step_factor) ||
+                    (params->max_step_factor != 0 && params->max_step_factor < 1)) {
+                    fail(BASALT_ERR_INVALID_ARGUMENT,
+                         "basalt_engine_params.max_step_factor {} is neither 0 (the default, 2) nor a number of at "
+                         "least 1",
+                         params->max_step_factor);
+                }
+                cfg.max_step_ms = params->max_step_ms;
+                cfg.max_step_factor = params->max_step_factor;
+            }
         }
         auto e = std::make_unique<basalt_engine>();
         e->e = std::make_unique<Engine>(*runtime, *model, second, cfg);

@@ -39,6 +39,7 @@ void Engine::forward(int m, const std::vector<StepRow>& rows, ForwardResult& res
     b.seq_ids = seqs.data();
     b.want_logits = want.data();
     result.step_tokens += tokens.size();
+    const Clock::time_point t0 = Clock::now();
     try {
         sessions_[m]->decode(b);
     } catch (const Error& e) {
@@ -47,6 +48,7 @@ void Engine::forward(int m, const std::vector<StepRow>& rows, ForwardResult& res
         for (const StepRow& row : rows) finish(*row.r, BASALT_FINISH_ERROR, result.error);
         return;
     }
+    observe_forward(m, ms_between(t0, Clock::now()));
     collect_logits(m, rows);
     for (const StepRow& row : rows) {
         if (row.r->feeds[row.feed].n_tokens > 1) result.prefill_tokens += row.count;

@@ -40,6 +40,12 @@ Engine::Engine(basalt_runtime& runtime, const basalt_model& model, const basalt_
     on_demand_ = resolve_on_demand(config);
     limits.on_demand = on_demand_;
     scheduler_ = Scheduler(limits);
+    // A hybrid model's recurrent state is computed in a form that depends on the piece's length (the delta rule's
+    // chunked form from 16 tokens): cut by measured time, its output would depend on the machine's timing.
+    const bool recurrent = hp.recurrent() || (second != nullptr && second->hparams.recurrent());
+    step_budget_.enabled = config.max_step_ms >= 0 && !recurrent;
+    step_budget_.max_step_ms = config.max_step_ms;
+    if (config.max_step_factor > 0) step_budget_.decode_factor = config.max_step_factor;
     stats_.kv_slots = n_kv_slots_;
     try {
         model.tok();  // built now: a model without a vocabulary (a benchmark file) streams tokens without text
@@ -153,11 +159,12 @@ size_t Engine::step() {
             touched.push_back(r);
         }
     }
-    // Pack the step: decode feeds (one token) first, then prefill pieces, in admission order, under the budget;
-    // then one forward per model.
+    // Pack the step: decode feeds (one token) first, then prefill pieces, in admission order, under the token
+    // budget and the step-time budget; then one forward per model.
     std::vector<StepRow> rows[2];
     scheduler_.pack(running_, rows);
-    make_room(rows);  // on demand: preempts the newest requests while the step's KV blocks are not free
+    make_room(rows);        // on demand: preempts the newest requests while the step's KV blocks are not free
+    fit_step_budget(rows);  // prompt pieces within the step-time budget while requests decode
     ForwardResult fr;
     ++step_id_;
     for (int m = 0; m < 2; ++m) {

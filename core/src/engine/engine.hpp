@@ -16,6 +16,8 @@
 #include "engine/request.hpp"
 #include "engine/scheduler.hpp"
 #include "engine/steering.hpp"
+#include "engine/step-budget.hpp"
+#include "engine/step-cost-model.hpp"
 #include "exec/sampler-chain-instance.hpp"
 #include "exec/session.hpp"
 #include "model/model.hpp"
@@ -31,6 +33,9 @@ struct EngineConfig {
     uint32_t n_kv_slots = 0;  // 0: n_ctx x n_parallel
     uint32_t max_batch_tokens = 512;
     uint32_t prefill_chunk = 0;  // 0: whole prompts
+    double max_step_ms = 0;      // step-time budget while requests decode: > 0 ms; 0: max_step_factor x the decode
+                                 // rows' predicted time; < 0: none (prompt pieces as packed)
+    double max_step_factor = 0;  // 0: 2
     bool own_thread = false;
     bool prefix_cache = true;        // attach prompts to cached blocks at their start
     bool moe_stats = false;          // collect the main model's MoE routing statistics (moe_stats())
@@ -153,6 +158,12 @@ class Engine {
     void undo_restore(Request& r);
     // Slots held by the running requests' sequences (in whole blocks), for kv_slots_free.
     uint64_t held_slots() const;
+    // ---- the step-time budget (engine-step-budget.cpp) ----
+    // Shortens the packed prompt pieces so that the step's predicted time stays within the budget (rows left
+    // with no token are removed) and keeps the step's features for observe_forward. Loop thread.
+    void fit_step_budget(std::vector<StepRow> (&rows)[2]);
+    // Model m's forward of this step took ms: the cost model learns from it. Loop thread.
+    void observe_forward(int m, double ms);
     // ---- the decoder's lifecycle (engine-decode.cpp) ----
     bool start(Request& r);            // create the decoder, begin, first plan; false if it finished at once
     bool replan(Request& r);           // plan after consume; false when finished
@@ -206,6 +217,10 @@ class Engine {
     bool in_step_ = false;
     uint64_t step_id_ = 0;          // steps run (loop thread)
     size_t step_rows_[2] = {0, 0};  // rows of the last step's forward per model (loop thread)
+
+    StepBudgetConfig step_budget_;   // from max_step_ms / max_step_factor
+    StepCostModel step_cost_[2];     // per model's forward (loop thread)
+    StepFeatures step_features_[2];  // this step's rows per model, as planned (loop thread)
     std::thread thread_;
 };
 

@@ -190,6 +190,11 @@ struct EngineParams {
     uint32_t prefill_chunk = 0;                  // longest prefill piece per step; 0: whole prompts
     const basalt_model* second_model = nullptr;  // draft / amateur (borrowed), or NULL
 
+    // Step-time budget while requests decode: > 0 ms; 0: max_step_factor (0: 2) x the decode rows' predicted time;
+    // < 0: none.
+    double max_step_ms = 0;
+    double max_step_factor = 0;
+
     // The C struct, pointing into *this: valid until *this is modified, moved or destroyed.
     basalt_engine_params raw() const {
         basalt_engine_params p{};
@@ -208,6 +213,8 @@ struct EngineParams {
         p.kv_params = compute.kv_params.raw();
         p.second_model = second_model;
         p.moe_router = compute.moe_router.empty() ? nullptr : compute.moe_router.c_str();
+        p.max_step_ms = max_step_ms;
+        p.max_step_factor = max_step_factor;
         return p;
     }
 };
