@@ -189,9 +189,15 @@ if [ "$serve" -eq 1 ]; then
     case " $arrivals " in *" long "*) slots=$((slots + 1)); ((long_prompt > longest)) && longest=$long_prompt ;; esac
     ((slot_ctx > 0)) || slot_ctx=$(((longest + n_gen + 255) / 256 * 256))
     server_pid=""
+    load_pid=""
     url=""
-    # Stops the server this script started: SIGTERM, then SIGKILL after 30 s.
+    # Stops the load generator and the server this script started: SIGTERM, then SIGKILL after 30 s.
     stop_server() {
+        if [ -n "$load_pid" ]; then
+            kill -TERM "$load_pid" 2>/dev/null || true
+            wait "$load_pid" 2>/dev/null || true
+            load_pid=""
+        fi
         [ -n "$server_pid" ] || return 0
         kill -TERM "$server_pid" 2>/dev/null || true
         for _ in $(seq 1 300); do
@@ -242,11 +248,16 @@ if [ "$serve" -eq 1 ]; then
     serve_round() {
         local engine=$1 model=$2 round=$3
         start_server "$engine" "$model"
+        # In the background, so that a signal to this script runs its trap at once (bash defers traps until a
+        # foreground child ends, and `wait` returns on them).
         # shellcheck disable=SC2086 # the lists split into arguments
         "$py" "$here/bench/serve-load.py" --url "$url" --concurrency $concurrency --arrivals $arrivals \
             --max-tokens "$n_gen" --prompt-tokens "$n_prompt" --long-prompt-tokens "$long_prompt" \
-            --requests "$requests" --json >"$work/$engine-$round.json" ||
+            --requests "$requests" --json >"$work/$engine-$round.json" &
+        load_pid=$!
+        wait "$load_pid" ||
             server_failed "bench/serve-load.py against the $engine server" "failed" "$work/$engine.log"
+        load_pid=""
         stop_server
     }
     echo "$("$basalt" version | head -1) serve vs llama.cpp $LLAMA_CPP_TAG (${LLAMA_CPP_COMMIT:0:12})" \
