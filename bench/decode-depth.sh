@@ -63,7 +63,7 @@ for ((round = 1; round <= rounds; ++round)); do
 done
 "$py" - "$work/runs" <<'EOF'
 import statistics, sys
-runs = [line.split(maxsplit=5) for line in open(sys.argv[1]) if line.strip()]
+runs = [line.rstrip("\n").split(maxsplit=5) for line in open(sys.argv[1]) if line.strip()]
 models, depths, tps = [], [], {}
 for _, _, d, tg, _, m in runs:
     if m not in models:
