@@ -400,3 +400,61 @@ TEST_CASE("the GGUF writer's errors", "[gguf-writer]") {
         CHECK(basalt_gguf_writer_write(w.w, dir.file("ok.gguf").c_str()) == BASALT_OK);
     }
 }
+
+// basalt_gguf_writer_add_tensor_rows (ABI 1.7): values asked a batch of rows at a time, in order; the file is the one
+// basalt_gguf_writer_add_tensor_f32 writes from the same values, for every batch split (rows of 64 floats: 16384
+// rows per 4 MiB batch, so 40000 rows take three calls, the last short).
+TEST_CASE("a tensor added row batch by row batch is the tensor added at once", "[gguf-writer]") {
+    TempDir dir;
+    const int64_t ne[2] = {64, 40000};
+    const std::vector<float> x = ramp(64 * 40000, 0.5f);
+    struct Source {
+        const std::vector<float>* x;
+        int64_t next = 0;
+        int calls = 0;
+        int64_t stop_at = -1;
+    };
+    auto fill = [](void* user, int64_t first_row, int64_t n_rows, float* out) -> int32_t {
+        auto* s = static_cast<Source*>(user);
+        if (first_row != s->next || first_row == s->stop_at) return 1;  // in order, or asked to stop
+        std::memcpy(out, s->x->data() + first_row * 64, static_cast<size_t>(n_rows) * 64 * sizeof(float));
+        s->next += n_rows;
+        ++s->calls;
+        return 0;
+    };
+    for (const basalt_dtype type : {BASALT_DTYPE_F32, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0}) {
+        INFO(basalt_dtype_name(type));
+        Writer a, b;
+        REQUIRE(basalt_gguf_writer_set_string(a.w, "general.architecture", "llama") == BASALT_OK);
+        REQUIRE(basalt_gguf_writer_set_string(b.w, "general.architecture", "llama") == BASALT_OK);
+        REQUIRE(basalt_gguf_writer_add_tensor_f32(a.w, "t.weight", type, ne, 2, x.data(), x.size()) == BASALT_OK);
+        Source src{&x};
+        REQUIRE(basalt_gguf_writer_add_tensor_rows(b.w, "t.weight", type, ne, 2, fill, &src) == BASALT_OK);
+        CHECK(src.calls == 3);
+        CHECK(src.next == 40000);
+        REQUIRE(basalt_gguf_writer_write(a.w, dir.file("a.gguf").c_str()) == BASALT_OK);
+        REQUIRE(basalt_gguf_writer_write(b.w, dir.file("b.gguf").c_str()) == BASALT_OK);
+        CHECK(read_bytes(dir.file("a.gguf")) == read_bytes(dir.file("b.gguf")));
+    }
+    // A callback that stops: BASALT_ERR_CANCELLED naming the tensor and the row, nothing added (the name stays free).
+    Writer w;
+    Source stop{&x};
+    stop.stop_at = 16384;
+    CHECK(basalt_gguf_writer_add_tensor_rows(w.w, "t.weight", BASALT_DTYPE_Q8_0, ne, 2, fill, &stop) ==
+          BASALT_ERR_CANCELLED);
+    CHECK_THAT(last_error(), Contains("tensor 't.weight': the fill callback stopped at row 16384 of 40000"));
+    CHECK(basalt_gguf_writer_tensor_count(w.w) == 0);
+    Source again{&x};
+    CHECK(basalt_gguf_writer_add_tensor_rows(w.w, "t.weight", BASALT_DTYPE_Q8_0, ne, 2, fill, &again) == BASALT_OK);
+    // The shape checks of basalt_gguf_writer_add_tensor_f32, before any call of the callback.
+    Source none{&x};
+    CHECK(basalt_gguf_writer_add_tensor_rows(w.w, "t.weight", BASALT_DTYPE_Q8_0, ne, 2, fill, &none) ==
+          BASALT_ERR_DUPLICATE);
+    const int64_t odd[2] = {48, 2};
+    CHECK(basalt_gguf_writer_add_tensor_rows(w.w, "u.weight", BASALT_DTYPE_Q4_K, odd, 2, fill, &none) ==
+          BASALT_ERR_INVALID_ARGUMENT);
+    CHECK_THAT(last_error(), Contains("rows of 48 elements are not whole q4_k blocks of 256"));
+    CHECK(basalt_gguf_writer_add_tensor_rows(w.w, "u.weight", BASALT_DTYPE_Q8_0, ne, 2, nullptr, &none) ==
+          BASALT_ERR_INVALID_ARGUMENT);
+    CHECK(none.calls == 0);
+}

@@ -239,9 +239,66 @@ TEST_CASE("tiny-gemma4: per-layer head sizes, K/V rows per layer, refused layout
         CHECK(h.n_head_kv_at(5) == 1);
         CHECK(h.n_embd_k_gqa(5) == 32);
     }
-    for (const char* key : {"gemma4.attention.shared_kv_layers", "gemma4.embedding_length_per_layer_input"}) {
-        const auto [bytes, f] = with([&](gguf::Writer& w) { w.set_u32(key, 2); });
-        CHECK_THAT(read_hparams(f).unimplemented,
-                   Contains(std::string("'") + key + "' = 2") && Contains("is not implemented"));
+    // The small layouts' keys are read (they were refused by name before issue 32's tiny-gemma4e): KV sharing needs
+    // an earlier layer of each sharing layer's kind (tiny-gemma4's one full layer is its last), per-layer embeddings
+    // a width (their tensors are the builder's to require), FFN widths may differ by layer.
+    for (uint32_t shared : {1u, 2u}) {
+        const auto [bytes, f] = with([&](gguf::Writer& w) { w.set_u32("gemma4.attention.shared_kv_layers", shared); });
+        CHECK_THROWS_WITH(read_hparams(f),
+                          Contains("layer 5 shares K/V") && Contains("no full-attention layer before layer " +
+                                                                     std::to_string(6 - shared) + " computes them"));
     }
+    {
+        const auto [bytes, f] = with([](gguf::Writer& w) {
+            w.set_u32("gemma4.attention.shared_kv_layers", 6);
+            w.set_u32("gemma4.embedding_length_per_layer_input", 2);
+        });
+        CHECK_THROWS_WITH(read_hparams(f), Contains("shared_kv_layers = 6 leaves no layer of the 6 to compute K/V"));
+    }
+    {
+        const auto [bytes, f] = with([](gguf::Writer& w) {
+            w.set_u32("gemma4.embedding_length_per_layer_input", 2);
+            gguf::Value v;
+            v.type = gguf::ValueType::ARRAY;
+            v.elem_type = gguf::ValueType::INT32;
+            for (int32_t n : {128, 128, 128, 128, 256, 256}) {
+                gguf::Value e;
+                e.type = gguf::ValueType::INT32;
+                e.i = n;
+                v.array.push_back(e);
+            }
+            w.set("gemma4.feed_forward_length", v);
+        });
+        const ModelHparams h = read_hparams(f);
+        CHECK(h.unimplemented.empty());
+        CHECK(h.n_embd_per_layer == 2);
+        CHECK(h.n_ff == 256);
+        CHECK(h.n_ff_at(0) == 128);
+        CHECK(h.n_ff_at(5) == 256);
+        CHECK(h.layer_kv_source.empty());
+    }
+}
+
+// gemma4 in the small models' layout (tests/golden/models/tiny-gemma4e: 9 layers, sliding, sliding, full x 3, the last
+// 3 sharing): the sharing layers read the K/V of layers 4 (sliding) and 5 (full) and the plan gives them none.
+TEST_CASE("tiny-gemma4e: KV sharing layers have no K/V rows, per-layer embeddings and FFN widths", "[memory-plan]") {
+    const fs::path path = fs::path(BASALT_TEST_GOLDEN_LOCAL_DIR) / "models" / "tiny-gemma4e-f32.gguf";
+    REQUIRE(fs::exists(path));
+    const auto g = gguf::open(path);
+    const ModelHparams hp = read_hparams(g.file);
+    CHECK(hp.unimplemented.empty());
+    CHECK(hp.layer_kv_source == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 4, 4, 5});
+    CHECK(hp.owns_kv(5));
+    CHECK_FALSE(hp.owns_kv(6));
+    CHECK(hp.n_embd_per_layer == 32);
+    CHECK(hp.n_ff_at(5) == 96);
+    CHECK(hp.n_ff_at(6) == 192);
+    CHECK(hp.n_ff == 192);
+    PlanRequest req;
+    req.n_ctx = 512;
+    req.n_batch = 16;
+    const MemoryPlan p = plan_memory(g.file, hp, req);
+    // f16 K and V: of the 6 caching layers 4 slide (2 heads x 16: 64 B per row) and 2 are full (2 x 32: 128 B).
+    CHECK(p.kv_bytes_per_token == 4 * (64 + 64) + 2 * (128 + 128));
+    CHECK(p.kv_bytes == 4 * (8 + 16) * (64 + 64) + 2 * 512 * (128 + 128));
 }

@@ -406,9 +406,9 @@ TEST_CASE("session: every golden model allocates the KV cache its memory plan st
             CHECK(after.kv_bytes == plan.kv_bytes);
         }
     }
-    CHECK(models == 84);  // 26 before issues 29/32, + qwen3, qwen3moe, gemma2, smollm3, llama3rope, gemma3scaled, phi3,
+    CHECK(models == 88);  // 26 before issues 29/32, + qwen3, qwen3moe, gemma2, smollm3, llama3rope, gemma3scaled, phi3,
                           // qwen35, gpt-oss, gemma4 x 4 variants; gpt-oss mxfp4; tests/golden: granite, olmo2,
-                          // mistral3, qwen35moe x 4, granite-norope f32
+                          // mistral3, qwen35moe x 4, granite-norope f32; gemma4e x 4
 }
 
 TEST_CASE("session: a context the machine cannot hold is refused before anything is allocated", "[session]") {

@@ -111,6 +111,11 @@ class Backend {
     static void split_groups(uint64_t count, uint32_t& gx, uint32_t& gz);
     uint32_t subgroup_size() const noexcept { return subgroup_; }
     uint64_t max_range() const noexcept { return max_range_; }
+    // Where the chunks of a buffer larger than one allocation start (every 3/4 chunk, on 256 bytes), and the bytes
+    // of which any range lies wholly within one chunk (the overlap): a GET_ROWS table larger than a chunk is read in
+    // windows of that size.
+    uint64_t chunk_step() const noexcept { return chunk_cap_ / 4 * 3 / 256 * 256; }
+    uint64_t chunk_window() const noexcept { return chunk_cap_ - chunk_step(); }
     uint32_t row_wg() const noexcept { return row_wg_; }
     // Whether a workgroup of row_wg() invocations is exactly one subgroup (the subgroup size is fixed): the
     // matmul shaders then reduce without a barrier (their _sg variants).

@@ -83,7 +83,7 @@ basalt_buffer* Backend::alloc(uint64_t size, bool single_chunk) {
                                                            std::to_string(chunk_cap_) + " bytes");
         }
         // Chunks of chunk_cap_ bytes starting every 3/4 chunk: a tensor up to a quarter chunk never straddles.
-        const uint64_t step = chunk_cap_ / 4 * 3 / 256 * 256;
+        const uint64_t step = chunk_step();
         for (uint64_t begin = 0;; begin += step) {
             basalt_buffer::Chunk c;
             c.begin = begin;

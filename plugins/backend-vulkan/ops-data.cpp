@@ -23,12 +23,21 @@ void check_get_rows(const NodeCtx& c) {
         c.fail(BASALT_ERR_UNSUPPORTED,
                "source " + src.shape() + " exceeds maxStorageBufferRange and is not a 2-D table");
     }
+    // A table across the chunks of a buffer larger than one allocation (gemma4's per-layer embeddings: 8960 x 262144
+    // values) is read in windows of chunk_window() bytes, each within one chunk.
+    std::string why;
+    if (!c.be->placeable(src, &why) &&
+        (src.ne[2] != 1 || src.ne[3] != 1 || static_cast<uint64_t>(src.nb[1]) + 256 > c.be->chunk_window())) {
+        c.fail(BASALT_ERR_UNSUPPORTED, why + ", and its rows cannot be read in windows within one chunk");
+    }
 }
 
 void record_get_rows(NodeCtx& c) {
     const TensorView& src = c.in[0];
     const int64_t rows = src.nrows();
-    const uint64_t room = c.be->max_range() - 256;
+    // Windows within one binding, and within one chunk when the table spans several.
+    const uint64_t room = c.be->placeable(src, nullptr) ? c.be->max_range() - 256
+                                                        : std::min(c.be->max_range(), c.be->chunk_window()) - 256;
     const int64_t per = src.extent <= room
                             ? rows
                             : std::max<int64_t>(1, static_cast<int64_t>((room - src.row_bytes()) / src.nb[1]) + 1);

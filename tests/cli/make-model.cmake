@@ -126,4 +126,19 @@ execute_process(COMMAND ${EXE} run -m ${OUT}.gpt-oss.gguf -p "Once upon a time" 
                 OUTPUT_VARIABLE o ERROR_VARIABLE e)
 if(NOT rc EQUAL 0 OR NOT e MATCHES "generated 4 tokens")
   message(FATAL_ERROR "run of the gpt-oss-tiny model failed (${rc}): ${o}${e}")
+# gemma4-e2b-tiny: Gemma 4 E2B's layout at test size (per-layer embeddings, the last 3 of 9 layers sharing K/V with a
+# double-wide FFN, attn_v everywhere), written as q4_0: inspects as runnable and runs.
+execute_process(COMMAND ${MAKE} --shape gemma4-e2b-tiny --type q4_0 -o ${OUT}.gemma4e.gguf RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "make-model --shape gemma4-e2b-tiny failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} inspect ${OUT}.gemma4e.gguf RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT o MATCHES "architecture gemma4" OR NOT o MATCHES "runnable     yes")
+  message(FATAL_ERROR "inspect of the gemma4-e2b-tiny model failed (${rc}): ${o}${e}")
+endif()
+execute_process(COMMAND ${EXE} run -m ${OUT}.gemma4e.gguf -p "Once upon a time" -n 4 --ignore-eos RESULT_VARIABLE rc
+                OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 0 OR NOT e MATCHES "generated 4 tokens")
+  message(FATAL_ERROR "run of the gemma4-e2b-tiny model failed (${rc}): ${o}${e}")
 endif()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/golden/make-goldens.sh GOLDEN_DUMP: regenerates the tiny granite/olmo2/mistral3/qwen35moe models (make_tiny_models.py)
+# tests/golden/make-goldens.sh GOLDEN_DUMP: regenerates the tiny granite/olmo2/mistral3/qwen35moe/gemma4e models (make_tiny_models.py)
 # and llama.cpp's logits for them with GOLDEN_DUMP (golden-dump.cpp built against the pinned llama.cpp, README.md
 # here). Per model and variant: the `ref` config (K/V F32, flash attention off) and, for F16/Q8_0/Q4_0, `-deq.ref`
 # (the same weights dequantized to an all-F32 file, run with `ref`). Only the f32 `.ref` keeps its `.seq` file (its
@@ -13,7 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 "$here/make_tiny_models.py"
 mkdir -p "$here/logits"
-for m in tiny-granite tiny-olmo2 tiny-mistral3 tiny-qwen35moe; do
+for m in tiny-granite tiny-olmo2 tiny-mistral3 tiny-qwen35moe tiny-gemma4e; do
     for v in f32 f16 q8_0 q4_0; do
         "$dump" "$here/models/$m-$v.gguf" ref "$here/logits/$m-$v.ref" 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
         [ "$v" = f32 ] || rm "$here/logits/$m-$v.ref.seq.f32"
@@ -28,7 +28,7 @@ done
 import json, os, sys
 here = sys.argv[1]
 runs = []
-for m in ["tiny-granite", "tiny-olmo2", "tiny-mistral3", "tiny-qwen35moe"]:
+for m in ["tiny-granite", "tiny-olmo2", "tiny-mistral3", "tiny-qwen35moe", "tiny-gemma4e"]:
     for v in ["f32", "f16", "q8_0", "q4_0"]:
         for cfg in ["ref"] + ([] if v == "f32" else ["deq.ref"]):
             stem = f"{m}-{v}.ref" if cfg == "ref" else f"{m}-{v}-deq.ref"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tiny random-weight GGUF models of granite, olmo2, mistral3, qwen35moe and four embedding models (nomic-bert, a
+"""Tiny random-weight GGUF models of granite, olmo2, mistral3, qwen35moe, gemma4 (E2B's layout) and four embedding models (nomic-bert, a
 bert reranker, a Qwen3-Embedding-style qwen3, gemma-embedding) for Basalt's golden tests.
 
 Same generator as ../../../shared/testdata/make_models.py (imported, not copied: its GGUF writer, seeded
@@ -209,6 +209,96 @@ def build_qwen35moe(h, seed, g):
     return A, b.tensors
 
 
+def build_gemma4e(h, seed, g):
+    """gemma4 in the layout of its small models (Gemma 4 E2B/E4B, conversion/gemma.py Gemma4Model): the dense gemma4
+    block of the shared tiny-gemma4 (per-layer head sizes, q/k norms, weightless V norm, scale-1 attention,
+    proportional rope on full layers, layer_output_scale, final soft-cap) plus
+    - per-layer embeddings (embedding_length_per_layer_input = P): per_layer_token_embd [P*L rows per token],
+      per_layer_model_proj [n_embd -> P*L], per_layer_proj_norm [P]; per layer inp_gate [n_embd -> P], proj
+      [P -> n_embd], post_norm [n_embd];
+    - KV sharing (attention.shared_kv_layers): the last layers have no attn_k/attn_v/attn_k_norm (the converter writes
+      none for them) and read the K/V of the last earlier layer of their kind;
+    - use_double_wide_mlp: feed_forward_length per layer, twice as wide on the sharing layers.
+    Like E2B: attn_v on every layer (attention_k_eq_v false), one head_count_kv for both kinds."""
+    A = "gemma4"
+    b = mm.Builder(seed)
+    E, V, L, F, P = h["n_embd"], h["n_vocab"], h["n_layer"], h["n_ff"], h["n_ple"]
+    H, Hkv, hd_f, hd_s = h["n_head"], h["n_head_kv"], h["head_dim_full"], h["head_dim_swa"]
+    pattern, shared = h["swa_pattern"], h["shared_kv"]
+    assert len(pattern) == L
+    first_shared = L - shared
+    # llama.cpp's loader reuses layer first_shared - 2 (sliding) / - 1 (full); transformers the last of the same kind:
+    # the same layers when the last caching layer is full and the one before it slides.
+    assert not pattern[first_shared - 1] and pattern[first_shared - 2]
+    g.u32(f"{A}.context_length", h["n_ctx"])
+    g.u32(f"{A}.embedding_length", E)
+    g.u32(f"{A}.block_count", L)
+    g.arr(f"{A}.feed_forward_length", mm.T_INT32, [F if il < first_shared else 2 * F for il in range(L)])
+    g.u32(f"{A}.attention.head_count", H)
+    g.u32(f"{A}.attention.head_count_kv", Hkv)
+    g.u32(f"{A}.attention.shared_kv_layers", shared)
+    g.u32(f"{A}.embedding_length_per_layer_input", P)
+    g.arr(f"{A}.attention.sliding_window_pattern", mm.T_BOOL, pattern)
+    g.u32(f"{A}.attention.key_length", hd_f)
+    g.u32(f"{A}.attention.value_length", hd_f)
+    g.u32(f"{A}.attention.key_length_swa", hd_s)
+    g.u32(f"{A}.attention.value_length_swa", hd_s)
+    g.u32(f"{A}.rope.dimension_count", hd_f)
+    g.u32(f"{A}.rope.dimension_count_swa", hd_s)
+    g.f32(f"{A}.rope.freq_base", 1000000.0)
+    g.f32(f"{A}.rope.freq_base_swa", 10000.0)
+    g.f32(f"{A}.attention.layer_norm_rms_epsilon", 1e-6)
+    g.u32(f"{A}.attention.sliding_window", h["swa"])
+    g.f32(f"{A}.final_logit_softcapping", 30.0)
+    n_rot_pairs = hd_f // 8                          # partial_rotary_factor 0.25 of the full layers' pairs
+    b.tensors.append(("rope_freqs.weight",
+                      mm.np.array([1.0] * n_rot_pairs + [1e30] * (hd_f // 2 - n_rot_pairs), dtype=mm.np.float32)))
+    b.w("token_embd.weight", (V, E), h["std_embd"])
+    b.w("per_layer_token_embd.weight", (V, P * L), h["std_ple"])
+    b.w("per_layer_model_proj.weight", (P * L, E), h["std"])
+    b.norm("per_layer_proj_norm.weight", P)
+    for i in range(L):
+        p = f"blk.{i}."
+        hd = hd_s if pattern[i] else hd_f
+        own_kv = i < first_shared
+        b.norm(p + "attn_norm.weight", E)
+        b.w(p + "attn_q.weight", (H * hd, E), h["std"])
+        if own_kv:
+            b.w(p + "attn_k.weight", (Hkv * hd, E), h["std"])
+            b.w(p + "attn_v.weight", (Hkv * hd, E), h["std"])
+        b.w(p + "attn_output.weight", (E, H * hd), h["std"])
+        b.norm(p + "attn_q_norm.weight", hd, mean=h.get("qk_norm_mean", 1.0))
+        if own_kv:
+            b.norm(p + "attn_k_norm.weight", hd, mean=h.get("qk_norm_mean", 1.0))
+        b.norm(p + "post_attention_norm.weight", E)
+        f = F if own_kv else 2 * F
+        b.norm(p + "ffn_norm.weight", E)
+        b.w(p + "ffn_gate.weight", (f, E), h["std"])
+        b.w(p + "ffn_up.weight", (f, E), h["std"])
+        b.w(p + "ffn_down.weight", (E, f), h["std"])
+        b.norm(p + "post_ffw_norm.weight", E)
+        b.w(p + "inp_gate.weight", (P, E), h["std"])
+        b.w(p + "proj.weight", (E, P), h["std"])
+        b.norm(p + "post_norm.weight", E)
+        b.tensors.append((p + "layer_output_scale.weight",
+                          (0.75 + 0.25 * mm.np.tanh(mm.randn(seed, p + "layer_output_scale", (1,)))).astype(
+                              mm.np.float32)))
+    b.norm("output_norm.weight", E, mean=h.get("out_norm_mean", 1.0))
+    toks, scores, types, merges = mm.gemma4_vocab(V)
+    g.str("tokenizer.ggml.model", "gemma4")
+    g.arr("tokenizer.ggml.tokens", mm.T_STRING, toks)
+    g.arr("tokenizer.ggml.scores", mm.T_FLOAT32, scores)
+    g.arr("tokenizer.ggml.token_type", mm.T_INT32, types)
+    g.arr("tokenizer.ggml.merges", mm.T_STRING, merges)
+    g.u32("tokenizer.ggml.bos_token_id", 2)
+    g.u32("tokenizer.ggml.eos_token_id", 1)
+    g.u32("tokenizer.ggml.unknown_token_id", 3)
+    g.u32("tokenizer.ggml.padding_token_id", 0)
+    g.bool("tokenizer.ggml.add_space_prefix", False)
+    g.bool("tokenizer.ggml.add_bos_token", True)
+    return A, b.tensors
+
+
 def build_nomic_bert(h, seed, g):
     """nomic-bert (nomic-embed-text v1/v1.5, conversion/bert.py NomicBertModel on BertModel): bert's post-LN
     encoder without a position table: rope NEOX (rotary_emb_base, here 1000) on q and k; one fused attn_qkv
@@ -352,6 +442,16 @@ TINY = {
                                              n_expert_used=2, n_ff_exp=32, n_ff_shexp=64, ssm_n_k_heads=2,
                                              ssm_n_v_heads=2, ssm_head_dim=32, ssm_conv=4, std=0.2, std_embd=0.3,
                                              std_router=0.3, rope_base=1e7), 1135),
+    # Gemma 4 E2B in kind (issue 32): 9 layers of 2 sliding + 1 full (E2B: 4 + 1), the last 3 sharing the K/V of
+    # layers 4 (sliding) and 5 (full) (E2B: 20 of 35 sharing those of 13 and 14) with a double-wide MLP; per-layer
+    # embeddings of 32 per layer (E2B: 256); one K/V head count, attn_v everywhere; the shared tiny-gemma4's sizes
+    # otherwise (head 16 sliding / 32 full, window 8), with q/k norm weights of mean 0.5: scale-1 attention on unit
+    # q/k with norms of 1 made llama.cpp's batch and one-token logits differ by 0.05 and its fp16 GELU table flip
+    # greedy tokens against exact GELU (seed 1138: the first seed of 1136-1141 whose exact-GELU greedy run is the golden).
+    "tiny-gemma4e": (build_gemma4e, dict(n_vocab=512, n_embd=64, n_layer=9, n_head=4, n_head_kv=2, head_dim_full=32,
+                                         head_dim_swa=16, swa_pattern=[True, True, False] * 3, shared_kv=3, n_ple=32,
+                                         n_ff=96, n_ctx=512, swa=8, std=0.1, std_embd=0.1, std_ple=0.15,
+                                         out_norm_mean=3.0, qk_norm_mean=0.5), 1138),
     # Embedding models (README "Embedding goldens"): golden-dump's `embed` mode.
     "tiny-nomic-bert": (build_nomic_bert, dict(n_vocab=512, n_embd=64, n_layer=2, n_head=4, n_ff=128, n_ctx=128,
                                                std=0.2, std_embd=1.0, rope_base=1000.0), 1301),

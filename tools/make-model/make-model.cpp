@@ -64,6 +64,14 @@ struct Shape {
     // MXFP4 and the other matrices Q8_0, as the published files have them. 0: not gpt-oss.
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;
+    // gemma4's small layouts (E2B, E4B): per-layer embeddings of width `ple` (embedding_length_per_layer_input; 0:
+    // none); the last `shared_kv` layers attend over earlier layers' K/V (attention.shared_kv_layers: no attn_k,
+    // attn_v, attn_k_norm of their own) with a twice as wide FFN when `double_wide` (feed_forward_length per layer);
+    // `full_attn_v`: full layers have attn_v too (attention_k_eq_v false).
+    uint32_t ple = 0;
+    uint32_t shared_kv = 0;
+    bool double_wide = false;
+    bool full_attn_v = false;
 };
 
 const Shape kShapes[] = {
@@ -216,6 +224,56 @@ const Shape kShapes[] = {
      .head_dim_full = 512,
      .n_head_kv_full = 4,
      .full_every = 6},
+    // Gemma 4 E2B (google/gemma-4-E2B-it's text config): 35 layers, every 5th global (heads of 512, sliding ones 256,
+    // 8 query heads and 1 K/V head on both), attn_v everywhere, per-layer embeddings of 256, the last 20 layers
+    // sharing the K/V of layers 13 (sliding) and 14 (full) with a double-wide MLP (6144, those 12288), window 512.
+    {.name = "gemma4-e2b",
+     .n_embd = 1536,
+     .n_layer = 35,
+     .n_head = 8,
+     .n_head_kv = 1,
+     .n_ff = 6144,
+     .n_vocab = 262144,
+     .n_ctx = 131072,
+     .rope_base = 1000000.f,
+     .tied = true,
+     .arch = "gemma4",
+     .head_dim = 256,
+     .eps = 1e-6f,
+     .qk_norm = true,
+     .post_norms = true,
+     .sliding_window = 512,
+     .head_dim_full = 512,
+     .n_head_kv_full = 1,
+     .full_every = 5,
+     .ple = 256,
+     .shared_kv = 20,
+     .double_wide = true,
+     .full_attn_v = true},
+    // Its layout at test size (CTest writes and runs it): 2 sliding + 1 full, the last 3 of 9 layers sharing.
+    {.name = "gemma4-e2b-tiny",
+     .n_embd = 64,
+     .n_layer = 9,
+     .n_head = 4,
+     .n_head_kv = 2,
+     .n_ff = 96,
+     .n_vocab = 2560,
+     .n_ctx = 512,
+     .rope_base = 1000000.f,
+     .tied = true,
+     .arch = "gemma4",
+     .head_dim = 16,
+     .eps = 1e-6f,
+     .qk_norm = true,
+     .post_norms = true,
+     .sliding_window = 8,
+     .head_dim_full = 32,
+     .n_head_kv_full = 2,
+     .full_every = 3,
+     .ple = 32,
+     .shared_kv = 3,
+     .double_wide = true,
+     .full_attn_v = true},
     // Its layout at test size (CTest writes and runs it).
     {.name = "gemma4-tiny",
      .n_embd = 64,
@@ -341,15 +399,24 @@ using Writer = std::unique_ptr<basalt_gguf_writer, decltype(&basalt_gguf_writer_
 
 // Every 2-D tensor made here is a weight matrix that llama-quantize --pure converts (the norms are 1-D): those
 // take the model's type, the rest stay f32.
+// The values are drawn a batch of rows at a time (basalt_gguf_writer_add_tensor_rows), in order: the same values as
+// one f32 array, without holding a large table (gemma4-e2b's per-layer embeddings are 9.4 GB as f32) in memory.
 bool add(basalt_gguf_writer* w, Rng& rng, const std::string& name, std::vector<int64_t> ne, basalt_dtype type,
          float std_dev, bool ones = false) {
-    int64_t n = 1;
-    for (int64_t d : ne) n *= d;
-    std::vector<float> x(static_cast<size_t>(n));
-    for (auto& v : x) v = ones ? 1.f : std_dev * rng.normal();
+    struct Draw {
+        Rng* rng;
+        int64_t row;
+        float std_dev;
+        bool ones;
+    } draw{&rng, ne[0], std_dev, ones};
     const basalt_dtype t = ne.size() >= 2 ? type : BASALT_DTYPE_F32;
-    return basalt_gguf_writer_add_tensor_f32(w, name.c_str(), t, ne.data(), static_cast<uint32_t>(ne.size()), x.data(),
-                                             x.size()) == BASALT_OK;
+    auto fill = [](void* user, int64_t, int64_t n_rows, float* out) -> int32_t {
+        const auto* d = static_cast<const Draw*>(user);
+        for (int64_t i = 0; i < n_rows * d->row; ++i) out[i] = d->ones ? 1.f : d->std_dev * d->rng->normal();
+        return 0;
+    };
+    return basalt_gguf_writer_add_tensor_rows(w, name.c_str(), t, ne.data(), static_cast<uint32_t>(ne.size()), fill,
+                                              &draw) == BASALT_OK;
 }
 
 // Copies the tokenizer of `vocab` (tokenizer.ggml.*) into the writer with its token list padded to n_vocab by unused
@@ -732,6 +799,9 @@ int main(int argc, char** argv) {
     const Writer w(raw, &basalt_gguf_writer_destroy);
     Shape s = *shape;
     if (layers != 0) s.n_layer = layers;  // the shape's first `layers` blocks (per-layer benchmarks)
+    // (gemma4: of those, the ones past the shape's last K/V-computing layer share)
+    const uint32_t first_shared = shape->n_layer - shape->shared_kv;
+    s.shared_kv = s.n_layer > first_shared ? s.n_layer - first_shared : 0;
     const std::string name = std::string("random-") + s.name;
     if (s.t5) return write_t5(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     if (s.bert) return write_bert(raw, s, type, name, vocab, seed, out) ? 0 : fail();
@@ -791,12 +861,24 @@ int main(int argc, char** argv) {
     auto full_layer = [&](uint32_t il) { return gemma4 && (il + 1) % s.full_every == 0; };
     if (meta_ok && gemma4) {
         // The converter's keys: head sizes and rotated dims per layer type, K/V heads and the pattern per layer.
-        std::vector<int32_t> kv_heads, sliding;
+        std::vector<int32_t> kv_heads, sliding, ff;
         for (uint32_t il = 0; il < s.n_layer; ++il) {
             kv_heads.push_back(static_cast<int32_t>(full_layer(il) ? s.n_head_kv_full : s.n_head_kv));
             sliding.push_back(full_layer(il) ? 0 : 1);
+            ff.push_back(static_cast<int32_t>(s.double_wide && il >= s.n_layer - s.shared_kv ? 2 * s.n_ff : s.n_ff));
+        }
+        // K/V heads per layer only where the kinds differ (the converter writes one count when the config has no
+        // num_global_key_value_heads, as E2B's); widths per layer with use_double_wide_mlp.
+        if (s.n_head_kv_full != s.n_head_kv) {
+            meta_ok = basalt_gguf_writer_set_array_i32(raw, key("attention.head_count_kv").c_str(), kv_heads.data(),
+                                                       kv_heads.size()) == BASALT_OK;
+        }
+        if (meta_ok && s.double_wide) {
+            meta_ok = basalt_gguf_writer_set_array_i32(raw, key("feed_forward_length").c_str(), ff.data(), ff.size()) ==
+                      BASALT_OK;
         }
         meta_ok =
+            meta_ok &&
             basalt_gguf_writer_set_u32(raw, key("attention.key_length").c_str(), s.head_dim_full) == BASALT_OK &&
             basalt_gguf_writer_set_u32(raw, key("attention.value_length").c_str(), s.head_dim_full) == BASALT_OK &&
             basalt_gguf_writer_set_u32(raw, key("attention.key_length_swa").c_str(), s.head_dim) == BASALT_OK &&
@@ -804,12 +886,10 @@ int main(int argc, char** argv) {
             basalt_gguf_writer_set_u32(raw, key("rope.dimension_count").c_str(), s.head_dim_full) == BASALT_OK &&
             basalt_gguf_writer_set_u32(raw, key("rope.dimension_count_swa").c_str(), s.head_dim) == BASALT_OK &&
             basalt_gguf_writer_set_f32(raw, key("rope.freq_base_swa").c_str(), 10000.f) == BASALT_OK &&
-            basalt_gguf_writer_set_array_i32(raw, key("attention.head_count_kv").c_str(), kv_heads.data(),
-                                             kv_heads.size()) == BASALT_OK &&
             basalt_gguf_writer_set_array_bool(raw, key("attention.sliding_window_pattern").c_str(), sliding.data(),
                                               sliding.size()) == BASALT_OK &&
-            basalt_gguf_writer_set_u32(raw, key("attention.shared_kv_layers").c_str(), 0) == BASALT_OK &&
-            basalt_gguf_writer_set_u32(raw, key("embedding_length_per_layer_input").c_str(), 0) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("attention.shared_kv_layers").c_str(), s.shared_kv) == BASALT_OK &&
+            basalt_gguf_writer_set_u32(raw, key("embedding_length_per_layer_input").c_str(), s.ple) == BASALT_OK &&
             basalt_gguf_writer_set_f32(raw, key("final_logit_softcapping").c_str(), 30.f) == BASALT_OK;
     }
     if (!meta_ok) return fail();
@@ -820,9 +900,11 @@ int main(int argc, char** argv) {
     // (hybrid shapes: 15 tensors per DeltaNet layer, 13 per attention layer, counted as 14)
     const uint64_t per_layer =
         s.ssm_v_heads != 0 ? 14 : (s.fused ? 6 : 9) + (s.qk_norm ? 2 : 0) + (s.post_norms ? 2 : 0) + (gemma4 ? 1 : 0);
-    basalt::tools::ProgressBar bar("making " + std::string(s.name),
-                                   2 + per_layer * uint64_t{s.n_layer} + (s.tied ? 0 : 1),
-                                   basalt::tools::ProgressBar::Unit::kCount, "tensors");
+    // (per-layer embeddings: 3 more tensors per layer and 3 for the model; a sharing layer has 3 fewer)
+    const uint64_t n_tensors = 2 + (per_layer + (s.ple != 0 ? 3 : 0)) * uint64_t{s.n_layer} + (s.tied ? 0 : 1) +
+                               (s.ple != 0 ? 3 : 0) - 3ull * s.shared_kv;
+    basalt::tools::ProgressBar bar("making " + std::string(s.name), n_tensors, basalt::tools::ProgressBar::Unit::kCount,
+                                   "tensors");
     uint64_t n_made = 0;
     auto put = [&](const std::string& tensor, std::vector<int64_t> ne, float std_dev, bool ones = false) {
         const bool ok = add(raw, rng, tensor, std::move(ne), t, std_dev, ones);
@@ -872,9 +954,17 @@ int main(int argc, char** argv) {
         if (!put_f32("rope_freqs.weight", factors)) return fail();
     }
     if (!put("token_embd.weight", {E, s.n_vocab}, 1.0f)) return fail();
+    const int64_t ple_all = int64_t{s.ple} * s.n_layer;
+    if (s.ple != 0 && (!put("per_layer_token_embd.weight", {ple_all, s.n_vocab}, 0.05f) ||
+                       !put("per_layer_model_proj.weight", {E, ple_all}, 0.05f) ||
+                       !put("per_layer_proj_norm.weight", {s.ple}, 0, true))) {
+        return fail();
+    }
     for (uint32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         const bool full = full_layer(il);
+        const bool own_kv = il < s.n_layer - s.shared_kv;
+        const int64_t lff = s.double_wide && !own_kv ? 2 * int64_t{s.n_ff} : s.n_ff;
         const int64_t lhd = full ? s.head_dim_full : hd, lq = lhd * s.n_head,
                       lkv = lhd * (full ? s.n_head_kv_full : s.n_head_kv);
         bool ok = put(p + "attn_norm.weight", {E}, 0, true);
@@ -888,21 +978,28 @@ int main(int argc, char** argv) {
         if (s.fused) {
             ok = ok && put(p + "attn_qkv.weight", {E, q + 2 * kv}, 0.05f);
         } else {
-            ok = ok && put(p + "attn_q.weight", {E, lq}, 0.05f) && put(p + "attn_k.weight", {E, lkv}, 0.05f) &&
-                 (full || put(p + "attn_v.weight", {E, lkv}, 0.05f));
+            ok = ok && put(p + "attn_q.weight", {E, lq}, 0.05f) &&
+                 (!own_kv || (put(p + "attn_k.weight", {E, lkv}, 0.05f) &&
+                              ((full && !s.full_attn_v) || put(p + "attn_v.weight", {E, lkv}, 0.05f))));
         }
-        if (s.qk_norm)
-            ok = ok && put(p + "attn_q_norm.weight", {lhd}, 0, true) && put(p + "attn_k_norm.weight", {lhd}, 0, true);
+        if (s.qk_norm) {
+            ok = ok && put(p + "attn_q_norm.weight", {lhd}, 0, true) &&
+                 (!own_kv || put(p + "attn_k_norm.weight", {lhd}, 0, true));
+        }
         ok = ok && put(p + "attn_output.weight", {lq, E}, 0.05f);
         if (s.post_norms) ok = ok && put(p + "post_attention_norm.weight", {E}, 0, true);
         ok = ok && put(p + "ffn_norm.weight", {E}, 0, true);
         if (s.fused) {
             ok = ok && put(p + "ffn_up.weight", {E, 2 * int64_t{s.n_ff}}, 0.05f);
         } else {
-            ok = ok && put(p + "ffn_gate.weight", {E, s.n_ff}, 0.05f) && put(p + "ffn_up.weight", {E, s.n_ff}, 0.05f);
+            ok = ok && put(p + "ffn_gate.weight", {E, lff}, 0.05f) && put(p + "ffn_up.weight", {E, lff}, 0.05f);
         }
-        ok = ok && put(p + "ffn_down.weight", {s.n_ff, E}, 0.05f);
+        ok = ok && put(p + "ffn_down.weight", {lff, E}, 0.05f);
         if (s.post_norms) ok = ok && put(p + "post_ffw_norm.weight", {E}, 0, true);
+        if (s.ple != 0) {
+            ok = ok && put(p + "inp_gate.weight", {E, s.ple}, 0.05f) && put(p + "proj.weight", {s.ple, E}, 0.05f) &&
+                 put(p + "post_norm.weight", {E}, 0, true);
+        }
         if (gemma4)
             ok = ok && put_f32((p + "layer_output_scale.weight").c_str(), {0.5f + 0.5f * std::abs(rng.normal())});
         if (!ok) return fail();

@@ -1051,6 +1051,18 @@ BASALT_API basalt_status basalt_gguf_writer_set_array_bool(basalt_gguf_writer* w
  * model must outlive the sampler and its clones. BASALT_ERR_INVALID_ARGUMENT for NULL arguments; the model's
  * vocabulary error, or the sampler's own (naming it), otherwise. One thread per instance. */
 BASALT_API basalt_status basalt_sampler_set_vocab(basalt_sampler* sampler, const basalt_model* model);
+/* since 1.7. Writes rows first_row .. first_row + n_rows - 1 of a tensor being added by
+ * basalt_gguf_writer_add_tensor_rows to out (n_rows x ne[0] floats; rows are counted over ne[1] x ne[2] x ne[3]; out
+ * is borrowed for the call). Returns 0, or non-zero to stop the add. */
+typedef int32_t (*basalt_gguf_rows_fn)(void* user_data, int64_t first_row, int64_t n_rows, float* out);
+/* since 1.7. Adds tensor `name` as basalt_gguf_writer_add_tensor_f32 does (same names, shapes, types, conversion and
+ * errors), asking `fill` for its f32 values a batch of whole rows at a time, in order: the writer holds the converted
+ * bytes and one batch of floats (about 4 MiB), never the whole tensor as f32 (a real model's embedding tables).
+ * BASALT_ERR_CANCELLED when fill returns non-zero (nothing is added). user_data is borrowed for the call. One thread
+ * per writer at a time. */
+BASALT_API basalt_status basalt_gguf_writer_add_tensor_rows(basalt_gguf_writer* writer, const char* name,
+                                                            basalt_dtype type, const int64_t* ne, uint32_t n_dims,
+                                                            basalt_gguf_rows_fn fill, void* user_data);
 
 BASALT_END_DECLS
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -208,6 +209,60 @@ basalt_status basalt_gguf_writer_set_array_f32(basalt_gguf_writer* writer, const
     });
 }
 
+namespace {
+
+// A tensor's shape checked for the writer (name, dims, element count, a type it can write in whole blocks, a name not
+// added yet): its element count and converted bytes.
+struct CheckedTensor {
+    std::vector<int64_t> shape;
+    uint64_t count = 1;
+    uint64_t bytes = 0;
+};
+
+CheckedTensor check_tensor(const basalt_gguf_writer* writer, const std::string& n, basalt_dtype type, const int64_t* ne,
+                           uint32_t n_dims) {
+    if (n.empty() || n.size() > kMaxTensorName) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "tensor name '{}' is {} bytes long (1 to {} allowed)", n, n.size(),
+             kMaxTensorName);
+    }
+    if (n_dims == 0 || n_dims > kMaxDims)
+        fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': {} dimensions (1 to {} allowed)", n, n_dims, kMaxDims);
+    CheckedTensor t;
+    t.shape.assign(ne, ne + n_dims);
+    for (uint32_t d = 0; d < n_dims; ++d) {
+        if (ne[d] < 1) fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': ne[{}] = {} (each must be >= 1)", n, d, ne[d]);
+        if (__builtin_mul_overflow(t.count, static_cast<uint64_t>(ne[d]), &t.count))
+            fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': the element count overflows", n);
+    }
+    const basalt::DtypeTraits* traits = basalt::dtype_traits(type);
+    if (traits == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': unknown type id {}", n, type);
+    if (!basalt::can_quantize(type)) {
+        fail(BASALT_ERR_UNSUPPORTED, "tensor '{}': cannot write type {} (supported: {})", n, traits->name, kWritable);
+    }
+    if (ne[0] % traits->block_size != 0) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': rows of {} elements are not whole {} blocks of {}", n, ne[0],
+             traits->name, traits->block_size);
+    }
+    if (writer->tensor_names.count(n) != 0) fail(BASALT_ERR_DUPLICATE, "tensor '{}' added twice", n);
+    const auto bytes = basalt::dtype_bytes(type, t.count);
+    if (!bytes) fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': {} elements of {} overflow", n, t.count, traits->name);
+    t.bytes = *bytes;
+    return t;
+}
+
+void keep(basalt_gguf_writer* writer, const std::string& n, basalt_dtype type, const CheckedTensor& t,
+          std::vector<uint8_t>&& out) {
+    writer->tensor_names.insert(n);
+    try {
+        writer->writer.add_tensor(n, type, t.shape, std::move(out));
+    } catch (...) {
+        writer->tensor_names.erase(n);
+        throw;
+    }
+}
+
+}  // namespace
+
 basalt_status basalt_gguf_writer_add_tensor_f32(basalt_gguf_writer* writer, const char* name, basalt_dtype type,
                                                 const int64_t* ne, uint32_t n_dims, const float* data,
                                                 size_t n_values) {
@@ -217,47 +272,41 @@ basalt_status basalt_gguf_writer_add_tensor_f32(basalt_gguf_writer* writer, cons
                  "basalt_gguf_writer_add_tensor_f32: writer, name, ne and data are required");
         }
         const std::string n = name;
-        if (n.empty() || n.size() > kMaxTensorName) {
-            fail(BASALT_ERR_INVALID_ARGUMENT, "tensor name '{}' is {} bytes long (1 to {} allowed)", n, n.size(),
-                 kMaxTensorName);
-        }
-        if (n_dims == 0 || n_dims > kMaxDims)
-            fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': {} dimensions (1 to {} allowed)", n, n_dims, kMaxDims);
-        uint64_t count = 1;
-        std::vector<int64_t> shape(ne, ne + n_dims);
-        for (uint32_t d = 0; d < n_dims; ++d) {
-            if (ne[d] < 1)
-                fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': ne[{}] = {} (each must be >= 1)", n, d, ne[d]);
-            if (__builtin_mul_overflow(count, static_cast<uint64_t>(ne[d]), &count))
-                fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': the element count overflows", n);
-        }
-        if (count != n_values) {
+        const CheckedTensor t = check_tensor(writer, n, type, ne, n_dims);
+        if (t.count != n_values) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': {} values given for a shape of {} elements", n, n_values,
-                 count);
+                 t.count);
         }
-        const basalt::DtypeTraits* traits = basalt::dtype_traits(type);
-        if (traits == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': unknown type id {}", n, type);
-        if (!basalt::can_quantize(type)) {
-            fail(BASALT_ERR_UNSUPPORTED, "tensor '{}': cannot write type {} (supported: {})", n, traits->name,
-                 kWritable);
+        std::vector<uint8_t> out(static_cast<size_t>(t.bytes));
+        basalt::quantize_row(type, data, out.data(), static_cast<int64_t>(t.count));
+        keep(writer, n, type, t, std::move(out));
+    });
+}
+
+basalt_status basalt_gguf_writer_add_tensor_rows(basalt_gguf_writer* writer, const char* name, basalt_dtype type,
+                                                 const int64_t* ne, uint32_t n_dims, basalt_gguf_rows_fn fill,
+                                                 void* user_data) {
+    return guard([&] {
+        if (writer == nullptr || name == nullptr || ne == nullptr || fill == nullptr) {
+            fail(BASALT_ERR_INVALID_ARGUMENT,
+                 "basalt_gguf_writer_add_tensor_rows: writer, name, ne and fill are required");
         }
-        if (ne[0] % traits->block_size != 0) {
-            fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': rows of {} elements are not whole {} blocks of {}", n,
-                 ne[0], traits->name, traits->block_size);
+        const std::string n = name;
+        const CheckedTensor t = check_tensor(writer, n, type, ne, n_dims);
+        const int64_t row = ne[0], rows = static_cast<int64_t>(t.count / static_cast<uint64_t>(row));
+        const uint64_t row_bytes = t.bytes / static_cast<uint64_t>(rows);
+        // Batches of about 4 MiB of floats (at least one row).
+        const int64_t batch = std::max<int64_t>(1, (int64_t{1} << 20) / row);
+        std::vector<uint8_t> out(static_cast<size_t>(t.bytes));
+        std::vector<float> values(static_cast<size_t>(std::min(batch, rows) * row));
+        for (int64_t r = 0; r < rows; r += batch) {
+            const int64_t k = std::min(batch, rows - r);
+            if (fill(user_data, r, k, values.data()) != 0) {
+                fail(BASALT_ERR_CANCELLED, "tensor '{}': the fill callback stopped at row {} of {}", n, r, rows);
+            }
+            basalt::quantize_row(type, values.data(), out.data() + static_cast<uint64_t>(r) * row_bytes, k * row);
         }
-        if (writer->tensor_names.count(n) != 0) fail(BASALT_ERR_DUPLICATE, "tensor '{}' added twice", n);
-        const auto bytes = basalt::dtype_bytes(type, count);
-        if (!bytes)
-            fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': {} elements of {} overflow", n, count, traits->name);
-        std::vector<uint8_t> out(static_cast<size_t>(*bytes));
-        basalt::quantize_row(type, data, out.data(), static_cast<int64_t>(count));
-        writer->tensor_names.insert(n);
-        try {
-            writer->writer.add_tensor(n, type, shape, out.data(), out.size());
-        } catch (...) {
-            writer->tensor_names.erase(n);
-            throw;
-        }
+        keep(writer, n, type, t, std::move(out));
     });
 }
 

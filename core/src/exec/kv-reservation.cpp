@@ -62,6 +62,7 @@ void KvReservation::add_copies(GraphBuilder& g, const SessionResources& res) con
         for (const auto& cp : list) {
             for (uint32_t il = 0; il < res.cache_layers(); ++il) {
                 if ((res.window_storage[il] != 0) != (pass == 1)) continue;
+                if (!hp.owns_kv(il)) continue;  // its source layer's copy moves the K/V it reads
                 const std::string p = "blk." + std::to_string(il) + (pass == 0 ? ".kv_copy" : ".kv_window_copy");
                 for (int kv = 0; kv < 2; ++kv) {
                     basalt_buffer* buf = kv == 0 ? res.k[il].get() : res.v[il].get();

@@ -289,6 +289,16 @@ void SessionResources::allocate_caches() {
     };
     if (hp.encoder_only) return;  // every pass attends over its own rows: nothing is cached
     for (uint32_t il = 0; il < n_cache_layers; ++il) {
+        if (!hp.owns_kv(il)) {
+            // KV shared between layers (gemma4): this layer attends over an earlier layer's storage and has none.
+            k.emplace_back();
+            v.emplace_back();
+            if (residual != 0) {
+                k_residual.emplace_back();
+                v_residual.emplace_back();
+            }
+            continue;
+        }
         alloc(k, k_row_bytes[il] * (window_storage[il] ? n_window_slots : k_storage_rows), "buffer_alloc(K cache)");
         alloc(v, v_row_bytes[il] * (window_storage[il] ? n_window_slots : v_storage_rows), "buffer_alloc(V cache)");
         if (residual != 0) {
@@ -348,6 +358,12 @@ void SessionResources::bind_storage(ForwardContext& c, bool encoder_pass) const 
     GraphBuilder& g = c.g;
     if (!encoder_pass) {
         for (uint32_t il = 0; il < cache_layers(); ++il) {
+            if (!hp.owns_kv(il)) {  // a layer sharing an earlier layer's K/V: that layer's tensors
+                const int32_t k_src = c.k_cache[hp.kv_source(il)], v_src = c.v_cache[hp.kv_source(il)];
+                c.k_cache.push_back(k_src);
+                c.v_cache.push_back(v_src);
+                continue;
+            }
             const auto k_rows = static_cast<int64_t>(window_storage[il] != 0 ? n_window_slots : k_storage_rows);
             const auto v_rows = static_cast<int64_t>(window_storage[il] != 0 ? n_window_slots : v_storage_rows);
             c.k_cache.push_back(g.tensor(layout.k_type, {hp.n_embd_k_gqa(il), k_rows}, "cache_k." + std::to_string(il),
@@ -360,6 +376,12 @@ void SessionResources::bind_storage(ForwardContext& c, bool encoder_pass) const 
         const auto res_rows = static_cast<int64_t>(residual) * static_cast<int64_t>(n_seq_max);
         c.kv_residual = static_cast<int32_t>(residual);
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            if (!hp.owns_kv(il)) {
+                const int32_t k_src = c.k_residual[hp.kv_source(il)], v_src = c.v_residual[hp.kv_source(il)];
+                c.k_residual.push_back(k_src);
+                c.v_residual.push_back(v_src);
+                continue;
+            }
             c.k_residual.push_back(g.tensor(BASALT_DTYPE_F32, {hp.n_embd_k_gqa(il), res_rows},
                                             "residual_k." + std::to_string(il), k_residual[il].get(), 0));
             c.v_residual.push_back(g.tensor(BASALT_DTYPE_F32, {hp.n_embd_v_gqa(il), res_rows},
@@ -391,6 +413,7 @@ void SessionResources::bind_storage(ForwardContext& c, bool encoder_pass) const 
 void SessionResources::copy_residual_rows(int32_t src, int32_t dst) const {
     const auto& be = backend.iface();
     for (size_t il = 0; il < k_residual.size(); ++il) {
+        if (k_residual[il].get() == nullptr) continue;  // a layer sharing another's K/V
         for (int kv_index = 0; kv_index < 2; ++kv_index) {
             basalt_buffer* b = kv_index == 0 ? k_residual[il].get() : v_residual[il].get();
             const auto l = static_cast<uint32_t>(il);
@@ -431,6 +454,7 @@ MemoryPlan SessionResources::allocated(uint64_t logits_floats, uint64_t io_logit
     m.kv_residual = residual;
     m.kv_residual_bytes = 0;
     for (uint32_t il = 0; il < k_residual.size(); ++il) {
+        if (k_residual[il].get() == nullptr) continue;  // a layer sharing another's K/V
         m.kv_residual_bytes += static_cast<uint64_t>(residual) * n_seq_max * 4ull *
                                (static_cast<uint64_t>(hp.n_embd_k_gqa(il)) + hp.n_embd_v_gqa(il));
     }
@@ -439,8 +463,10 @@ MemoryPlan SessionResources::allocated(uint64_t logits_floats, uint64_t io_logit
     m.types = plan.types;
     m.weight_bytes = weights.bytes;
     m.kv_bytes_per_token = 0;
-    for (uint32_t il = 0; il < k_row_bytes.size() && !hp.encoder_only; ++il)
+    for (uint32_t il = 0; il < k_row_bytes.size() && !hp.encoder_only; ++il) {
+        if (!hp.owns_kv(il)) continue;  // attends over another layer's K/V (gemma4)
         m.kv_bytes_per_token += (k_row_bytes[il] + v_row_bytes[il]) * (hp.encoder_decoder ? 2 : 1);  // + cross rows
+    }
     m.kv_bytes = kv_bytes;
     m.kv_cells_full = hp.encoder_only ? 0 : n_ctx;
     bool any_sliding = false;

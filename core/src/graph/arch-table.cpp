@@ -116,7 +116,8 @@ constexpr ArchSpec kArchs[] = {
      .full_attention_interval = 4,
      .shared_expert = true},
     // Gemma 4 (dense): per-layer head sizes and counts, q/k norms and a weightless V norm, attention scale 1, full
-    // layers with proportional rope (rope_freqs.weight), sliding-window layers with their own base (arch-gemma4.cpp).
+    // layers with proportional rope (rope_freqs.weight), sliding-window layers with their own base; E2B/E4B's
+    // per-layer embeddings and KV shared between layers (arch-gemma4.cpp).
     {.name = "gemma4",
      .label = "gemma4",
      .experts = ArchExperts::NONE,

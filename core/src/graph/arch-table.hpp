@@ -68,7 +68,8 @@ struct ArchSpec {
     bool shared_expert = false;
     // Gemma 4: head counts per layer (attention.head_count / head_count_kv may be arrays), sliding-window layers with
     // their own head size and rotated dims (attention.key_length_swa / value_length_swa, rope.dimension_count_swa);
-    // KV shared between layers and per-layer embeddings are refused naming their key (not implemented).
+    // also reads its small layouts' keys: feed_forward_length per layer, embedding_length_per_layer_input (per-layer
+    // embeddings) and attention.shared_kv_layers (KV shared between layers).
     bool per_layer_attention = false;
     // Reads <arch>.rope.scaling.finetuned as llama.cpp's granite loaders do: a switch for rope on every layer
     // (default true; false: no layer rotates). Elsewhere the key is informational in llama.cpp and not read.

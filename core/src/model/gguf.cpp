@@ -599,6 +599,13 @@ void Writer::set_string(const std::string& key, const std::string& v) {
 
 void Writer::add_tensor(const std::string& name, basalt_dtype type, const std::vector<int64_t>& ne, const void* data,
                         size_t n_bytes) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    add_tensor(name, type, ne, std::vector<uint8_t>(p, p + n_bytes));
+}
+
+void Writer::add_tensor(const std::string& name, basalt_dtype type, const std::vector<int64_t>& ne,
+                        std::vector<uint8_t>&& data) {
+    const size_t n_bytes = data.size();
     if (ne.empty() || ne.size() > kMaxDims) fail(BASALT_ERR_INVALID_ARGUMENT, "tensor '{}': {} dims", name, ne.size());
     uint64_t n = 1;
     for (int64_t d : ne) {
@@ -613,8 +620,7 @@ void Writer::add_tensor(const std::string& name, basalt_dtype type, const std::v
     for (const auto& t : tensors_) {
         if (t.name == name) fail(BASALT_ERR_DUPLICATE, "tensor '{}' added twice", name);
     }
-    const auto* p = static_cast<const uint8_t*>(data);
-    tensors_.push_back({name, type, ne, std::vector<uint8_t>(p, p + n_bytes)});
+    tensors_.push_back({name, type, ne, std::move(data)});
 }
 
 namespace {
@@ -678,7 +684,7 @@ void put_value(std::vector<uint8_t>& out, const Value& v) {
 
 }  // namespace
 
-std::vector<uint8_t> Writer::to_bytes() const {
+std::vector<uint8_t> Writer::header(std::vector<uint64_t>& offsets, uint64_t& data_bytes) const {
     std::vector<uint8_t> out;
     std::vector<KeyValue> meta = metadata_;
     const bool has_alignment_key =
@@ -699,7 +705,7 @@ std::vector<uint8_t> Writer::to_bytes() const {
         put_value(out, kv.value);
     }
     uint64_t offset = 0;
-    std::vector<uint64_t> offsets;
+    offsets.clear();
     for (const auto& t : tensors_) {
         put_string(out, t.name);
         put<uint32_t>(out, static_cast<uint32_t>(t.ne.size()));
@@ -710,20 +716,40 @@ std::vector<uint8_t> Writer::to_bytes() const {
         offset = align_up(offset + t.data.size(), alignment_);
     }
     out.resize(align_up(out.size(), alignment_), 0);
+    data_bytes = tensors_.empty() ? 0 : offset;
+    return out;
+}
+
+std::vector<uint8_t> Writer::to_bytes() const {
+    std::vector<uint64_t> offsets;
+    uint64_t data_bytes = 0;
+    std::vector<uint8_t> out = header(offsets, data_bytes);
     const size_t data_start = out.size();
     for (size_t k = 0; k < tensors_.size(); ++k) {
         out.resize(data_start + offsets[k], 0);
         out.insert(out.end(), tensors_[k].data.begin(), tensors_[k].data.end());
     }
-    if (!tensors_.empty()) out.resize(data_start + offset, 0);
+    out.resize(data_start + data_bytes, 0);
     return out;
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-    const std::vector<uint8_t> bytes = to_bytes();
+    // Streamed: the header, then each tensor's bytes after the padding to its offset (no second copy of the data).
+    std::vector<uint64_t> offsets;
+    uint64_t data_bytes = 0;
+    const std::vector<uint8_t> head = header(offsets, data_bytes);
     std::ofstream os(path, std::ios::binary | std::ios::trunc);
     if (!os) fail(BASALT_ERR_IO, "{}: cannot create: {}", path.string(), std::strerror(errno));
-    os.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    os.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    const std::vector<char> zeros(static_cast<size_t>(alignment_), 0);
+    uint64_t at = 0;
+    for (size_t k = 0; k < tensors_.size(); ++k) {
+        os.write(zeros.data(), static_cast<std::streamsize>(offsets[k] - at));
+        const auto& d = tensors_[k].data;
+        os.write(reinterpret_cast<const char*>(d.data()), static_cast<std::streamsize>(d.size()));
+        at = offsets[k] + d.size();
+    }
+    os.write(zeros.data(), static_cast<std::streamsize>(data_bytes - at));
     os.close();
     if (!os) fail(BASALT_ERR_IO, "{}: write failed", path.string());
 }

@@ -152,12 +152,19 @@ class Writer {
     // Adds a tensor; `data` must hold dtype_bytes(type, elements) bytes and is copied.
     void add_tensor(const std::string& name, basalt_dtype type, const std::vector<int64_t>& ne, const void* data,
                     size_t n_bytes);
+    // The same, taking the bytes (dtype_bytes(type, elements) of them) without a copy.
+    void add_tensor(const std::string& name, basalt_dtype type, const std::vector<int64_t>& ne,
+                    std::vector<uint8_t>&& data);
     // Serialises into bytes / writes the file (throws Error(IO) naming the path).
     std::vector<uint8_t> to_bytes() const;
     void write(const std::filesystem::path& path) const;
     void set_alignment(uint64_t alignment) { alignment_ = alignment; }
 
   private:
+    // The bytes before the data section (header, metadata, tensor infos, padding); each tensor's offset in the data
+    // section and the section's size.
+    std::vector<uint8_t> header(std::vector<uint64_t>& offsets, uint64_t& data_bytes) const;
+
     struct PendingTensor {
         std::string name;
         basalt_dtype type;

@@ -101,8 +101,9 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
                  req.kv_residual);
         }
         // Rows of each layer's own width (gemma4's layers differ) and, per layer and sequence, the residual windows'
-        // R F32 rows of K and of V.
+        // R F32 rows of K and of V. A layer that attends over another's K/V (gemma4's KV sharing) has none.
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
+            if (!hp.owns_kv(il)) continue;
             const uint64_t k_row = row_bytes(req.k_type, hp.n_embd_k_gqa(il), "K");
             const uint64_t v_row = row_bytes(req.v_type, hp.n_embd_v_gqa(il), "V");
             p.kv_bytes_per_token += k_row + v_row;
@@ -135,6 +136,9 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     floats += T * static_cast<uint64_t>(hp.n_head) * hp.head_dim_v;       // attention context
     floats += ffn_mats * T * hp.n_ff * experts + T * hp.n_expert;         // ffn (+ router)
     floats += T * (3ull * hp.n_ff_shexp + (hp.n_ff_shexp != 0 ? 2 : 0));  // shared expert: gate, up, act; its gate
+    // Per-layer embeddings (gemma4): the gathered rows, the projection and their sum for every layer (n_layer x P
+    // each, live through the pass), and a layer's gate and its product.
+    floats += T * (4ull * hp.n_layer * hp.n_embd_per_layer + 2ull * hp.n_embd_per_layer);
     if (hp.recurrent()) {
         // A recurrent layer: projection, conv, q/k/v (twice: sliced, normed), z, output; gate of attention layers.
         floats += T * (3ull * hp.ssm_conv_channels() + 3ull * hp.ssm_d_inner + 4ull * hp.ssm_dt_rank) +

@@ -46,8 +46,7 @@ std::vector<uint32_t> per_layer_u32(const gguf::File& f, const std::string& key,
     return out;
 }
 
-// Gemma 4's per-layer attention shapes (arch table `per_layer_attention`) and the keys of its variants Basalt does
-// not implement (recorded in h.unimplemented, naming the key).
+// Gemma 4's per-layer attention shapes, FFN widths and per-layer embedding width (arch table `per_layer_attention`).
 void read_per_layer_attention(const gguf::File& f, const std::string& A, ModelHparams& h) {
     auto heads = [&](const std::string& key, uint32_t fallback, std::vector<uint32_t>& layers) {
         layers = per_layer_u32(f, key, h.n_layer);
@@ -70,12 +69,9 @@ void read_per_layer_attention(const gguf::File& f, const std::string& A, ModelHp
     h.head_dim_k_swa = optional_u32(f, A + "attention.key_length_swa", 0);
     h.head_dim_v_swa = optional_u32(f, A + "attention.value_length_swa", h.head_dim_k_swa);
     h.n_rot_swa = optional_u32(f, A + "rope.dimension_count_swa", h.head_dim_k_swa);
-    const std::vector<uint32_t> ff = per_layer_u32(f, A + "feed_forward_length", h.n_layer);
-    for (uint32_t n : ff) {
-        if (n != ff[0] && h.unimplemented.empty())
-            h.unimplemented = fmt::format("'{}feed_forward_length' differs between layers: not implemented", A);
-    }
-    if (!ff.empty()) h.n_ff = ff[0];
+    // One width, or one per layer (use_double_wide_mlp: the KV-sharing layers' are twice the others'); n_ff the widest.
+    h.layer_n_ff = per_layer_u32(f, A + "feed_forward_length", h.n_layer);
+    if (!h.layer_n_ff.empty()) h.n_ff = *std::max_element(h.layer_n_ff.begin(), h.layer_n_ff.end());
     for (uint32_t il = 0; il < h.n_layer; ++il) {
         const std::string name = "blk." + std::to_string(il) + ".layer_output_scale.weight";
         const gguf::TensorInfo* t = f.tensor(name);
@@ -86,14 +82,48 @@ void read_per_layer_attention(const gguf::File& f, const std::string& A, ModelHp
         if (h.layer_out_scale.empty()) h.layer_out_scale.assign(h.n_layer, 1.0f);
         dequantize_row(t->type, f.tensor_data(*t), &h.layer_out_scale[il], 1);
     }
-    for (const char* key : {"attention.shared_kv_layers", "embedding_length_per_layer_input"}) {
-        const uint32_t n = optional_u32(f, A + key, 0);
-        if (n != 0 && h.unimplemented.empty()) {
-            h.unimplemented =
-                fmt::format("'{}{}' = {} ({}) is not implemented", A, key, n,
-                            std::string(key).find("shared") != std::string::npos ? "KV shared between layers"
-                                                                                 : "per-layer embeddings");
+    h.n_embd_per_layer = optional_u32(f, A + "embedding_length_per_layer_input", 0);
+}
+
+// Gemma 4's KV sharing (attention.shared_kv_layers = N): the last N layers compute no K/V and attend over the cache
+// of the last layer before them of the same kind (sliding-window or full), as transformers' Gemma 4 picks it
+// (llama.cpp's loader takes the last two layers before them, which is the same layer when the last is full and the
+// one before it slides, as in every published file). Needs layer_sliding.
+void read_shared_kv(const gguf::File& f, const std::string& A, ModelHparams& h) {
+    const uint32_t shared = optional_u32(f, A + "attention.shared_kv_layers", 0);
+    if (shared == 0) return;
+    if (shared >= h.n_layer) {
+        fail(BASALT_ERR_FORMAT, "{}: {}attention.shared_kv_layers = {} leaves no layer of the {} to compute K/V",
+             f.source(), A, shared, h.n_layer);
+    }
+    const uint32_t first = h.n_layer - shared;
+    h.layer_kv_source.resize(h.n_layer);
+    for (uint32_t il = 0; il < h.n_layer; ++il) {
+        h.layer_kv_source[il] = il;
+        if (il < first) continue;
+        uint32_t src = first;
+        for (uint32_t j = first; j-- > 0;) {
+            if (h.layer_sliding[j] == h.layer_sliding[il]) {
+                src = j;
+                break;
+            }
         }
+        const char* kind = h.layer_sliding[il] ? "sliding-window" : "full-attention";
+        if (src == first) {
+            fail(BASALT_ERR_FORMAT,
+                 "{}: layer {} shares K/V ({}attention.shared_kv_layers = {}) but no {} layer before "
+                 "layer {} computes them",
+                 f.source(), il, A, shared, kind, first);
+        }
+        if (h.n_head_kv_at(src) != h.n_head_kv_at(il) || h.head_dim_k_at(src) != h.head_dim_k_at(il) ||
+            h.head_dim_v_at(src) != h.head_dim_v_at(il)) {
+            fail(BASALT_ERR_FORMAT,
+                 "{}: layer {} shares the K/V of layer {}, whose K/V heads ({} of {}) differ from its "
+                 "own ({} of {})",
+                 f.source(), il, src, h.n_head_kv_at(src), h.head_dim_k_at(src), h.n_head_kv_at(il),
+                 h.head_dim_k_at(il));
+        }
+        h.layer_kv_source[il] = src;
     }
 }
 
@@ -225,6 +255,8 @@ ModelHparams read_hparams(const gguf::File& f) {
             }
         }
     }
+
+    if (spec.per_layer_attention) read_shared_kv(f, A, h);
 
     if (spec.recurrent) {
         h.ssm_conv_kernel = require_u32(f, A + "ssm.conv_kernel");

@@ -95,6 +95,16 @@ struct ModelHparams {
     // Gemma 4's blk.N.layer_output_scale.weight: one number per layer multiplying the layer's output, read from the
     // file at load (the op set has no scalar broadcast, so the graph applies it as SCALE); empty: none.
     std::vector<float> layer_out_scale;
+    // FFN width per layer (gemma4's feed_forward_length array: E2B's KV-sharing layers are twice as wide); empty: n_ff
+    // on every layer, which otherwise holds the widest.
+    std::vector<uint32_t> layer_n_ff;
+    // Per-layer embeddings (gemma4 E2B/E4B: embedding_length_per_layer_input): the width of each layer's own input
+    // (per_layer_token_embd rows of n_layer x this); 0: none.
+    uint32_t n_embd_per_layer = 0;
+    // KV shared between layers (gemma4: attention.shared_kv_layers): per layer the layer whose K/V it attends over,
+    // itself for a layer that computes and caches its own; a sharing layer (one of the last shared_kv_layers) reads
+    // the last earlier caching layer of its kind (sliding-window or full). Empty: every layer caches its own.
+    std::vector<uint32_t> layer_kv_source;
 
     // Layer il's query heads, K/V heads, head sizes and rotated dims.
     uint32_t n_head_at(uint32_t il) const noexcept { return il < layer_n_head.size() ? layer_n_head[il] : n_head; }
@@ -109,6 +119,11 @@ struct ModelHparams {
         return swa_shape(il) && head_dim_v_swa != 0 ? head_dim_v_swa : head_dim_v;
     }
     uint32_t n_rot_at(uint32_t il) const noexcept { return swa_shape(il) && n_rot_swa != 0 ? n_rot_swa : n_rot; }
+    // Layer il's FFN width.
+    uint32_t n_ff_at(uint32_t il) const noexcept { return il < layer_n_ff.size() ? layer_n_ff[il] : n_ff; }
+    // The layer whose K/V cache layer il attends over (il itself unless it shares), and whether il has its own.
+    uint32_t kv_source(uint32_t il) const noexcept { return il < layer_kv_source.size() ? layer_kv_source[il] : il; }
+    bool owns_kv(uint32_t il) const noexcept { return kv_source(il) == il; }
 
     // Keys and value heads summed over one token's K/V row: n_head_kv * head_dim (the model-wide shape; the
     // per-layer forms below are what the caches of a model with per-layer shapes hold).
