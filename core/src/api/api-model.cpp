@@ -62,10 +62,11 @@ basalt::gguf::Value array_element(const basalt_model* model, const char* key, si
     return v->element(index);
 }
 
-// The model's host tables: its parsed metadata and its tokenizer (built now when it was not yet, as a generation
-// builds it to read its prompt; none for a vocabulary the tokenizer refuses).
+// The model's host tables: its parsed metadata, the image's metadata pages (parsing reads them all; arrays stay
+// encoded there), and its tokenizer (built now when it was not yet, as a generation builds it to read its prompt;
+// none for a vocabulary the tokenizer refuses).
 uint64_t host_tables_bytes(const basalt_model& model) {
-    uint64_t bytes = model.gguf.file.host_bytes();
+    uint64_t bytes = model.gguf.file.host_bytes() + model.gguf.file.data_offset();
     try {
         bytes += model.tok().host_bytes();
     } catch (const basalt::Error&) {
