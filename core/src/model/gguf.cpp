@@ -124,7 +124,8 @@ bool read_packed(Cursor& c, Value& v, uint64_t n, const std::string& what) {
         if (v.elem_type == ValueType::BOOL) {
             for (uint64_t k = 0; k < whole; ++k) {
                 if (begin[k] > 1) {
-                    c.error("{} is a bool with value {} (expected 0 or 1)", element(k), static_cast<unsigned>(begin[k]));
+                    c.error("{} is a bool with value {} (expected 0 or 1)", element(k),
+                            static_cast<unsigned>(begin[k]));
                 }
             }
         }

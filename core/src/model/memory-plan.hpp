@@ -52,7 +52,7 @@ struct MemoryPlan {
     uint64_t scratch_all_rows_bytes = 0;  // scratch_bytes with logits_all_rows_bytes in place of logits_bytes
     uint64_t io_bytes = 0;                // the largest IO buffer a step needs: its inputs and the logits of all rows
     uint64_t host_bytes = 0;              // the model's host tables (PlanRequest::host_bytes)
-    uint64_t total_bytes = 0;             // weight + kv + scratch + host: what a generation holds (every KV page touched)
+    uint64_t total_bytes = 0;             // weight + kv + scratch + host: what a generation holds (KV all written)
 };
 
 // Computes the plan; throws Error(INVALID_ARGUMENT) for an unusable request (e.g. a quantized KV type whose
