@@ -3,6 +3,7 @@
 // cheap: the Vulkan loader, the driver (lavapipe brings LLVM, ~50 MiB resident) and the device list come in on
 // the first entry point that needs a device (device_count, device_info, create), not in basalt_plugin_init.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -18,12 +19,16 @@ namespace {
 extern basalt_component_desc g_component;
 
 // The Vulkan state, made once on first use (thread-safe); the component's description then names the devices
-// (the host reads it again after device_count).
+// (the host reads it again after device_count). The instance is destroyed by a handler registered after the
+// driver came in, so it runs before the driver's own exit-time teardown when the process exits with the plugin
+// still loaded (a static plugin host's destructor would reach a torn-down driver), and at unload otherwise
+// (glibc runs a library's atexit handlers when it is unloaded); shutdown_global is idempotent.
 const Global& ready() {
     static std::once_flag once;
     std::call_once(once, [] {
         init_global();
         g_component.description = global().description.c_str();
+        std::atexit(shutdown_global);
     });
     return global();
 }
