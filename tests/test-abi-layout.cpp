@@ -16,7 +16,7 @@ extern "C" size_t basalt_test_c_layout(int which);
 #define PIN_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") changed")
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-// ABI 1.6, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
+// ABI 1.7, LP64. Appending a field changes only the *_SIZE line of its struct; anything else is a break.
 PIN(basalt_params, struct_size, 0);
 PIN(basalt_params, count, 8);
 PIN(basalt_params, keys, 16);
@@ -351,7 +351,8 @@ PIN(basalt_memory_plan, n_seq_max, 64); /* since 1.1 */
 PIN(basalt_memory_plan, kv_cells_full, 72);
 PIN(basalt_memory_plan, kv_cells_window, 80);
 PIN(basalt_memory_plan, logits_bytes, 88);
-PIN_SIZE(basalt_memory_plan, 96);
+PIN(basalt_memory_plan, host_bytes, 96); /* since 1.7 */
+PIN_SIZE(basalt_memory_plan, 104);
 #endif
 
 TEST_CASE("ABI structs have the same layout in C and C++", "[abi]") {

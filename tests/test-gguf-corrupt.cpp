@@ -216,7 +216,7 @@ gguf::Value array_of(gguf::ValueType et, std::vector<gguf::Value> elems) {
     gguf::Value x;
     x.type = gguf::ValueType::ARRAY;
     x.elem_type = et;
-    x.array = std::move(elems);
+    x.items = std::move(elems);
     return x;
 }
 
@@ -633,7 +633,7 @@ TEST_CASE("the source files used by the corrupt-file cases are valid", "[gguf-co
     CHECK(f.tensors().size() == 3);
     CHECK(f.tensor("token_embd.weight")->n_bytes == 204);
     CHECK(f.tensor("norm_b.weight")->offset == 256);
-    CHECK(f.find("test.nested")->array.size() == 2);
+    CHECK(f.find("test.nested")->array_size() == 2);
     // Version 2 is accepted, as are arrays nested exactly as deep as allowed.
     const Bytes v2 = with_u32(base_file(), 4, 2);
     CHECK(try_parse(v2, "v2").outcome == Outcome::parsed);
@@ -748,7 +748,13 @@ TEST_CASE("write the GGUF fuzz seed corpus", "[.gguf-corpus]") {
         gguf::Writer w;
         for (const auto& kv : f.metadata()) {
             gguf::Value v = kv.value;
-            if (v.type == gguf::ValueType::ARRAY && v.array.size() > 8) v.array.resize(8);
+            if (v.type == gguf::ValueType::ARRAY && v.array_size() > 8) {
+                gguf::Value first8;
+                first8.type = v.type;
+                first8.elem_type = v.elem_type;
+                for (uint64_t k = 0; k < 8; ++k) first8.items.push_back(v.element(k));
+                v = std::move(first8);
+            }
             w.set(kv.key, v);
         }
         int kept = 0;

@@ -101,7 +101,7 @@ TEST_CASE("the writer round-trips metadata and tensors", "[gguf]") {
         gguf::Value e;
         e.type = gguf::ValueType::STRING;
         e.s = s;
-        arr.array.push_back(e);
+        arr.items.push_back(e);
     }
     w.set("tokenizer.ggml.tokens", arr);
     const std::vector<float> a = {1, 2, 3, 4, 5, 6};

@@ -1,4 +1,7 @@
-// The memory plan against hand computation (docs/memory-plan.md) for two golden models, plus hparams.
+// The memory plan against hand computation (docs/memory-plan.md) for two golden models, plus hparams, and its host
+// tables against what malloc hands out.
+#include <malloc.h>
+
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -10,6 +13,7 @@
 #include "model/model-hparams.hpp"
 #include "support/error.hpp"
 #include "support/host-memory.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using namespace basalt;
@@ -229,7 +233,7 @@ TEST_CASE("tiny-gemma4: per-layer head sizes, K/V rows per layer, refused layout
                 gguf::Value e;
                 e.type = gguf::ValueType::INT32;
                 e.i = n;
-                v.array.push_back(e);
+                v.items.push_back(e);
             }
             w.set("gemma4.attention.head_count_kv", v);
         });
@@ -301,4 +305,34 @@ TEST_CASE("tiny-gemma4e: KV sharing layers have no K/V rows, per-layer embedding
     // f16 K and V: of the 6 caching layers 4 slide (2 heads x 16: 64 B per row) and 2 are full (2 x 32: 128 B).
     CHECK(p.kv_bytes_per_token == 4 * (64 + 64) + 2 * (128 + 128));
     CHECK(p.kv_bytes == 4 * (8 + 16) * (64 + 64) + 2 * 512 * (128 + 128));
+}
+
+namespace {
+
+// Bytes malloc has handed out and not taken back (arena chunks in use and mmapped chunks).
+uint64_t malloc_in_use() {
+    const struct mallinfo2 mi = mallinfo2();
+    return static_cast<uint64_t>(mi.uordblks) + static_cast<uint64_t>(mi.hblkhd);
+}
+
+}  // namespace
+
+TEST_CASE("host tables: the plan counts what parsing the file and building its tokenizer allocate", "[memory-plan]") {
+    // Real vocabularies (SentencePiece 32k, byte-level BPE 100k with 99k merges, WordPiece 30k): the metadata's
+    // arrays stay in the file image, and the tokenizer's tables are counted from their containers.
+    for (const char* name : {"ggml-vocab-llama-spm.gguf", "ggml-vocab-deepseek-llm.gguf", "ggml-vocab-bert-bge.gguf"}) {
+        INFO(name);
+        const fs::path p = fs::path(BASALT_TESTDATA_DIR) / "tokenizer" / name;
+        REQUIRE(fs::exists(p));
+        const uint64_t before = malloc_in_use();
+        const auto g = gguf::open(p);
+        const auto tok = Tokenizer::create(g.file);
+        const double held = static_cast<double>(malloc_in_use() - before);
+        const double counted = static_cast<double>(g.file.host_bytes() + tok->host_bytes());
+        CHECK(counted >= 0.9 * held);
+        CHECK(counted <= 1.1 * held);
+        // Kept encoded, the arrays cost a 4-byte offset per string (token texts, merges); as Values, each token's
+        // text, score and type took 96 bytes.
+        CHECK(g.file.host_bytes() < 64 * 1024 + 8 * tok->n_vocab());
+    }
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -73,7 +74,20 @@ TEST_CASE("the memory plan through the C API", "[model-api]") {
     CHECK(plan.n_batch == 8);
     CHECK(plan.kv_bytes_per_token == 4 * (32 * 4 + 32 * 2));
     CHECK(plan.kv_bytes == 64 * plan.kv_bytes_per_token);
-    CHECK(plan.total_bytes == plan.weight_bytes + plan.kv_bytes + plan.scratch_bytes);
+    // The model's host tables (parsed metadata, the tokenizer it builds for the plan) are part of the total.
+    CHECK(plan.host_bytes > 0);
+    CHECK(plan.total_bytes == plan.weight_bytes + plan.kv_bytes + plan.scratch_bytes + plan.host_bytes);
+    // A caller built for ABI 1.6 passes the struct without host_bytes: the same total, nothing written past it.
+    unsigned char old[sizeof(basalt_memory_plan)];
+    std::memset(old, 0xAB, sizeof(old));
+    basalt_memory_plan small{};
+    small.struct_size = offsetof(basalt_memory_plan, host_bytes);
+    std::memcpy(old, &small, sizeof(small.struct_size));
+    REQUIRE(basalt_model_plan(model.m, &pp, reinterpret_cast<basalt_memory_plan*>(old)) == BASALT_OK);
+    basalt_memory_plan seen{};
+    std::memcpy(&seen, old, sizeof(seen));
+    CHECK(seen.total_bytes == plan.total_bytes);
+    CHECK(old[offsetof(basalt_memory_plan, host_bytes)] == 0xAB);
 
     pp.k_type = 12345;
     basalt_memory_plan untouched{};

@@ -220,7 +220,7 @@ basalt::gguf::Value strings(const std::vector<std::string>& items) {
         basalt::gguf::Value e;
         e.type = basalt::gguf::ValueType::STRING;
         e.s = s;
-        v.array.push_back(std::move(e));
+        v.items.push_back(std::move(e));
     }
     return v;
 }
@@ -233,7 +233,7 @@ basalt::gguf::Value int32s(const std::vector<int32_t>& items) {
         basalt::gguf::Value e;
         e.type = basalt::gguf::ValueType::INT32;
         e.i = x;
-        v.array.push_back(e);
+        v.items.push_back(e);
     }
     return v;
 }
@@ -246,7 +246,7 @@ basalt::gguf::Value float32s(const std::vector<float>& items) {
         basalt::gguf::Value e;
         e.type = basalt::gguf::ValueType::FLOAT32;
         e.f = x;
-        v.array.push_back(e);
+        v.items.push_back(e);
     }
     return v;
 }

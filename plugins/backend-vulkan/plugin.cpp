@@ -1,8 +1,12 @@
 // The plugin's ABI glue: the basalt_backend_iface entry points (arguments checked, exceptions turned into a
-// status by sdk::guard), the component and plugin descriptors, and basalt_plugin_init.
+// status by sdk::guard), the component and plugin descriptors, and basalt_plugin_init. Loading the plugin is
+// cheap: the Vulkan loader, the driver (lavapipe brings LLVM, ~50 MiB resident) and the device list come in on
+// the first entry point that needs a device (device_count, device_info, create), not in basalt_plugin_init.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend.hpp"
@@ -11,6 +15,23 @@
 namespace basalt::vk {
 
 namespace {
+
+extern basalt_component_desc g_component;
+
+// The Vulkan state, made once on first use (thread-safe); the component's description then names the devices
+// (the host reads it again after device_count). The instance is destroyed by a handler registered after the
+// driver came in, so it runs before the driver's own exit-time teardown when the process exits with the plugin
+// still loaded (a static plugin host's destructor would reach a torn-down driver), and at unload otherwise
+// (glibc runs a library's atexit handlers when it is unloaded); shutdown_global is idempotent.
+const Global& ready() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        init_global();
+        g_component.description = global().description.c_str();
+        std::atexit(shutdown_global);
+    });
+    return global();
+}
 
 Backend* as_backend(void* p) {
     if (p == nullptr) throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": backend is NULL");
@@ -29,7 +50,7 @@ void check_range(Backend* be, basalt_buffer* b, uint64_t offset, uint64_t size, 
 }
 
 std::string no_device_message() {
-    return std::string(kLabel) + ": no usable Vulkan device: " + global().problem +
+    return std::string(kLabel) + ": no usable Vulkan device: " + ready().problem +
            "; install mesa-vulkan-drivers (lavapipe, a CPU implementation) or a GPU driver";
 }
 
@@ -37,7 +58,7 @@ basalt_status vk_device_count(const basalt_host* /*host*/, size_t* out_count) {
     return sdk::guard([&] {
         if (out_count == nullptr)
             throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": out_count is NULL");
-        *out_count = global().devices.size();
+        *out_count = ready().devices.size();
         // Zero devices is not an error, but the host shows the reason (it names the fix).
         if (*out_count == 0) sdk::report(BASALT_ERR_UNSUPPORTED, no_device_message().c_str());
     });
@@ -46,7 +67,7 @@ basalt_status vk_device_count(const basalt_host* /*host*/, size_t* out_count) {
 basalt_status vk_device_info(size_t index, basalt_device_info* out) {
     return sdk::guard([&] {
         if (out == nullptr) throw sdk::error(BASALT_ERR_INVALID_ARGUMENT, std::string(kLabel) + ": out is NULL");
-        const auto& devs = global().devices;
+        const auto& devs = ready().devices;
         if (index >= devs.size()) {
             throw sdk::error(BASALT_ERR_NOT_FOUND, std::string(kLabel) + ": device " + std::to_string(index) +
                                                        " does not exist (" + std::to_string(devs.size()) + " devices)");
@@ -87,12 +108,12 @@ basalt_status vk_create(const basalt_host* host, size_t device, const basalt_par
         p.expect_only({"device", "threads"});
         long long index = static_cast<long long>(device);
         index = p.get_int("device", index);
-        const auto& devs = global().devices;
+        const auto& devs = ready().devices;
         if (devs.empty()) throw sdk::error(BASALT_ERR_UNSUPPORTED, no_device_message());
         if (index < 0 || static_cast<size_t>(index) >= devs.size()) {
             throw sdk::error(BASALT_ERR_NOT_FOUND, std::string(kLabel) + ": device " + std::to_string(index) +
                                                        " does not exist (" + std::to_string(devs.size()) +
-                                                       " devices: " + global().description + ")");
+                                                       " devices: " + ready().description + ")");
         }
         auto be = std::make_unique<Backend>(host != nullptr ? host : sdk::host(), static_cast<size_t>(index));
         sdk::log(BASALT_LOG_DEBUG, kLabel, "created on " + devs[static_cast<size_t>(index)].summary);
@@ -172,7 +193,15 @@ const basalt_backend_iface kIface = {
 };
 
 basalt_component_desc g_component = {
-    sizeof(basalt_component_desc), BASALT_COMPONENT_BACKEND, "vulkan", "Vulkan compute", 0, 1, 0, 0, &kIface,
+    sizeof(basalt_component_desc),
+    BASALT_COMPONENT_BACKEND,
+    "vulkan",
+    "Vulkan compute (the devices are listed once the backend is asked for them)",
+    0,
+    1,
+    0,
+    0,
+    &kIface,
 };
 
 const basalt_component_desc* const kComponents[] = {&g_component};
@@ -199,11 +228,5 @@ BASALT_PLUGIN_INIT {
     const basalt_status st =
         basalt::sdk::init_plugin(host_abi_major, host_abi_minor, host, &basalt::vk::kPlugin, out_desc);
     if (st != BASALT_OK) return st;
-    try {
-        basalt::vk::init_global();
-        basalt::vk::g_component.description = basalt::vk::global().description.c_str();
-    } catch (...) {
-        // init_global records its failures itself; the description stays generic.
-    }
     return BASALT_OK;
 }

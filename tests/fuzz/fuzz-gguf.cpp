@@ -37,7 +37,8 @@ uint64_t touch(const gguf::Value& v, int depth) {
     if (std::string(gguf::value_type_name(v.type)) == "invalid") bug("unknown value type accepted");
     if (v.type == gguf::ValueType::ARRAY) {
         if (std::string(gguf::value_type_name(v.elem_type)) == "invalid") bug("unknown element type accepted");
-        for (const auto& e : v.array) {
+        for (uint64_t k = 0; k < v.array_size(); ++k) {
+            const gguf::Value e = v.element(k);
             if (e.type != v.elem_type) bug("array element of the wrong type");
             h += touch(e, depth + 1);
         }

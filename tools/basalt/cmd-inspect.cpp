@@ -177,6 +177,7 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
         j.key("kv_cells_window").value(static_cast<long long>(plan.kv_cells_window));
         j.key("scratch_bytes").value(static_cast<long long>(plan.scratch_bytes));
         j.key("logits_bytes").value(static_cast<long long>(plan.logits_bytes));
+        j.key("host_bytes").value(static_cast<long long>(plan.host_bytes));
         j.key("total_bytes").value(static_cast<long long>(plan.total_bytes));
         if (!kv_refused.empty()) j.key("refused").value(kv_refused);
         j.end_object();
@@ -227,6 +228,8 @@ int run_inspect(const po::variables_map& vm, const GlobalOptions& /*g*/) {
     std::cout << ")\n";
     std::cout << "  scratch    " << std::setw(12) << human(plan.scratch_bytes) << "  (of it "
               << human(plan.logits_bytes) << " logits of a generation step, host copy and IO buffer)\n"
+              << "  host       " << std::setw(12) << human(plan.host_bytes)
+              << "  (parsed metadata and the tokenizer's vocabulary)\n"
               << "  total      " << std::setw(12) << human(plan.total_bytes) << '\n';
     if (!kv_refused.empty()) std::cout << "  refused    " << kv_refused << '\n';
     return finish();

@@ -354,6 +354,9 @@ typedef struct basalt_memory_plan {
                                  is below n_ctx, else n_ctx; 0 without sliding-window layers */
     uint64_t logits_bytes;    /* of scratch_bytes: the logits of all n_batch rows, in host memory and in the
                                  backend's IO buffer (a step asking for fewer rows needs that much less) */
+    /* since 1.7 */
+    uint64_t host_bytes; /* the model's host tables: its parsed metadata and its tokenizer's vocabulary (built for
+                            the plan when it was not yet), part of total_bytes */
 } basalt_memory_plan;
 
 /* Computes the memory plan for params (NULL: defaults) into *out (caller sets struct_size). Thread-safe. */
@@ -428,7 +431,8 @@ BASALT_API uint32_t basalt_session_n_ctx(const basalt_session* session);
  * the wrapped file, or the uploaded data section), kv_bytes_per_token, kv_bytes (the K and V buffers),
  * kv_cells_full / kv_cells_window (rows per layer), scratch_bytes (the session's IO buffer and host copy of
  * the logits as large as they have grown so far; a backend's own work memory is not visible here), logits_bytes
- * (of that, the logits) and total_bytes (their sum). Writes up to out->struct_size.
+ * (of that, the logits) and total_bytes (their sum); host_bytes is 0 (the host tables are the model's, see
+ * basalt_model_plan). Writes up to out->struct_size.
  * Thread-safe with other const calls on the session.
  */
 BASALT_API basalt_status basalt_session_memory(const basalt_session* session, basalt_memory_plan* out);

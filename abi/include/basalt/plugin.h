@@ -45,7 +45,8 @@ typedef struct basalt_component_desc {
     uint32_t struct_size;
     basalt_component_kind kind;
     const char* name;        /* unique per kind across all loaded plugins, e.g. "greedy" */
-    const char* description; /* one line, may be NULL */
+    const char* description; /* one line, may be NULL; a backend's is read again after each device_count call
+                                (since 1.7: one that enumerates its devices on first use may name them then) */
     uint32_t version_major;  /* the component's own version, independent of the ABI version */
     uint32_t version_minor;
     uint32_t version_patch;

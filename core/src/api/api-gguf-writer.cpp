@@ -61,7 +61,7 @@ Value array_of(ValueType elem_type, size_t n) {
     Value v;
     v.type = ValueType::ARRAY;
     v.elem_type = elem_type;
-    v.array.resize(n, scalar(elem_type));
+    v.items.resize(n, scalar(elem_type));
     return v;
 }
 
@@ -170,7 +170,7 @@ basalt_status basalt_gguf_writer_set_array_string(basalt_gguf_writer* writer, co
         Value v = array_of(ValueType::STRING, n);
         for (size_t i = 0; i < n; ++i) {
             if (values[i] == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "metadata '{}': string {} is NULL", key, i);
-            v.array[i].s = values[i];
+            v.items[i].s = values[i];
         }
         set_value(writer, key, std::move(v));
     });
@@ -182,7 +182,7 @@ basalt_status basalt_gguf_writer_set_array_i32(basalt_gguf_writer* writer, const
         check_key(writer, key, "basalt_gguf_writer_set_array_i32");
         if (values == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "metadata '{}': {} values at NULL", key, n);
         Value v = array_of(ValueType::INT32, n);
-        for (size_t i = 0; i < n; ++i) v.array[i].i = values[i];
+        for (size_t i = 0; i < n; ++i) v.items[i].i = values[i];
         set_value(writer, key, std::move(v));
     });
 }
@@ -193,7 +193,7 @@ basalt_status basalt_gguf_writer_set_array_bool(basalt_gguf_writer* writer, cons
         check_key(writer, key, "basalt_gguf_writer_set_array_bool");
         if (values == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "metadata '{}': {} values at NULL", key, n);
         Value v = array_of(ValueType::BOOL, n);
-        for (size_t i = 0; i < n; ++i) v.array[i].u = values[i] != 0 ? 1 : 0;
+        for (size_t i = 0; i < n; ++i) v.items[i].u = values[i] != 0 ? 1 : 0;
         set_value(writer, key, std::move(v));
     });
 }
@@ -204,7 +204,7 @@ basalt_status basalt_gguf_writer_set_array_f32(basalt_gguf_writer* writer, const
         check_key(writer, key, "basalt_gguf_writer_set_array_f32");
         if (values == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "metadata '{}': {} values at NULL", key, n);
         Value v = array_of(ValueType::FLOAT32, n);
-        for (size_t i = 0; i < n; ++i) v.array[i].f = values[i];
+        for (size_t i = 0; i < n; ++i) v.items[i].f = values[i];
         set_value(writer, key, std::move(v));
     });
 }

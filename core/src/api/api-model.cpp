@@ -36,7 +36,7 @@ std::string render(const basalt::gguf::Value& v) {
         case ValueType::FLOAT64:
             return fmt::format("{}", v.f);
         case ValueType::ARRAY: {
-            std::string s = fmt::format("[{} {}]", v.array.size(), basalt::gguf::value_type_name(v.elem_type));
+            std::string s = fmt::format("[{} {}]", v.array_size(), basalt::gguf::value_type_name(v.elem_type));
             return s;
         }
         default: {
@@ -47,7 +47,7 @@ std::string render(const basalt::gguf::Value& v) {
 }
 
 // The element of array metadata `key` at index, checked; `what` names the caller.
-const basalt::gguf::Value& array_element(const basalt_model* model, const char* key, size_t index, const char* what) {
+basalt::gguf::Value array_element(const basalt_model* model, const char* key, size_t index, const char* what) {
     if (model == nullptr || key == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "{}: model and key are required", what);
     const auto* v = model->gguf.file.find(key);
     if (v == nullptr) fail(BASALT_ERR_NOT_FOUND, "{}: no metadata key '{}'", model->gguf.file.source(), key);
@@ -55,11 +55,23 @@ const basalt::gguf::Value& array_element(const basalt_model* model, const char* 
         fail(BASALT_ERR_INVALID_ARGUMENT, "{}: metadata '{}' is a {}, not an array", model->gguf.file.source(), key,
              basalt::gguf::value_type_name(v->type));
     }
-    if (index >= v->array.size()) {
+    if (index >= v->array_size()) {
         fail(BASALT_ERR_INVALID_ARGUMENT, "{}: index {} is past the end of metadata '{}' ({} elements)",
-             model->gguf.file.source(), index, key, v->array.size());
+             model->gguf.file.source(), index, key, v->array_size());
     }
-    return v->array[index];
+    return v->element(index);
+}
+
+// The model's host tables: its parsed metadata, the image's metadata pages (parsing reads them all; arrays stay
+// encoded there), and its tokenizer (built now when it was not yet, as a generation builds it to read its prompt;
+// none for a vocabulary the tokenizer refuses).
+uint64_t host_tables_bytes(const basalt_model& model) {
+    uint64_t bytes = model.gguf.file.host_bytes() + model.gguf.file.data_offset();
+    try {
+        bytes += model.tok().host_bytes();
+    } catch (const basalt::Error&) {
+    }
+    return bytes;
 }
 
 }  // namespace
@@ -158,7 +170,7 @@ basalt_status basalt_model_meta_array_size(const basalt_model* model, const char
             fail(BASALT_ERR_INVALID_ARGUMENT, "{}: metadata '{}' is a {}, not an array", model->gguf.file.source(), key,
                  basalt::gguf::value_type_name(v->type));
         }
-        *out_n = v->array.size();
+        *out_n = v->array_size();
     });
 }
 
@@ -166,20 +178,23 @@ basalt_status basalt_model_meta_array_string(const basalt_model* model, const ch
                                              size_t* out_len) {
     return guard([&] {
         if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_meta_array_string: out is required");
-        const auto& e = array_element(model, key, index, "basalt_model_meta_array_string");
+        auto e = array_element(model, key, index, "basalt_model_meta_array_string");
         if (e.type != basalt::gguf::ValueType::STRING) {
             fail(BASALT_ERR_INVALID_ARGUMENT, "{}: metadata '{}' is an array of {}, not of strings",
                  model->gguf.file.source(), key, basalt::gguf::value_type_name(e.type));
         }
-        *out = e.s.c_str();
-        if (out_len != nullptr) *out_len = e.s.size();
+        // The file keeps it without a NUL: a NUL-terminated copy, kept with the model.
+        std::lock_guard lock(model->meta_mutex);
+        const std::string& text = model->meta_elements.try_emplace({key, index}, std::move(e.s)).first->second;
+        *out = text.c_str();
+        if (out_len != nullptr) *out_len = text.size();
     });
 }
 
 basalt_status basalt_model_meta_array_number(const basalt_model* model, const char* key, size_t index, double* out) {
     return guard([&] {
         if (out == nullptr) fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_model_meta_array_number: out is required");
-        const auto& e = array_element(model, key, index, "basalt_model_meta_array_number");
+        const auto e = array_element(model, key, index, "basalt_model_meta_array_number");
         const auto n =
             e.type == basalt::gguf::ValueType::BOOL ? std::optional<double>(static_cast<double>(e.u)) : e.as_number();
         if (!n) {
@@ -246,6 +261,7 @@ basalt_status basalt_model_plan(const basalt_model* model, const basalt_plan_par
                 *dst = in;
             }
         }
+        req.host_bytes = host_tables_bytes(*model);
         const basalt::MemoryPlan p = basalt::plan_memory(model->gguf.file, model->hparams, req);
         write_sized(out, basalt::api::to_c(p));
     });

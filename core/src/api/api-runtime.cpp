@@ -1,11 +1,13 @@
 // C API: version, errors, logging, runtime creation and plugin loading.
 #include <basalt/basalt.h>
+#include <basalt/plugin_backend.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "host/host-services.hpp"
 #include "host/library-path.hpp"
 #include "host/runtime.hpp"
 #include "support/error.hpp"
@@ -21,13 +23,24 @@ using basalt::guard;
 
 namespace {
 
+// A component's description. A backend is asked for its devices first: one that enumerates them on first use
+// (the Vulkan backend loads its driver then, not at plugin load) names them in its descriptor's description,
+// which the plugin keeps valid until its shutdown.
+const char* description_of(const basalt::Component& c) {
+    if (c.kind != BASALT_COMPONENT_BACKEND || c.desc == nullptr) return c.description.c_str();
+    const auto be = basalt::read_table<basalt_backend_iface>(c);
+    size_t n_devices = 0;
+    if (be.device_count != nullptr) (void)be.device_count(basalt::host_services(), &n_devices);
+    return c.desc->description != nullptr ? c.desc->description : c.description.c_str();
+}
+
 void fill_info(const basalt::Component& c, basalt_component_info* out) {
     // Write only the fields that fit the caller's struct_size.
     basalt_component_info tmp{};
     tmp.struct_size = out->struct_size;
     tmp.kind = c.kind;
     tmp.name = c.name.c_str();
-    tmp.description = c.description.c_str();
+    tmp.description = description_of(c);
     tmp.version_major = c.version[0];
     tmp.version_minor = c.version[1];
     tmp.version_patch = c.version[2];

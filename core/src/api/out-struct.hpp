@@ -52,6 +52,7 @@ inline basalt_memory_plan to_c(const MemoryPlan& p) {
     plan.kv_cells_full = p.kv_cells_full;
     plan.kv_cells_window = p.kv_cells_window;
     plan.logits_bytes = p.logits_bytes;
+    plan.host_bytes = p.host_bytes;
     return plan;
 }
 

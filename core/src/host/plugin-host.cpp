@@ -301,6 +301,7 @@ void PluginHost::load(const fs::path& path_in) {
         c.plugin_abi_minor = desc->abi_minor;
         c.iface = cd->iface;
         c.iface_size = iface_size;
+        c.desc = cd;
         found.push_back(std::move(c));
     }
     if (desc->abi_minor != BASALT_ABI_VERSION_MINOR) {

@@ -28,6 +28,9 @@ struct Component {
     uint32_t plugin_abi_minor = 0;
     const void* iface = nullptr;  // the plugin's table; read only up to iface_size
     uint32_t iface_size = 0;
+    // The plugin's descriptor (NULL for in-process components): a backend's description is read from it again
+    // once the backend has been asked for its devices (one that enumerates them on first use names them then).
+    const basalt_component_desc* desc = nullptr;
 };
 
 // A sampler table normalised by the host: entries past the plugin's struct_size read as nullptr.

@@ -13,6 +13,7 @@
 
 #include "model/dtype.hpp"
 #include "support/error.hpp"
+#include "support/heap-bytes.hpp"
 
 namespace basalt::gguf {
 namespace {
@@ -54,6 +55,11 @@ class Cursor {
         pos_ += sizeof(T);
         return v;
     }
+
+    // The image at the cursor (for values kept encoded in it) and a skip past bytes already checked by need().
+    const uint8_t* here() const noexcept { return data_ + pos_; }
+    void skip(uint64_t n) noexcept { pos_ += static_cast<size_t>(n); }
+    void rewind(size_t pos) noexcept { pos_ = pos; }
 
     std::string read_string(std::string_view what, uint64_t max_len = UINT64_MAX) {
         const auto len = read<uint64_t>(what);
@@ -102,6 +108,54 @@ uint64_t min_encoded_size(ValueType t) {
     if (t == ValueType::STRING) return 8;
     if (t == ValueType::ARRAY) return 12;
     return scalar_size(t);
+}
+
+Value read_value(Cursor& c, ValueType type, const std::string& what, int depth);
+
+// An array of n scalars or strings, checked as read_value would (bool values, string lengths) and kept encoded
+// in the image: v.packed and, for strings, each element's offset. False (the cursor back where it was) when the
+// strings span more than a 32-bit offset can say; the caller then decodes the elements one by one.
+bool read_packed(Cursor& c, Value& v, uint64_t n, const std::string& what) {
+    const uint8_t* begin = c.here();
+    const auto element = [&](uint64_t k) { return what + "[" + std::to_string(k) + "]"; };
+    if (v.elem_type != ValueType::STRING) {
+        const uint64_t size = scalar_size(v.elem_type);
+        const uint64_t whole = std::min(n, c.remaining() / size);  // elements the bytes left hold
+        if (v.elem_type == ValueType::BOOL) {
+            for (uint64_t k = 0; k < whole; ++k) {
+                if (begin[k] > 1) {
+                    c.error("{} is a bool with value {} (expected 0 or 1)", element(k),
+                            static_cast<unsigned>(begin[k]));
+                }
+            }
+        }
+        c.skip(whole * size);
+        if (whole < n) c.need(size, element(whole));
+        v.packed = begin;
+        v.packed_count = n;
+        return true;
+    }
+    const size_t start = c.pos();
+    std::vector<uint32_t> offsets;
+    offsets.reserve(static_cast<size_t>(std::min(n, c.remaining() / 8)));
+    for (uint64_t k = 0; k < n; ++k) {
+        const uint64_t at = c.pos() - start;
+        if (at > UINT32_MAX) {
+            c.rewind(start);
+            return false;
+        }
+        if (c.remaining() < 8) c.need(8, element(k));
+        uint64_t len = 0;
+        std::memcpy(&len, c.here(), 8);
+        c.skip(8);
+        if (len > c.remaining()) c.need(len, element(k));
+        c.skip(len);
+        offsets.push_back(static_cast<uint32_t>(at));
+    }
+    v.packed = begin;
+    v.packed_count = n;
+    v.packed_offsets = std::move(offsets);
+    return true;
 }
 
 Value read_value(Cursor& c, ValueType type, const std::string& what, int depth) {
@@ -158,9 +212,10 @@ Value read_value(Cursor& c, ValueType type, const std::string& what, int depth) 
                 c.error("{} claims {} elements of type {}, more than the {} bytes left can hold", what, n,
                         value_type_name(v.elem_type), c.remaining());
             }
-            v.array.reserve(static_cast<size_t>(std::min(n, kMaxReserve)));
+            if (v.elem_type != ValueType::ARRAY && read_packed(c, v, n, what)) break;
+            v.items.reserve(static_cast<size_t>(std::min(n, kMaxReserve)));
             for (uint64_t k = 0; k < n; ++k) {
-                v.array.push_back(read_value(c, v.elem_type, what + "[" + std::to_string(k) + "]", depth + 1));
+                v.items.push_back(read_value(c, v.elem_type, what + "[" + std::to_string(k) + "]", depth + 1));
             }
             break;
         }
@@ -225,6 +280,33 @@ bool Value::is_integer() const noexcept {
         default:
             return false;
     }
+}
+
+uint64_t Value::array_size() const noexcept {
+    return packed != nullptr ? packed_count : items.size();
+}
+
+std::string_view Value::string_at(uint64_t k) const {
+    if (packed == nullptr) return items[static_cast<size_t>(k)].s;
+    const uint8_t* p = packed + packed_offsets[static_cast<size_t>(k)];
+    uint64_t len = 0;
+    std::memcpy(&len, p, sizeof(len));
+    return {reinterpret_cast<const char*>(p + sizeof(len)), static_cast<size_t>(len)};
+}
+
+Value Value::element(uint64_t k) const {
+    if (packed == nullptr) return items[static_cast<size_t>(k)];
+    if (elem_type == ValueType::STRING) {
+        Value v;
+        v.type = ValueType::STRING;
+        v.s = std::string(string_at(k));
+        return v;
+    }
+    // The element was checked when the array was parsed: decode it from its bytes.
+    static const std::string kElement = "array element";
+    const size_t size = scalar_size(elem_type);
+    Cursor c(packed + k * size, size, kElement);
+    return read_value(c, elem_type, kElement, 1);
 }
 
 bool Value::is_float() const noexcept {
@@ -444,8 +526,8 @@ std::optional<std::vector<std::string>> File::get_strings(std::string_view key) 
     if (v->type != ValueType::ARRAY || v->elem_type != ValueType::STRING)
         wrong_type(source_, key, *v, "array of string");
     std::vector<std::string> out;
-    out.reserve(v->array.size());
-    for (const auto& e : v->array) out.push_back(e.s);
+    out.reserve(v->array_size());
+    for (uint64_t k = 0; k < v->array_size(); ++k) out.emplace_back(v->string_at(k));
     return out;
 }
 
@@ -456,8 +538,8 @@ std::optional<std::vector<float>> File::get_floats(std::string_view key) const {
         wrong_type(source_, key, *v, "array of float32");
     }
     std::vector<float> out;
-    out.reserve(v->array.size());
-    for (const auto& e : v->array) out.push_back(static_cast<float>(e.f));
+    out.reserve(v->array_size());
+    for (uint64_t k = 0; k < v->array_size(); ++k) out.push_back(static_cast<float>(v->element(k).f));
     return out;
 }
 
@@ -466,13 +548,30 @@ std::optional<std::vector<int64_t>> File::get_ints(std::string_view key) const {
     if (v == nullptr) return std::nullopt;
     if (v->type != ValueType::ARRAY) wrong_type(source_, key, *v, "array of integers");
     std::vector<int64_t> out;
-    out.reserve(v->array.size());
-    for (const auto& e : v->array) {
-        auto i = e.as_int();
+    out.reserve(v->array_size());
+    for (uint64_t k = 0; k < v->array_size(); ++k) {
+        auto i = v->element(k).as_int();
         if (!i) wrong_type(source_, key, *v, "array of integers");
         out.push_back(*i);
     }
     return out;
+}
+
+namespace {
+
+uint64_t value_heap_bytes(const Value& v) noexcept {
+    uint64_t b = heap::of(v.s) + heap::of(v.items) + heap::of(v.packed_offsets);
+    for (const Value& e : v.items) b += value_heap_bytes(e);
+    return b;
+}
+
+}  // namespace
+
+uint64_t File::host_bytes() const noexcept {
+    uint64_t b = heap::of(metadata_) + heap::of(tensors_) + heap::of(source_);
+    for (const KeyValue& kv : metadata_) b += heap::of(kv.key) + value_heap_bytes(kv.value);
+    for (const TensorInfo& t : tensors_) b += heap::of(t.name);
+    return b;
 }
 
 const TensorInfo* File::tensor(std::string_view name) const noexcept {
@@ -676,8 +775,17 @@ void put_value(std::vector<uint8_t>& out, const Value& v) {
             break;
         case ValueType::ARRAY:
             put<uint32_t>(out, static_cast<uint32_t>(v.elem_type));
-            put<uint64_t>(out, v.array.size());
-            for (const auto& e : v.array) put_value(out, e);
+            put<uint64_t>(out, v.array_size());
+            if (v.packed != nullptr && v.packed_count != 0) {
+                // Kept encoded as the file had it: the same bytes.
+                const uint64_t last = v.packed_count - 1;
+                const uint64_t end = v.elem_type == ValueType::STRING
+                                         ? v.packed_offsets.back() + sizeof(uint64_t) + v.string_at(last).size()
+                                         : v.packed_count * scalar_size(v.elem_type);
+                out.insert(out.end(), v.packed, v.packed + end);
+                break;
+            }
+            for (uint64_t k = 0; k < v.array_size(); ++k) put_value(out, v.element(k));
             break;
     }
 }

@@ -39,6 +39,11 @@ enum class ValueType : uint32_t {
 const char* value_type_name(ValueType t) noexcept;
 
 // One metadata value. Scalars use the matching field; arrays hold elements of `elem_type` (arrays nest).
+// An array parsed from a file of scalars or strings keeps its elements encoded in the file image (a vocabulary's
+// 262k tokens, scores and types would take 96 bytes each as Values): `packed` points at its first element and
+// `items` is empty; it stays valid while the image does (as File's tensors do). An array built in memory (the
+// writer) or one of arrays holds its elements in `items`. Read either form through array_size() / element() /
+// string_at().
 struct Value {
     ValueType type = ValueType::UINT8;
     uint64_t u = 0;                          // UINT8/16/32/64 and BOOL (0/1)
@@ -46,7 +51,17 @@ struct Value {
     double f = 0;                            // FLOAT32/64
     std::string s;                           // STRING
     ValueType elem_type = ValueType::UINT8;  // ARRAY
-    std::vector<Value> array;                // ARRAY
+    std::vector<Value> items;                // ARRAY built in memory, or of arrays
+    const uint8_t* packed = nullptr;         // ARRAY parsed from an image: its first element's encoding
+    uint64_t packed_count = 0;               // ... and its element count
+    std::vector<uint32_t> packed_offsets;    // ... of STRING: each element's offset from `packed`
+
+    // ARRAY: the number of elements (either form).
+    uint64_t array_size() const noexcept;
+    // ARRAY: element k (k < array_size()), a copy (decoded from the image for a packed array).
+    Value element(uint64_t k) const;
+    // ARRAY of STRING: element k's bytes (k < array_size()), borrowed from the image or the element.
+    std::string_view string_at(uint64_t k) const;
 
     bool is_integer() const noexcept;
     bool is_float() const noexcept;
@@ -95,6 +110,8 @@ class File {
     std::optional<std::vector<int64_t>> get_ints(std::string_view key) const;
 
     const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
+    // Heap bytes of the parsed metadata and tensor list (not the image: arrays of scalars and strings stay in it).
+    uint64_t host_bytes() const noexcept;
     const TensorInfo* tensor(std::string_view name) const noexcept;
     // Pointer to a tensor's bytes inside the parsed buffer (n_bytes long).
     const uint8_t* tensor_data(const TensorInfo& t) const noexcept { return base_ + data_offset_ + t.offset; }

@@ -183,7 +183,8 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     p.scratch_bytes = 4 * floats + 2 * io_inputs + p.logits_bytes;
     p.scratch_all_rows_bytes = p.scratch_bytes - p.logits_bytes + p.logits_all_rows_bytes;
 
-    p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
+    p.host_bytes = req.host_bytes;
+    p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes + p.host_bytes;
     return p;
 }
 

@@ -19,6 +19,7 @@ struct PlanRequest {
     basalt_dtype k_type = BASALT_DTYPE_F16;
     basalt_dtype v_type = BASALT_DTYPE_F16;
     uint32_t kv_residual = 0;  // residual window R of quantized K/V: n_seq_max x R F32 rows of K and V per layer
+    uint64_t host_bytes = 0;   // the model's host tables (parsed metadata, tokenizer), measured by the caller
     static constexpr uint32_t kDefaultMaxCtx = 4096;
 };
 
@@ -50,7 +51,8 @@ struct MemoryPlan {
     uint64_t logits_all_rows_bytes = 0;  // logits of every batch row, twice (a step that asks for all: perplexity)
     uint64_t scratch_all_rows_bytes = 0;  // scratch_bytes with logits_all_rows_bytes in place of logits_bytes
     uint64_t io_bytes = 0;                // the largest IO buffer a step needs: its inputs and the logits of all rows
-    uint64_t total_bytes = 0;             // weight + kv + scratch: what a generation holds (every KV page touched)
+    uint64_t host_bytes = 0;              // the model's host tables (PlanRequest::host_bytes)
+    uint64_t total_bytes = 0;             // weight + kv + scratch + host: what a generation holds (KV all written)
 };
 
 // Computes the plan; throws Error(INVALID_ARGUMENT) for an unusable request (e.g. a quantized KV type whose

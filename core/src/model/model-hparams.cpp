@@ -32,13 +32,13 @@ std::vector<uint32_t> per_layer_u32(const gguf::File& f, const std::string& key,
     const gguf::Value* v = f.find(key);
     if (v == nullptr) return {};
     if (v->type != gguf::ValueType::ARRAY) return std::vector<uint32_t>(n_layer, optional_u32(f, key, 0));
-    if (v->array.size() != n_layer) {
-        fail(BASALT_ERR_FORMAT, "{}: metadata '{}' has {} entries for {} layers", f.source(), key, v->array.size(),
+    if (v->array_size() != n_layer) {
+        fail(BASALT_ERR_FORMAT, "{}: metadata '{}' has {} entries for {} layers", f.source(), key, v->array_size(),
              n_layer);
     }
     std::vector<uint32_t> out(n_layer);
     for (uint32_t il = 0; il < n_layer; ++il) {
-        const auto e = v->array[il].as_int();
+        const auto e = v->element(il).as_int();
         if (!e || *e < 0 || *e > UINT32_MAX)
             fail(BASALT_ERR_FORMAT, "{}: metadata '{}' entry {} is not a count", f.source(), key, il);
         out[il] = static_cast<uint32_t>(*e);
@@ -214,7 +214,7 @@ ModelHparams read_hparams(const gguf::File& f) {
     h.n_vocab = optional_u32(f, A + "vocab_size", 0);
     if (h.n_vocab == 0) {
         if (const auto* tok = f.find("tokenizer.ggml.tokens"); tok != nullptr && tok->type == gguf::ValueType::ARRAY) {
-            h.n_vocab = static_cast<uint32_t>(tok->array.size());
+            h.n_vocab = static_cast<uint32_t>(tok->array_size());
         } else if (const auto* emb = f.tensor("token_embd.weight"); emb != nullptr && emb->n_dims >= 2) {
             h.n_vocab = static_cast<uint32_t>(emb->ne[1]);
         }
@@ -241,12 +241,12 @@ ModelHparams read_hparams(const gguf::File& f) {
         // or N: every Nth layer global, 0: every layer slides).
         if (const gguf::Value* v = f.find(A + "attention.sliding_window_pattern"); v != nullptr && pattern > 1) {
             if (v->type == gguf::ValueType::ARRAY) {
-                if (v->array.size() != h.n_layer) {
+                if (v->array_size() != h.n_layer) {
                     fail(BASALT_ERR_FORMAT, "{}: {}attention.sliding_window_pattern has {} entries for {} layers",
-                         f.source(), A, v->array.size(), h.n_layer);
+                         f.source(), A, v->array_size(), h.n_layer);
                 }
                 for (uint32_t il = 0; il < h.n_layer; ++il) {
-                    const gguf::Value& e = v->array[il];
+                    const gguf::Value e = v->element(il);
                     h.layer_sliding[il] = e.type == gguf::ValueType::BOOL ? e.u != 0 : e.as_int().value_or(0) != 0;
                 }
             } else {

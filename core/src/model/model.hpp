@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "model/gguf.hpp"
 #include "model/model-hparams.hpp"
@@ -20,6 +21,8 @@ struct basalt_model {
     // Renderings returned by basalt_model_meta, kept alive until the model is freed.
     mutable std::mutex meta_mutex;
     mutable std::map<std::string, std::string> meta_text;
+    // String array elements returned by basalt_model_meta_array_string (NUL-terminated copies), by (key, index).
+    mutable std::map<std::pair<std::string, size_t>, std::string> meta_elements;
     // Built on first use (so `inspect` works on files whose vocabulary is not supported).
     mutable std::mutex tokenizer_mutex;
     mutable std::unique_ptr<basalt::Tokenizer> tokenizer;

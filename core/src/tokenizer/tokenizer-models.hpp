@@ -18,6 +18,8 @@ class TokenizerModel {
     virtual ~TokenizerModel() = default;
     // Appends the ids of `text` to `out`.
     virtual void encode(std::string_view text, std::vector<int32_t>& out) const = 0;
+    // Heap bytes of the algorithm's own tables (beyond the vocabulary it borrows).
+    virtual uint64_t host_bytes() const noexcept { return 0; }
 };
 
 std::unique_ptr<TokenizerModel> make_spm_model(const Vocab& vocab);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "support/error.hpp"
+#include "support/heap-bytes.hpp"
 #include "tokenizer/tokenizer-models.hpp"
 #include "tokenizer/unicode.hpp"
 
@@ -42,6 +43,12 @@ class ByteTrie {
         return -1;
     }
     bool has_value(int32_t node) const { return nodes_[static_cast<size_t>(node)].has_value; }
+    // Heap bytes of the nodes and their child lists.
+    uint64_t host_bytes() const noexcept {
+        uint64_t b = heap::of(nodes_);
+        for (const Node& n : nodes_) b += heap::of(n.children);
+        return b;
+    }
     int32_t value(int32_t node) const { return nodes_[static_cast<size_t>(node)].value; }
     // How many bytes of s can be walked from the root, whether or not the walk ends on a key (llama.cpp's
     // user-defined token match works this way).
@@ -87,6 +94,8 @@ class UgmModel final : public TokenizerModel {
         }
         unknown_score_ = min_score - 10.0f;
     }
+
+    uint64_t host_bytes() const noexcept override { return tokens_.host_bytes() + user_defined_.host_bytes(); }
 
     void encode(std::string_view text, std::vector<int32_t>& out) const override {
         const std::string norm = normalize(text);

@@ -4,6 +4,7 @@
 
 #include "model/gguf.hpp"
 #include "support/error.hpp"
+#include "support/heap-bytes.hpp"
 #include "tokenizer/tokenizer-models.hpp"
 #include "tokenizer/unicode.hpp"
 
@@ -131,6 +132,10 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
 }
 
 Tokenizer::~Tokenizer() = default;
+
+uint64_t Tokenizer::host_bytes() const noexcept {
+    return vocab_.host_bytes() + heap::of(pieces_) + model_->host_bytes();
+}
 
 void Tokenizer::check_id(int32_t id) const {
     if (!vocab_.valid(id)) {

@@ -52,6 +52,8 @@ class Tokenizer {
     std::string detokenize(const std::vector<int32_t>& tokens, bool remove_special, bool unparse_special) const;
 
     size_t n_vocab() const noexcept { return vocab_.size(); }
+    // Heap bytes this tokenizer holds: the vocabulary's tables, the rendered pieces, the algorithm's own tables.
+    uint64_t host_bytes() const noexcept;
     VocabType type() const noexcept { return vocab_.type; }
     const Vocab& vocab() const noexcept { return vocab_; }
 

@@ -7,6 +7,7 @@
 
 #include "model/gguf.hpp"
 #include "support/error.hpp"
+#include "support/heap-bytes.hpp"
 #include "support/log.hpp"
 #include "tokenizer/unicode.hpp"
 
@@ -325,15 +326,16 @@ class Loader {
         if (m->type != gguf::ValueType::ARRAY || m->elem_type != gguf::ValueType::STRING) {
             format_error(fmt::format("'{}' must be an array of strings", kKeyMerges));
         }
-        v.bpe_ranks.reserve(m->array.size());
-        for (size_t i = 0; i < m->array.size(); ++i) {
+        const size_t n_merges = m->array_size();
+        v.bpe_ranks.reserve(n_merges);
+        for (size_t i = 0; i < n_merges; ++i) {
             if (i > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
                 format_error(fmt::format("'{}' has too many entries", kKeyMerges));
             }
-            const std::string& line = m->array[i].s;
+            const std::string_view line = m->string_at(i);
             // "left right", split at the first space after the first byte; a line without one is an empty pair.
             const size_t pos = line.find(' ', 1);
-            std::string key = pos == std::string::npos ? std::string(" ") : line;
+            std::string key = pos == std::string_view::npos ? std::string(" ") : std::string(line);
             v.bpe_ranks.emplace(std::move(key), static_cast<int32_t>(i));
         }
     }
@@ -345,8 +347,9 @@ class Loader {
             (c->elem_type != gguf::ValueType::UINT8 && c->elem_type != gguf::ValueType::INT8)) {
             format_error(fmt::format("'{}' must be an array of uint8 or int8", kKeyCharsmap));
         }
-        v.precompiled_charsmap.reserve(c->array.size());
-        for (const auto& e : c->array) {
+        v.precompiled_charsmap.reserve(c->array_size());
+        for (uint64_t k = 0; k < c->array_size(); ++k) {
+            const gguf::Value e = c->element(k);
             const uint64_t raw = e.type == gguf::ValueType::INT8 ? static_cast<uint64_t>(e.i) : e.u;
             v.precompiled_charsmap.push_back(static_cast<uint8_t>(raw & 0xFF));
         }
@@ -361,7 +364,7 @@ class Loader {
     void read_tokens(Vocab& v) {
         const gguf::Value& toks = require_array(kKeyTokens, "strings");
         if (toks.elem_type != gguf::ValueType::STRING) format_error(fmt::format("'{}' must hold strings", kKeyTokens));
-        const size_t n = toks.array.size();
+        const size_t n = toks.array_size();
         if (n == 0) format_error(fmt::format("'{}' is empty", kKeyTokens));
         if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
             format_error(fmt::format("'{}' has {} entries, more than an int32 id can address", kKeyTokens, n));
@@ -373,12 +376,12 @@ class Loader {
                             (s->elem_type == gguf::ValueType::FLOAT32 || s->elem_type == gguf::ValueType::FLOAT64 ||
                              s->elem_type == gguf::ValueType::INT32);
             if (!ok) format_error(fmt::format("'{}' must be an array of float32 or int32", kKeyScores));
-            if (s->array.size() < n) {
-                format_error(fmt::format("'{}' has {} entries for {} tokens", kKeyScores, s->array.size(), n));
+            if (s->array_size() < n) {
+                format_error(fmt::format("'{}' has {} entries for {} tokens", kKeyScores, s->array_size(), n));
             }
             scores.reserve(n);
             for (size_t i = 0; i < n; ++i) {
-                const auto& e = s->array[i];
+                const gguf::Value e = s->element(i);
                 scores.push_back(e.is_float() ? static_cast<float>(e.f) : static_cast<float>(e.as_int().value_or(0)));
             }
         }
@@ -386,12 +389,12 @@ class Loader {
         if (const gguf::Value* t = f_.find(kKeyTypes)) {
             if (t->type != gguf::ValueType::ARRAY)
                 format_error(fmt::format("'{}' must be an array of int32", kKeyTypes));
-            if (t->array.size() < n) {
-                format_error(fmt::format("'{}' has {} entries for {} tokens", kKeyTypes, t->array.size(), n));
+            if (t->array_size() < n) {
+                format_error(fmt::format("'{}' has {} entries for {} tokens", kKeyTypes, t->array_size(), n));
             }
             types.reserve(n);
             for (size_t i = 0; i < n; ++i) {
-                auto ti = t->array[i].as_int();
+                auto ti = t->element(i).as_int();
                 if (!ti) format_error(fmt::format("'{}' must be an array of int32", kKeyTypes));
                 types.push_back(*ti);
             }
@@ -401,7 +404,7 @@ class Loader {
         // Not reserved: the map's iteration order then matches llama.cpp's (same hash, same growth), which
         // decides which text-detected special token wins below.
         for (size_t i = 0; i < n; ++i) {
-            std::string text = toks.array[i].s;
+            std::string text(toks.string_at(i));
             if (text.empty()) {
                 log::warn("{}: empty token at index {}", f_.source(), i);
                 text = fmt::format("[EMPTY_{}]", i);
@@ -607,6 +610,13 @@ const char* vocab_type_name(VocabType type) noexcept {
 
 Vocab Vocab::load(const gguf::File& file) {
     return Loader(file).load();
+}
+
+uint64_t Vocab::host_bytes() const noexcept {
+    uint64_t b = heap::chunk(tokens.capacity() * sizeof(TokenData));
+    for (const TokenData& t : tokens) b += heap::of(t.text);
+    return b + heap::of(token_to_id) + heap::of(bpe_ranks) + heap::of(precompiled_charsmap) + heap::of(special_tokens) +
+           heap::of(eog) + heap::of(model_name) + heap::of(pre_name) + heap::of(source);
 }
 
 int32_t Vocab::find(std::string_view text) const noexcept {

@@ -135,6 +135,8 @@ class Vocab {
     std::set<int32_t> eog;
 
     size_t size() const noexcept { return tokens.size(); }
+    // Heap bytes the tables hold (token texts and attributes, the text and merge maps, the special lists).
+    uint64_t host_bytes() const noexcept;
     bool valid(int32_t id) const noexcept { return id >= 0 && static_cast<size_t>(id) < tokens.size(); }
     uint32_t attr(int32_t id) const noexcept { return tokens[static_cast<size_t>(id)].attr; }
     // Id of a token text, or kTokenNull.
