@@ -269,7 +269,7 @@ TEST_CASE("tiny-gemma4: per-layer head sizes, K/V rows per layer, refused layout
                 gguf::Value e;
                 e.type = gguf::ValueType::INT32;
                 e.i = n;
-                v.array.push_back(e);
+                v.items.push_back(e);
             }
             w.set("gemma4.feed_forward_length", v);
         });
