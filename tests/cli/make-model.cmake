@@ -126,6 +126,7 @@ execute_process(COMMAND ${EXE} run -m ${OUT}.gpt-oss.gguf -p "Once upon a time" 
                 OUTPUT_VARIABLE o ERROR_VARIABLE e)
 if(NOT rc EQUAL 0 OR NOT e MATCHES "generated 4 tokens")
   message(FATAL_ERROR "run of the gpt-oss-tiny model failed (${rc}): ${o}${e}")
+endif()
 # gemma4-e2b-tiny: Gemma 4 E2B's layout at test size (per-layer embeddings, the last 3 of 9 layers sharing K/V with a
 # double-wide FFN, attn_v everywhere), written as q4_0: inspects as runnable and runs.
 execute_process(COMMAND ${MAKE} --shape gemma4-e2b-tiny --type q4_0 -o ${OUT}.gemma4e.gguf RESULT_VARIABLE rc
