@@ -61,6 +61,7 @@ struct Kernels {
     PackedDotFn packed_q8_0_stream = nullptr;     // the same floats, tuned for one activation row (weights in DRAM)
     PackedColsFn packed_q8_0_cols = nullptr;      // optional: several activation rows per group pass
     PackedColsFn packed_q4_0_cols = nullptr;      // optional: packed Q4_0 (any rows; nullptr: Q4_0 is not repacked)
+    PackedDotFn packed_q4_0_stream = nullptr;     // optional: packed Q4_0 against one activation row (decode)
     // Optional: the packed activation row of n floats, bit-identical to quantize_row_packed_act; false when
     // the row needs the scalar code (non-finite values).
     bool (*quantize_packed_act)(const float* x, uint8_t* y, int64_t n) = nullptr;

@@ -299,14 +299,18 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     const int64_t total = first.back();
     // Thread t owns the span [warm_start(t), warm_start(t + 1)) of groups (parallel_spans and warm_start both
     // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
-    const PackedDotFn dot =
-        cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream : be.kernels.packed_q8_0;
     const basalt_dtype type = packs[0].type;
     const int64_t gb = packed_group_bytes(type, k / kQK);
-    // Q4_0 groups take their several-columns kernel for every row count (one row too: decode).
-    const PackedColsFn dot_cols = type == BASALT_DTYPE_Q4_0 ? be.kernels.packed_q4_0_cols
-                                  : cols > 1                ? be.kernels.packed_q8_0_cols
-                                                            : nullptr;
+    // Q4_0 groups take their several-columns kernel for several rows, and for one row (decode) when the ISA has
+    // no direct one-row kernel.
+    const bool q4_row = type == BASALT_DTYPE_Q4_0 && cols == 1 && be.kernels.packed_q4_0_stream != nullptr;
+    const PackedDotFn dot = q4_row                                                  ? be.kernels.packed_q4_0_stream
+                            : cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream
+                                                                                    : be.kernels.packed_q8_0;
+    const PackedColsFn dot_cols = q4_row                      ? nullptr
+                                  : type == BASALT_DTYPE_Q4_0 ? be.kernels.packed_q4_0_cols
+                                  : cols > 1                  ? be.kernels.packed_q8_0_cols
+                                                              : nullptr;
     // A K slice of the several-columns kernel: about kSliceFootprint bytes of L1 for its weights (512 a block)
     // and every column's activations (68 a block).
     const int64_t max_cols = kPackedCols;
