@@ -2504,6 +2504,56 @@ TEST_CASE("backend-cpu: SILU and SWIGLU are within a few ulp of exact over the f
     }
 }
 
+TEST_CASE("backend-cpu: GELU and GEGLU (tanh form) are within a few ulp of exact over the float range, on every ISA",
+          "[backend-ops]") {
+    // The AVX-512 table computes x / (1 + exp(-2u)) with SiLU's vector exp; the others 0.5 x (1 + tanh(u)), whose
+    // 1 + tanh cancels for large negative x (an absolute error up to about ulp(1) |x| / 2 where gelu is tiny). The
+    // reference is the same function in the stable form, in double: 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)).
+    const auto gelu = [](double v) {
+        return v / (1.0 + std::exp(-2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    };
+    std::vector<float> x;
+    for (int i = -12000; i <= 12000; ++i) x.push_back(static_cast<float>(i) * 0.005f);  // [-60, 60]
+    for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-5f, -1e-5f, 300.0f, -300.0f}) x.push_back(v);
+    while (x.size() % 16 != 7) x.push_back(-0.25f);  // a scalar tail too
+    const auto n = static_cast<int64_t>(x.size());
+    const basalt_backend_iface* iface = cpu_iface();
+    for (const char* isa : {"auto", "scalar"}) {
+        Instance inst(iface, {{"threads", "2"}, {"isa", isa}});
+        REQUIRE(inst.status == BASALT_OK);
+        basalt_buffer* buf = nullptr;
+        REQUIRE(iface->buffer_alloc(inst.be, static_cast<uint64_t>(n) * 16, BASALT_BUFFER_IO, &buf) == BASALT_OK);
+        std::vector<float> up(x.size(), 2.5f);
+        REQUIRE(iface->buffer_write(inst.be, buf, 0, x.data(), x.size() * 4) == BASALT_OK);
+        REQUIRE(iface->buffer_write(inst.be, buf, x.size() * 4, up.data(), x.size() * 4) == BASALT_OK);
+        RawGraph g;
+        const int xt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "x");
+        const int ut = g.tensor(BASALT_DTYPE_F32, {n}, buf, "up");
+        const int gt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "gelu");
+        const int wt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "geglu");
+        g.ts[static_cast<size_t>(ut)].offset = x.size() * 4;
+        g.ts[static_cast<size_t>(gt)].offset = x.size() * 8;
+        g.ts[static_cast<size_t>(wt)].offset = x.size() * 12;
+        g.node(BASALT_OP_GELU, "gelu", gt, {xt});
+        g.node(BASALT_OP_GEGLU, "geglu", wt, {xt, ut});
+        REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+        std::vector<float> y(x.size()), w(x.size());
+        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 8, y.data(), x.size() * 4) == BASALT_OK);
+        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 12, w.data(), x.size() * 4) == BASALT_OK);
+        double worst = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double e = gelu(static_cast<double>(x[i]));
+            INFO("isa " << isa << " x = " << x[i] << ": gelu " << y[i] << ", geglu " << w[i] << ", exact " << e);
+            const double slack = 1e-7 * std::fabs(static_cast<double>(x[i]));
+            CHECK(std::fabs(y[i] - e) <= 1e-6 * std::fabs(e) + slack);
+            CHECK(std::fabs(w[i] - 2.5 * e) <= 2.5e-6 * std::fabs(e) + 2.5 * slack);
+            if (std::fabs(e) > 1e-3) worst = std::max(worst, std::fabs(y[i] - e) / std::fabs(e));
+        }
+        std::printf("[backend-ops]   gelu/geglu isa %s: worst relative error where |gelu| > 1e-3 %.3g\n", isa, worst);
+        iface->buffer_free(inst.be, buf);
+    }
+}
+
 TEST_CASE("backend-cpu: F16 KV writes (vector conversion) equal CAST's reference conversion bit for bit",
           "[backend-ops]") {
     // KV_WRITE into an F16 cache converts with the ISA's instructions, CAST with the scalar reference: the same

@@ -91,6 +91,10 @@ struct Kernels {
     // SiLU: y[i] = x[i] / (1 + exp(-x[i])); SwiGLU: y[i] = silu(g[i]) * u[i]. y may alias x or g.
     void (*silu)(int64_t n, const float* x, float* y) = nullptr;
     void (*swiglu)(int64_t n, const float* g, const float* u, float* y) = nullptr;
+    // Optional (nullptr: the scalar std::tanh form): GELU (tanh form) as x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715
+    // x^3))), the same function as 0.5 x (1 + tanh(...)) to a few ulps, and GEGLU y[i] = gelu(g[i]) * u[i].
+    void (*gelu)(int64_t n, const float* x, float* y) = nullptr;
+    void (*geglu)(int64_t n, const float* g, const float* u, float* y) = nullptr;
     // y[i] = x[i] rounded to F16 and back (fp16_to_fp32(fp32_to_fp16(x[i])), bit for bit): MultiAct::F32Rounded.
     void (*round_f16)(int64_t n, const float* x, float* y) = nullptr;
 };

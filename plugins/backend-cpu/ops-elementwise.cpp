@@ -129,6 +129,10 @@ void run_silu(NodeCtx& c) {
 }
 
 void run_gelu(NodeCtx& c) {
+    if (const auto gelu_row = c.be->kernels.gelu; gelu_row != nullptr) {
+        unary(c, [&](const float* x, float* y, int64_t n) { gelu_row(n, x, y); });
+        return;
+    }
     unary(c, [](const float* x, float* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(x[i]);
     });
@@ -165,6 +169,7 @@ void run_swiglu(NodeCtx& c) {
 }
 
 void run_geglu(NodeCtx& c) {
+    if (c.be->kernels.geglu != nullptr) return binary_rows(c, c.be->kernels.geglu);
     binary(c, [](float a, float b) { return gelu_tanh(a) * b; });
 }
 

@@ -90,12 +90,16 @@ def shutdown_cut(basalt):
 
         t = threading.Thread(target=go)
         t.start()
+        # The plain request must be in the server before the signal (on a loaded machine its thread may not have
+        # connected yet when the stream's first event arrives): wait, bounded, until it is counted in flight.
+        wait_metric(srv, "basalt_http_generations_inflight", 1, 30)
         c = srv.conn()
         c.request("POST", "/v1/completions", body=json.dumps(dict(LONG, stream=True)),
                   headers={"Content-Type": "application/json"})
         resp = c.getresponse()
         events = sse_events(resp)
         first = next(events)
+        wait_metric(srv, "basalt_http_generations_inflight", 2, 30)
         srv.proc.send_signal(15)
         rest = list(events)
         t.join(60)
