@@ -2452,6 +2452,41 @@ TEST_CASE("backend-cpu: a graph of the last one's shape reuses its plan, never i
     iface->buffer_free(inst.be, io);
 }
 
+namespace {
+
+// An activation and its gated form on one CPU instance of the given ISA: unary(x) and gated(x, up) over the same
+// x (one row of x.size() floats), read back as {unary, gated}.
+std::pair<std::vector<float>, std::vector<float>> run_activation_pair(const char* isa, basalt_op unary, basalt_op gated,
+                                                                      const std::vector<float>& x, float up_value) {
+    const auto n = static_cast<int64_t>(x.size());
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance inst(iface, {{"threads", "2"}, {"isa", isa}});
+    REQUIRE(inst.status == BASALT_OK);
+    basalt_buffer* buf = nullptr;
+    REQUIRE(iface->buffer_alloc(inst.be, static_cast<uint64_t>(n) * 16, BASALT_BUFFER_IO, &buf) == BASALT_OK);
+    const std::vector<float> up(x.size(), up_value);
+    REQUIRE(iface->buffer_write(inst.be, buf, 0, x.data(), x.size() * 4) == BASALT_OK);
+    REQUIRE(iface->buffer_write(inst.be, buf, x.size() * 4, up.data(), x.size() * 4) == BASALT_OK);
+    RawGraph g;
+    const int xt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "x");
+    const int ut = g.tensor(BASALT_DTYPE_F32, {n}, buf, "up");
+    const int yt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "unary");
+    const int wt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "gated");
+    g.ts[static_cast<size_t>(ut)].offset = x.size() * 4;
+    g.ts[static_cast<size_t>(yt)].offset = x.size() * 8;
+    g.ts[static_cast<size_t>(wt)].offset = x.size() * 12;
+    g.node(unary, "unary", yt, {xt});
+    g.node(gated, "gated", wt, {xt, ut});
+    REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
+    std::vector<float> y(x.size()), w(x.size());
+    REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 8, y.data(), x.size() * 4) == BASALT_OK);
+    REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 12, w.data(), x.size() * 4) == BASALT_OK);
+    iface->buffer_free(inst.be, buf);
+    return {y, w};
+}
+
+}  // namespace
+
 TEST_CASE("backend-cpu: SILU and SWIGLU are within a few ulp of exact over the float range, on every ISA",
           "[backend-ops]") {
     // The AVX-512 table computes exp with llama.cpp's vector algorithm (~1.5 ulp); the others call expf.
@@ -2460,30 +2495,8 @@ TEST_CASE("backend-cpu: SILU and SWIGLU are within a few ulp of exact over the f
     for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.7f, -88.7f, 89.5f, -89.5f, 104.0f, -104.0f, 300.0f, -300.0f})
         x.push_back(v);
     while (x.size() % 16 != 5) x.push_back(0.75f);  // a scalar tail too
-    const auto n = static_cast<int64_t>(x.size());
-    const basalt_backend_iface* iface = cpu_iface();
     for (const char* isa : {"auto", "scalar"}) {
-        Instance inst(iface, {{"threads", "2"}, {"isa", isa}});
-        REQUIRE(inst.status == BASALT_OK);
-        basalt_buffer* buf = nullptr;
-        REQUIRE(iface->buffer_alloc(inst.be, static_cast<uint64_t>(n) * 16, BASALT_BUFFER_IO, &buf) == BASALT_OK);
-        std::vector<float> up(x.size(), -1.5f);
-        REQUIRE(iface->buffer_write(inst.be, buf, 0, x.data(), x.size() * 4) == BASALT_OK);
-        REQUIRE(iface->buffer_write(inst.be, buf, x.size() * 4, up.data(), x.size() * 4) == BASALT_OK);
-        RawGraph g;
-        const int xt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "x");
-        const int ut = g.tensor(BASALT_DTYPE_F32, {n}, buf, "up");
-        const int st = g.tensor(BASALT_DTYPE_F32, {n}, buf, "silu");
-        const int wt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "swiglu");
-        g.ts[static_cast<size_t>(ut)].offset = x.size() * 4;
-        g.ts[static_cast<size_t>(st)].offset = x.size() * 8;
-        g.ts[static_cast<size_t>(wt)].offset = x.size() * 12;
-        g.node(BASALT_OP_SILU, "silu", st, {xt});
-        g.node(BASALT_OP_SWIGLU, "swiglu", wt, {xt, ut});
-        REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
-        std::vector<float> s(x.size()), w(x.size());
-        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 8, s.data(), x.size() * 4) == BASALT_OK);
-        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 12, w.data(), x.size() * 4) == BASALT_OK);
+        const auto [s, w] = run_activation_pair(isa, BASALT_OP_SILU, BASALT_OP_SWIGLU, x, -1.5f);
         double worst = 0;
         for (size_t i = 0; i < x.size(); ++i) {
             const double e = silu(static_cast<double>(x[i]));
@@ -2500,7 +2513,6 @@ TEST_CASE("backend-cpu: SILU and SWIGLU are within a few ulp of exact over the f
             }
         }
         std::printf("[backend-ops]   silu/swiglu isa %s: worst relative error %.3g\n", isa, worst);
-        iface->buffer_free(inst.be, buf);
     }
 }
 
@@ -2516,30 +2528,8 @@ TEST_CASE("backend-cpu: GELU and GEGLU (tanh form) are within a few ulp of exact
     for (int i = -12000; i <= 12000; ++i) x.push_back(static_cast<float>(i) * 0.005f);  // [-60, 60]
     for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-5f, -1e-5f, 300.0f, -300.0f}) x.push_back(v);
     while (x.size() % 16 != 7) x.push_back(-0.25f);  // a scalar tail too
-    const auto n = static_cast<int64_t>(x.size());
-    const basalt_backend_iface* iface = cpu_iface();
     for (const char* isa : {"auto", "scalar"}) {
-        Instance inst(iface, {{"threads", "2"}, {"isa", isa}});
-        REQUIRE(inst.status == BASALT_OK);
-        basalt_buffer* buf = nullptr;
-        REQUIRE(iface->buffer_alloc(inst.be, static_cast<uint64_t>(n) * 16, BASALT_BUFFER_IO, &buf) == BASALT_OK);
-        std::vector<float> up(x.size(), 2.5f);
-        REQUIRE(iface->buffer_write(inst.be, buf, 0, x.data(), x.size() * 4) == BASALT_OK);
-        REQUIRE(iface->buffer_write(inst.be, buf, x.size() * 4, up.data(), x.size() * 4) == BASALT_OK);
-        RawGraph g;
-        const int xt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "x");
-        const int ut = g.tensor(BASALT_DTYPE_F32, {n}, buf, "up");
-        const int gt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "gelu");
-        const int wt = g.tensor(BASALT_DTYPE_F32, {n}, buf, "geglu");
-        g.ts[static_cast<size_t>(ut)].offset = x.size() * 4;
-        g.ts[static_cast<size_t>(gt)].offset = x.size() * 8;
-        g.ts[static_cast<size_t>(wt)].offset = x.size() * 12;
-        g.node(BASALT_OP_GELU, "gelu", gt, {xt});
-        g.node(BASALT_OP_GEGLU, "geglu", wt, {xt, ut});
-        REQUIRE(iface->graph_compute(inst.be, g.graph()) == BASALT_OK);
-        std::vector<float> y(x.size()), w(x.size());
-        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 8, y.data(), x.size() * 4) == BASALT_OK);
-        REQUIRE(iface->buffer_read(inst.be, buf, x.size() * 12, w.data(), x.size() * 4) == BASALT_OK);
+        const auto [y, w] = run_activation_pair(isa, BASALT_OP_GELU, BASALT_OP_GEGLU, x, 2.5f);
         double worst = 0;
         for (size_t i = 0; i < x.size(); ++i) {
             const double e = gelu(static_cast<double>(x[i]));
@@ -2550,7 +2540,6 @@ TEST_CASE("backend-cpu: GELU and GEGLU (tanh form) are within a few ulp of exact
             if (std::fabs(e) > 1e-3) worst = std::max(worst, std::fabs(y[i] - e) / std::fabs(e));
         }
         std::printf("[backend-ops]   gelu/geglu isa %s: worst relative error where |gelu| > 1e-3 %.3g\n", isa, worst);
-        iface->buffer_free(inst.be, buf);
     }
 }
 
