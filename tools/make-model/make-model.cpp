@@ -652,6 +652,29 @@ bool write_bert(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std
     return true;
 }
 
+// The keys every decoder-only shape writes, under its architecture's prefix: names, sizes, rope base, norm epsilon,
+// vocabulary size, and the head sizes when the shape gives them. Returns false on a writer error.
+bool set_decoder_keys(basalt_gguf_writer* raw, const Shape& s, const std::string& name) {
+    const std::string A = std::string(s.arch) + ".";
+    auto key = [&](const char* k) { return A + k; };
+    bool ok = basalt_gguf_writer_set_string(raw, "general.architecture", s.arch) == BASALT_OK &&
+              basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
+              basalt_gguf_writer_set_u32(raw, key("context_length").c_str(), s.n_ctx) == BASALT_OK &&
+              basalt_gguf_writer_set_u32(raw, key("embedding_length").c_str(), s.n_embd) == BASALT_OK &&
+              basalt_gguf_writer_set_u32(raw, key("block_count").c_str(), s.n_layer) == BASALT_OK &&
+              basalt_gguf_writer_set_u32(raw, key("feed_forward_length").c_str(), s.n_ff) == BASALT_OK &&
+              basalt_gguf_writer_set_u32(raw, key("attention.head_count").c_str(), s.n_head) == BASALT_OK &&
+              basalt_gguf_writer_set_u32(raw, key("attention.head_count_kv").c_str(), s.n_head_kv) == BASALT_OK &&
+              basalt_gguf_writer_set_f32(raw, key("rope.freq_base").c_str(), s.rope_base) == BASALT_OK &&
+              basalt_gguf_writer_set_f32(raw, key("attention.layer_norm_rms_epsilon").c_str(), s.eps) == BASALT_OK &&
+              basalt_gguf_writer_set_u32(raw, key("vocab_size").c_str(), s.n_vocab) == BASALT_OK;
+    if (ok && s.head_dim != 0) {
+        ok = basalt_gguf_writer_set_u32(raw, key("attention.key_length").c_str(), s.head_dim) == BASALT_OK &&
+             basalt_gguf_writer_set_u32(raw, key("attention.value_length").c_str(), s.head_dim) == BASALT_OK;
+    }
+    return ok;
+}
+
 // A gpt-oss model (the tensors and keys of llama.cpp's gpt-oss conversion; see Shape::n_expert). The router, the
 // biases and the sinks stay F32, as llama-quantize keeps them. Returns false after printing why.
 bool write_gpt_oss(basalt_gguf_writer* raw, const Shape& s, int32_t type, const std::string& name,
@@ -659,18 +682,7 @@ bool write_gpt_oss(basalt_gguf_writer* raw, const Shape& s, int32_t type, const 
     const std::string A = std::string(s.arch) + ".";
     auto key = [&](const char* k) { return A + k; };
     const bool meta_ok =
-        basalt_gguf_writer_set_string(raw, "general.architecture", s.arch) == BASALT_OK &&
-        basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("context_length").c_str(), s.n_ctx) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("embedding_length").c_str(), s.n_embd) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("block_count").c_str(), s.n_layer) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("feed_forward_length").c_str(), s.n_ff) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("attention.head_count").c_str(), s.n_head) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("attention.head_count_kv").c_str(), s.n_head_kv) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("attention.key_length").c_str(), s.head_dim) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("attention.value_length").c_str(), s.head_dim) == BASALT_OK &&
-        basalt_gguf_writer_set_f32(raw, key("rope.freq_base").c_str(), s.rope_base) == BASALT_OK &&
-        basalt_gguf_writer_set_f32(raw, key("attention.layer_norm_rms_epsilon").c_str(), s.eps) == BASALT_OK &&
+        set_decoder_keys(raw, s, name) &&
         basalt_gguf_writer_set_u32(raw, key("attention.sliding_window").c_str(), s.sliding_window) == BASALT_OK &&
         basalt_gguf_writer_set_u32(raw, key("expert_count").c_str(), s.n_expert) == BASALT_OK &&
         basalt_gguf_writer_set_u32(raw, key("expert_used_count").c_str(), s.n_expert_used) == BASALT_OK &&
@@ -808,23 +820,8 @@ int main(int argc, char** argv) {
     if (s.n_expert != 0) return write_gpt_oss(raw, s, type, name, vocab, seed, out) ? 0 : fail();
     const std::string A = std::string(s.arch) + ".";
     auto key = [&](const char* k) { return A + k; };
-    bool meta_ok =
-        basalt_gguf_writer_set_string(raw, "general.architecture", s.arch) == BASALT_OK &&
-        basalt_gguf_writer_set_string(raw, "general.name", name.c_str()) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("context_length").c_str(), s.n_ctx) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("embedding_length").c_str(), s.n_embd) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("block_count").c_str(), s.n_layer) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("feed_forward_length").c_str(), s.n_ff) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("attention.head_count").c_str(), s.n_head) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("attention.head_count_kv").c_str(), s.n_head_kv) == BASALT_OK &&
-        basalt_gguf_writer_set_f32(raw, key("rope.freq_base").c_str(), s.rope_base) == BASALT_OK &&
-        basalt_gguf_writer_set_f32(raw, key("attention.layer_norm_rms_epsilon").c_str(), s.eps) == BASALT_OK &&
-        basalt_gguf_writer_set_u32(raw, key("vocab_size").c_str(), s.n_vocab) == BASALT_OK;
+    bool meta_ok = set_decoder_keys(raw, s, name);
     const uint32_t hd = s.head_dim != 0 ? s.head_dim : s.n_embd / s.n_head;
-    if (meta_ok && s.head_dim != 0) {
-        meta_ok = basalt_gguf_writer_set_u32(raw, key("attention.key_length").c_str(), hd) == BASALT_OK &&
-                  basalt_gguf_writer_set_u32(raw, key("attention.value_length").c_str(), hd) == BASALT_OK;
-    }
     if (meta_ok && s.n_rot != 0)
         meta_ok = basalt_gguf_writer_set_u32(raw, key("rope.dimension_count").c_str(), s.n_rot) == BASALT_OK;
     if (meta_ok && s.sliding_window != 0) {
