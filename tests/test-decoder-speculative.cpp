@@ -145,9 +145,11 @@ TEST_CASE("the adaptive draft length decodes plainly when nothing is accepted an
         CHECK(stat(r.r, "plain_rounds") >= 0.8 * stat(r.r, "verify_steps"));
         CHECK(stat(r.r, "drafted") < 20);
     }
-    {  // Prompt lookup (drafts that cost nothing) with every draft accepted: verifying what it finds always pays,
-        // so the adaptive policy verifies every draft a fixed k verifies. (With a draft model the answer depends on
-        // this machine's draft step: tests/test-speculation-policy.cpp decides it on chosen costs.)
+    {  // Prompt lookup (drafts that cost nothing) with every draft accepted: verifying what it finds cannot lose
+        // whatever the measured step times, so the adaptive policy verifies every draft a fixed k verifies, and the
+        // rounds (hence the text, which accept_all makes depend on them) are the same. (With a draft model the
+        // answer depends on this machine's draft step: tests/test-speculation-policy.cpp decides it on chosen
+        // costs.)
         test::Model target(shipped("target"));
         const char* prompt = "one two three one two three one two three one two";
         Request fixed, adaptive;
@@ -160,9 +162,10 @@ TEST_CASE("the adaptive draft length decodes plainly when nothing is accepted an
         CAPTURE(stat(fixed.r, "drafted"), stat(adaptive.r, "verify_steps"), stat(adaptive.r, "plain_rounds"));
         CHECK(stat(adaptive.r, "acceptance_rate") == 1.0);
         CHECK(stat(adaptive.r, "drafted") >= 20);
-        // (A timing hiccup on a busy machine may make it decline a round, which changes the text after it.)
-        CHECK(stat(adaptive.r, "drafted") >= 0.75 * stat(fixed.r, "drafted"));
-        CHECK(stat(adaptive.r, "plain_rounds") <= stat(fixed.r, "plain_rounds") + 3);
+        CHECK(tokens_of(adaptive.r) == tokens_of(fixed.r));
+        CHECK(stat(adaptive.r, "drafted") == stat(fixed.r, "drafted"));
+        CHECK(stat(adaptive.r, "plain_rounds") == stat(fixed.r, "plain_rounds"));
+        CHECK(stat(adaptive.r, "probes") == 0);
     }
 }
 

@@ -60,6 +60,14 @@ TEST_CASE("the adaptive policy drafts only when drafting pays", "[decoder][specu
         measure(p, 10, 2, 0);
         rounds(p, 4, 1);
         CHECK(p.choose(0, 4) > 0);
+        // ... and when every draft is accepted it drafts whatever the timings say, even rows that seem to cost
+        // as much as a one-row forward each (a busy machine's noise): k + 1 tokens for k more rows cannot lose.
+        SpeculationPolicy all(4, false);
+        measure(all, 10, 10, 0);
+        rounds(all, 4, 4);
+        CHECK(all.choose(0, 4) == 4);
+        CHECK(all.choose(0, 2) == 2);
+        CHECK(all.choose(8, 4) == 4);
         SpeculationPolicy none(4, false);
         measure(none, 10, 2, 0);
         rounds(none, 4, 0);

@@ -99,8 +99,11 @@ class SpeculationPolicy {
         return ms > 0 ? expected_tokens(k) / ms : 0.0;
     }
 
-    // The draft length (0..min(k_max, room)) with the highest expected tokens per second (catch_up: the draft is
-    // behind by tokens decoded plainly); the longest while the costs or the acceptance are unmeasured.
+    // The draft length (0..min(k_max, room)) with the highest expected tokens per second, the longer on a tie
+    // (catch_up: the draft is behind by tokens decoded plainly); the longest while the costs or the acceptance are
+    // unmeasured. Drafting must beat plain decoding by kMargin (the timings are noisy), except where it cannot
+    // lose whatever the timings: drafts that cost nothing (prompt lookup) and are all expected to be accepted give
+    // k + 1 tokens for a forward of k more rows, and an extra row never costs more than a one-row forward.
     int choose(int others, int room, bool catch_up = false) const {
         const int hi = std::min(k_max_, room);
         if (hi <= 0) return 0;
@@ -109,11 +112,12 @@ class SpeculationPolicy {
         double best_rate = rate(1, others, catch_up);
         for (int k = 2; k <= hi; ++k) {
             const double r = rate(k, others, catch_up);
-            if (r > best_rate) {
+            if (r >= best_rate) {
                 best = k;
                 best_rate = r;
             }
         }
+        if (!model_drafts_ && expected_tokens(best) >= best + 1 - 1e-9) return best;
         return best_rate > rate(0, others) * (1.0 + kMargin) ? best : 0;
     }
 

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
@@ -209,7 +208,6 @@ int room(const Speculative& s, int limit = -1) {
 // the first position); prompt lookup's drafts cost nothing to propose, so its probe verifies what it found.
 int choose_k(Speculative& s, int available) {
     s.probing = false;
-    if (getenv("SPEC_HACK")) return 0;
     const bool behind = s.cfg.source == Source::Model && s.ctx.size() > s.draft_len + 2;
     const int k = s.policy->choose(static_cast<int>(s.others), available, behind);
     if (k > 0 || available == 0) {
