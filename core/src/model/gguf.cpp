@@ -828,36 +828,34 @@ std::vector<uint8_t> Writer::header(std::vector<uint64_t>& offsets, uint64_t& da
     return out;
 }
 
-std::vector<uint8_t> Writer::to_bytes() const {
+void Writer::stream(const std::function<void(const uint8_t* bytes, size_t n)>& sink) const {
     std::vector<uint64_t> offsets;
     uint64_t data_bytes = 0;
-    std::vector<uint8_t> out = header(offsets, data_bytes);
-    const size_t data_start = out.size();
+    const std::vector<uint8_t> head = header(offsets, data_bytes);
+    sink(head.data(), head.size());
+    const std::vector<uint8_t> zeros(static_cast<size_t>(alignment_), 0);
+    uint64_t at = 0;
     for (size_t k = 0; k < tensors_.size(); ++k) {
-        out.resize(data_start + offsets[k], 0);
-        out.insert(out.end(), tensors_[k].data.begin(), tensors_[k].data.end());
+        sink(zeros.data(), static_cast<size_t>(offsets[k] - at));
+        const auto& d = tensors_[k].data;
+        sink(d.data(), d.size());
+        at = offsets[k] + d.size();
     }
-    out.resize(data_start + data_bytes, 0);
+    sink(zeros.data(), static_cast<size_t>(data_bytes - at));
+}
+
+std::vector<uint8_t> Writer::to_bytes() const {
+    std::vector<uint8_t> out;
+    stream([&](const uint8_t* bytes, size_t n) { out.insert(out.end(), bytes, bytes + n); });
     return out;
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-    // Streamed: the header, then each tensor's bytes after the padding to its offset (no second copy of the data).
-    std::vector<uint64_t> offsets;
-    uint64_t data_bytes = 0;
-    const std::vector<uint8_t> head = header(offsets, data_bytes);
     std::ofstream os(path, std::ios::binary | std::ios::trunc);
     if (!os) fail(BASALT_ERR_IO, "{}: cannot create: {}", path.string(), std::strerror(errno));
-    os.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
-    const std::vector<char> zeros(static_cast<size_t>(alignment_), 0);
-    uint64_t at = 0;
-    for (size_t k = 0; k < tensors_.size(); ++k) {
-        os.write(zeros.data(), static_cast<std::streamsize>(offsets[k] - at));
-        const auto& d = tensors_[k].data;
-        os.write(reinterpret_cast<const char*>(d.data()), static_cast<std::streamsize>(d.size()));
-        at = offsets[k] + d.size();
-    }
-    os.write(zeros.data(), static_cast<std::streamsize>(data_bytes - at));
+    stream([&](const uint8_t* bytes, size_t n) {
+        os.write(reinterpret_cast<const char*>(bytes), static_cast<std::streamsize>(n));
+    });
     os.close();
     if (!os) fail(BASALT_ERR_IO, "{}: write failed", path.string());
 }

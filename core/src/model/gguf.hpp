@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -175,6 +176,9 @@ class Writer {
     // Serialises into bytes / writes the file (throws Error(IO) naming the path).
     std::vector<uint8_t> to_bytes() const;
     void write(const std::filesystem::path& path) const;
+    // Serialises piece by piece into `sink` (the header, then each tensor's padding and bytes), so a file of any
+    // size is written without a second copy of its data; to_bytes and write use it.
+    void stream(const std::function<void(const uint8_t* bytes, size_t n)>& sink) const;
     void set_alignment(uint64_t alignment) { alignment_ = alignment; }
 
   private:
