@@ -115,9 +115,11 @@ void record_gated_delta(NodeCtx& c) {
     const std::vector<Placed> bound(p, p + 8);
     const int64_t hint = c.ip(sdk::op::gated_delta::chunk);
     // With the hint 0 and kChunkFrom tokens or more the device picks: each form runs only on its side of kChunkFrom.
-    const bool pick = hint == 0 && c.in[0].ne[2] >= kChunkFrom;
-    const bool recurrent = hint == 1 || hint == 0;
-    const bool chunked = hint > 1 || pick;
+    // The chunked shader reads k and q in fours: key heads of other sizes take the recurrent form.
+    const bool fours = c.in[0].ne[0] % 4 == 0;
+    const bool pick = hint == 0 && c.in[0].ne[2] >= kChunkFrom && fours;
+    const bool recurrent = hint == 1 || hint == 0 || !fours;
+    const bool chunked = (hint > 1 && fours) || pick;
     pc.chunk_from = pick ? u32(kChunkFrom) : 0;
     if (recurrent) {
         pc.chunk = 1;
@@ -125,6 +127,7 @@ void record_gated_delta(NodeCtx& c) {
     }
     if (chunked) {
         pc.chunk = u32(hint > 1 ? std::min<int64_t>(hint, kChunkMax) : kChunkMax);
+        pc.kq_vec4 = p[0].delta % 16 == 0 && p[1].delta % 16 == 0 ? 1u : 0u;
         const bool wide = c.in[0].ne[0] > 128;
         const int64_t rows = wide ? kChunkRows256 : kChunkRows128;
         run(c, wide ? "gated_delta_chunked_d256" : "gated_delta_chunked", kElemWg, bound, pc, pc.nv,

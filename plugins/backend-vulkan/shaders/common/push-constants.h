@@ -272,6 +272,7 @@ struct GatedDeltaPush {
     uint chunk;       // the chunked form's tokens per chunk (1 < chunk <= its maximum); unused by the recurrent form
     uint chunk_from;  // 0: run; F > 0: the chunked form runs only when some sequence has a run of F tokens in the
                       // node, the recurrent form only when none has (both are recorded, the device picks)
+    uint kq_vec4;     // the chunked form: q's and k's rows start on 16 bytes in their bindings (vec4 loads)
 };
 
 #ifdef __cplusplus
@@ -296,7 +297,7 @@ BASALT_PUSH_FITS(AttentionPush, 31);
 BASALT_PUSH_FITS(AttentionSinksPush, 31);
 BASALT_PUSH_FITS(SlicePush, 15);
 BASALT_PUSH_FITS(SsmConvPush, 9);
-BASALT_PUSH_FITS(GatedDeltaPush, 16);
+BASALT_PUSH_FITS(GatedDeltaPush, 17);
 #undef BASALT_PUSH_FITS
 static_assert(offsetof(UnaryPush, src) == 16 && offsetof(BinaryPush, dst) == 64 && offsetof(NormPush, fused_mul) == 68);
 static_assert(offsetof(MatmulPush, first_row) == 68 && offsetof(MatmulPush, x_vec4) == 100);
