@@ -115,11 +115,12 @@ void record_gated_delta(NodeCtx& c) {
     const std::vector<Placed> bound(p, p + 8);
     const int64_t hint = c.ip(sdk::op::gated_delta::chunk);
     // With the hint 0 and kChunkFrom tokens or more the device picks: each form runs only on its side of kChunkFrom.
-    // The chunked shader reads k and q in fours: key heads of other sizes take the recurrent form.
-    const bool fours = c.in[0].ne[0] % 4 == 0;
-    const bool pick = hint == 0 && c.in[0].ne[2] >= kChunkFrom && fours;
-    const bool recurrent = hint == 1 || hint == 0 || !fours;
-    const bool chunked = (hint > 1 && fours) || pick;
+    // The chunked shader reads k and q in chunkable: key heads of other sizes take the recurrent form (as every node
+    // does with BASALT_VK_DELTA_CHUNKS=0).
+    const bool chunkable = c.in[0].ne[0] % 4 == 0 && c.be->delta_chunks();
+    const bool pick = hint == 0 && c.in[0].ne[2] >= kChunkFrom && chunkable;
+    const bool recurrent = hint == 1 || hint == 0 || !chunkable;
+    const bool chunked = (hint > 1 && chunkable) || pick;
     pc.chunk_from = pick ? u32(kChunkFrom) : 0;
     if (recurrent) {
         pc.chunk = 1;
