@@ -702,32 +702,45 @@ Case attention_residual_case(Rng& rng, basalt_dtype kt, basalt_dtype vt) {
     return b.done(e, std::max(kv_type_tol(kt), kv_type_tol(vt)));
 }
 
-// GATED_DELTA on q, k, v, log-decay, beta and state drawn from rng (unit q and k, decays in (e^-2, 1), beta in
-// (0, 1)) for tokens of the given slots and fresh starts, with ip[0] chunk; against the float64 recurrence: the output
-// or (state_out) the state left. `scale` multiplies v (and so the state's size).
+// The value ranges of a GATED_DELTA case: log-decay per token in [g_lo, g_hi); q's unit rows times q_scale (the
+// models scale q by 1 / sqrt(dk)).
+struct DeltaRanges {
+    float g_lo = -2.0f;
+    float g_hi = 0.0f;
+    float q_scale = 1.0f;
+};
+
+// GATED_DELTA on q, k, v, log-decay, beta and state drawn from rng (unit q and k, decays in (e^-2, 1) unless `ranges`
+// says otherwise, beta in (0, 1)) for tokens of the given slots and fresh starts, with ip[0] chunk; against the
+// float64 recurrence: the output or (state_out) the state left. `scale` multiplies v (and so the state's size).
 void gated_delta_case(std::vector<Case>& cs, Rng& rng, const std::vector<int32_t>& slot_of,
                       const std::vector<int32_t>& fresh_of, int32_t chunk, int64_t dk, int64_t nk, int64_t dv,
-                      int64_t nv, float scale, bool state_out) {
+                      int64_t nv, float scale, bool state_out, const DeltaRanges& ranges = {}) {
     const auto T = static_cast<int64_t>(slot_of.size());
     const int64_t S = 1 + *std::max_element(slot_of.begin(), slot_of.end());
     std::vector<int32_t> rows;
     for (size_t t = 0; t < slot_of.size(); ++t) rows.insert(rows.end(), {slot_of[t], fresh_of[t]});
+    const bool ranged = ranges.g_lo != -2.0f || ranges.g_hi != 0.0f || ranges.q_scale != 1.0f;
     Builder b(rng, std::string("GATED_DELTA ") + shape_str({dk, nk, dv, nv, T}) + " chunk " + std::to_string(chunk) +
-                       (state_out ? " state" : ""));
-    auto unit_rows = [&](int64_t n, int64_t count) {
+                       (ranged ? " model ranges" : "") + (state_out ? " state" : ""));
+    auto unit_rows = [&](int64_t n, int64_t count, float to) {
         auto v = uniform(rng, n * count);
         for (int64_t r = 0; r < count; ++r) {
             double ss = 0;
             for (int64_t i = 0; i < n; ++i)
                 ss += double{v[static_cast<size_t>(r * n + i)]} * v[static_cast<size_t>(r * n + i)];
-            for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(r * n + i)] /= static_cast<float>(std::sqrt(ss));
+            for (int64_t i = 0; i < n; ++i) {
+                float& x = v[static_cast<size_t>(r * n + i)];
+                x = x / static_cast<float>(std::sqrt(ss)) * to;
+            }
         }
         return bytes_of(v);
     };
-    const int q = b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
-    const int k = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T));
+    const int q = b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T, ranges.q_scale));
+    const int k = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T, 1.0f));
     const int v = b.input_data("v", BASALT_DTYPE_F32, {dv, nv, T}, bytes_of(uniform(rng, dv * nv * T, -scale, scale)));
-    const int g = b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, -2.0f, 0.0f)));
+    const int g =
+        b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, ranges.g_lo, ranges.g_hi)));
     const int be = b.input_data("beta", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, 0.0f, 1.0f)));
     const int st = b.input_data("state", BASALT_DTYPE_F32, {dv * dk * nv, S}, bytes_of(uniform(rng, dv * dk * nv * S)));
     const int r = b.ints("rows", {2, T}, rows);
@@ -762,6 +775,30 @@ void gated_delta_case(std::vector<Case>& cs, Rng& rng, const std::vector<int32_t
     } else {
         cs.push_back(b.done(e, 1e-7));
     }
+}
+
+// GATED_DELTA at the qwen35-0.8b head shape (dk = dv = 128, value heads sharing key heads as in the larger models)
+// with the models' ranges (q at 1 / sqrt(dk), decays e^-1.6 .. 1 per token, beta in (0, 1)): a fresh run of 64 tokens
+// (a whole number of the Vulkan backend's chunks of 32 and of the CPU's 64), a run of 45 continuing a random state
+// (not), then the first slot continued in the same node; for each, the recurrent form (chunk 1) then the backend's
+// choice (chunk 0, the chunked form here), on equal inputs: output, then the state left.
+std::vector<Case> gated_delta_model_cases() {
+    std::vector<int32_t> slots, fresh;
+    for (auto [slot, n, first_fresh] : {std::tuple{0, 64, 1}, {1, 45, 0}, {0, 7, 0}}) {
+        for (int i = 0; i < n; ++i) {
+            slots.push_back(slot);
+            fresh.push_back(i == 0 ? first_fresh : 0);
+        }
+    }
+    std::vector<Case> cs;
+    for (int32_t chunk : {1, 0}) {
+        Rng same(78);
+        for (bool state_out : {false, true}) {
+            gated_delta_case(cs, same, slots, fresh, chunk, 128, 2, 128, 4, 1, state_out,
+                             {-1.6f, 0.0f, 1.0f / std::sqrt(128.0f)});
+        }
+    }
+    return cs;
 }
 
 // SOFTPLUS, SLICE and the recurrent ops (since ABI 1.4, hybrid architectures). SSM_CONV and GATED_DELTA each get
@@ -858,6 +895,7 @@ std::vector<Case> recurrent_cases(Rng& rng) {
                 gated_delta_case(cs, same, slots, fresh, chunk, 32, 2, 24, 4, 2, state_out);
         }
     }
+    for (auto& c : gated_delta_model_cases()) cs.push_back(std::move(c));
     return cs;
 }
 
@@ -2961,6 +2999,45 @@ TEST_CASE("every op case matches the reference on the Vulkan backend", "[backend
         "[backend-ops] vulkan           %4d passed, %d failed, %d declared unsupported (of %zu cases); "
         "worst NMSE/tolerance %.3g (%s)\n",
         passed, failed, gap, cases.size(), worst, worst_case.c_str());
+}
+
+// GATED_DELTA's two forms on Vulkan: every case with a chunk hint > 1 or 0 (the chunked form at 16 tokens and more)
+// against its "chunk 1" twin (the recurrent form on equal inputs), and both against the float64 recurrence.
+TEST_CASE("Vulkan GATED_DELTA: the chunked form equals the recurrent form", "[backend-ops][.vulkan]") {
+    const basalt_backend_iface* iface = vulkan_iface();
+    if (iface == nullptr) return;
+    Instance inst(iface, {});
+    if (inst.status == BASALT_ERR_UNSUPPORTED) return;
+    REQUIRE(inst.status == BASALT_OK);
+    const auto cases = all_cases();
+    const std::string recurrent_tag = " chunk 1";
+    size_t pairs = 0;
+    for (const Case& r : cases) {
+        const size_t at = r.name.find(recurrent_tag);
+        if (r.name.rfind("GATED_DELTA ", 0) != 0 || at == std::string::npos) continue;
+        const std::string head = r.name.substr(0, at + 7), tail = r.name.substr(at + recurrent_tag.size());
+        const RunResult rr = run_case(iface, inst.be, r);
+        REQUIRE(rr.outcome == RunResult::Ok);
+        for (const Case& c : cases) {
+            if (&c == &r || c.name.rfind(head, 0) != 0) continue;
+            const std::string hint = c.name.substr(head.size(), c.name.size() - head.size() - tail.size());
+            if (hint.empty() || hint.find(' ') != std::string::npos ||
+                c.name.substr(head.size() + hint.size()) != tail) {
+                continue;
+            }
+            INFO(c.name);
+            const RunResult rc = run_case(iface, inst.be, c);
+            REQUIRE(rc.outcome == RunResult::Ok);
+            const double chunked = nmse(rc.out, c.expected), recurrent = nmse(rr.out, r.expected);
+            const double between = nmse(rc.out, rr.out);
+            std::printf("[backend-ops] vulkan %s: NMSE vs float64 %.3g (recurrent %.3g), vs the recurrent form %.3g\n",
+                        c.name.c_str(), chunked, recurrent, between);
+            CHECK(chunked <= c.tol);
+            CHECK(between <= 1e-11);
+            ++pairs;
+        }
+    }
+    CHECK(pairs == 8);
 }
 
 TEST_CASE("the Vulkan backend's declared gap: these cases fail as unsupported, naming the node",

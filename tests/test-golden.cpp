@@ -1005,10 +1005,16 @@ TEST_CASE("golden vulkan: qwen35moe f32, f16, q8_0, q4_0", "[golden][.vulkan]") 
     run_qwen35moe("tiny-qwen35moe-f32", "tiny-qwen35moe-f32.ref", 2e-4, "vulkan");
     run_qwen35moe("tiny-qwen35moe-f32", "tiny-qwen35moe-f32.ref", 2e-4, "vulkan", 5);
     run_qwen35moe("tiny-qwen35moe-f16", "tiny-qwen35moe-f16-deq.ref", 4e-4, "vulkan");
-    // Measured 7.8e-4 (rms 5.7e-5) where the CPU's and llama.cpp's -deq figures are 1e-4 (not investigated: a routed
-    // FFN amplifies a rounding difference near a top-2 tie); the other variants 4e-5 .. 1e-4.
+    // Measured 7.1e-4 .. 8e-4 (rms 5.7e-5), all at prompt row 12, which is ill-conditioned in this file (a DeltaNet
+    // head's output cancels to 1/340 of |S| |q| before its RMS norm): the CPU on the same weights dequantized to F32
+    // is 8.6e-4 from -deq.ref too (docs/models.md "qwen35moe"); the other variants 4e-5 .. 1e-4.
     run_qwen35moe("tiny-qwen35moe-q8_0", "tiny-qwen35moe-q8_0-deq.ref", 1.5e-3, "vulkan");
-    run_qwen35moe("tiny-qwen35moe-q4_0", "tiny-qwen35moe-q4_0-deq.ref", 2e-4, "vulkan");
+    // The prompt (18 tokens) takes the chunked delta rule, passes of 5 the recurrent one. Chunked: 2.9e-4 .. 3.1e-4
+    // at prompt row 17 (recurrent: 4.4e-5), the row the float64 forward moves by 6.1e-5 when the delta-rule outputs
+    // get 1e-7 relative noise (the other rows <= 1.1e-5): an ill-conditioned row, while both forms are within NMSE
+    // 1e-13 of float64 in the op harness (docs/kv-cache.md).
+    run_qwen35moe("tiny-qwen35moe-q4_0", "tiny-qwen35moe-q4_0-deq.ref", 4e-4, "vulkan");
+    run_qwen35moe("tiny-qwen35moe-q4_0", "tiny-qwen35moe-q4_0-deq.ref", 2e-4, "vulkan", 5);
 }
 TEST_CASE("golden vulkan: granite f32, f16, q8_0, q4_0", "[golden][.vulkan]") {
     run_local("tiny-granite-f32", "tiny-granite-f32.ref", 1e-4, "vulkan");

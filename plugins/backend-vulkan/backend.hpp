@@ -122,6 +122,9 @@ class Backend {
     bool one_subgroup() const noexcept { return one_subgroup_; }
     // Whether ATTENTION may use lanes over keys (attention_keys.comp; BASALT_VK_ATTENTION_KEYS=0: never).
     bool attention_keys() const noexcept { return attention_keys_; }
+    // Whether GATED_DELTA may take its chunked form (gated_delta_chunked.comp; BASALT_VK_DELTA_CHUNKS=0: never, the
+    // recurrent form for every node, whatever the hint).
+    bool delta_chunks() const noexcept { return delta_chunks_; }
 
   private:
     struct Pipeline {
@@ -186,6 +189,7 @@ class Backend {
     uint32_t row_wg_ = 32;
     bool one_subgroup_ = false;
     bool attention_keys_ = true;
+    bool delta_chunks_ = true;
     bool fusion_ = true;       // fuse RMS_NORM -> MUL chains (BASALT_VK_FUSE=0 turns it off)
     std::string cache_path_;   // VkPipelineCache file ("" when there is no cache directory)
     size_t cache_loaded_ = 0;  // pipelines_ size when the cache was loaded or last saved

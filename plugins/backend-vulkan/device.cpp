@@ -34,6 +34,7 @@ Backend::Backend(const basalt_host* host, size_t device)
         profile_ = env_flag("BASALT_VK_PROFILE", false);
         reuse_ = env_flag("BASALT_VK_REUSE", true);
         attention_keys_ = env_flag("BASALT_VK_ATTENTION_KEYS", true);
+        delta_chunks_ = env_flag("BASALT_VK_DELTA_CHUNKS", true);
         stats_ = env_flag("BASALT_VK_STATS", false);
     } catch (...) {
         this->~Backend();

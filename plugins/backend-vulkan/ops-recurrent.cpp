@@ -1,9 +1,12 @@
-// SLICE and the recurrent ops of hybrid architectures: SSM_CONV (ssm_conv.comp) and GATED_DELTA (gated_delta.comp),
-// whose per-sequence state (an input) the shaders read and write in place; the barrier after every dispatch
-// (recording.cpp) orders them with the nodes that follow.
+// SLICE and the recurrent ops of hybrid architectures: SSM_CONV (ssm_conv.comp) and GATED_DELTA (gated_delta.comp,
+// the recurrent form; gated_delta_chunked.comp, the chunked form for prefill), whose per-sequence state (an input)
+// the shaders read and write in place; the barrier after every dispatch (recording.cpp) orders them with the nodes
+// that follow.
 #include <basalt/sdk/op-contracts.hpp>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "op-helpers.hpp"
 #include "ops.hpp"
@@ -26,6 +29,17 @@ void need_packed(const NodeCtx& c, std::initializer_list<int> inputs) {
 uint32_t groups_for(int64_t n) {
     return static_cast<uint32_t>((n + kElemWg - 1) / kElemWg);
 }
+
+// GATED_DELTA's forms, on the CPU backend's rule (plugins/backend-cpu/ops-recurrent.cpp): chunks once some sequence
+// runs kChunkFrom tokens in the node, else token by token. The runs are in the (slot, fresh) input, which the host
+// does not read (a kept recording replays with new rows), so with the hint 0 and enough tokens both forms are
+// recorded and each shader checks the runs first, one of them returning at once. kChunkMax is the chunked shader's
+// CMAX (its shared memory); a larger hint runs chunks of kChunkMax, which the hint's "at most C" allows.
+constexpr int64_t kChunkFrom = 16;
+constexpr int64_t kChunkMax = 32;
+// State rows per workgroup of the chunked shader's two variants (its ROWS: shaders/CMakeLists.txt).
+constexpr int64_t kChunkRows128 = 32;
+constexpr int64_t kChunkRows256 = 16;
 
 }  // namespace
 
@@ -98,8 +112,28 @@ void record_gated_delta(NodeCtx& c) {
     pc.state_nb1 = u32(c.in[5].nb[1]);
     pc.rows_offset = p[6].delta;
     pc.dst_offset = p[7].delta;
-    run(c, "gated_delta", kElemWg, {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]}, pc,
-        groups_for(c.in[2].ne[0] * c.in[2].ne[1]), 1, 1);
+    const std::vector<Placed> bound(p, p + 8);
+    const int64_t hint = c.ip(sdk::op::gated_delta::chunk);
+    // With the hint 0 and kChunkFrom tokens or more the device picks: each form runs only on its side of kChunkFrom.
+    // The chunked shader reads k and q in chunkable: key heads of other sizes take the recurrent form (as every node
+    // does with BASALT_VK_DELTA_CHUNKS=0).
+    const bool chunkable = c.in[0].ne[0] % 4 == 0 && c.be->delta_chunks();
+    const bool pick = hint == 0 && c.in[0].ne[2] >= kChunkFrom && chunkable;
+    const bool recurrent = hint == 1 || hint == 0 || !chunkable;
+    const bool chunked = (hint > 1 && chunkable) || pick;
+    pc.chunk_from = pick ? u32(kChunkFrom) : 0;
+    if (recurrent) {
+        pc.chunk = 1;
+        run(c, "gated_delta", kElemWg, bound, pc, groups_for(c.in[2].ne[0] * c.in[2].ne[1]), 1, 1);
+    }
+    if (chunked) {
+        pc.chunk = u32(hint > 1 ? std::min<int64_t>(hint, kChunkMax) : kChunkMax);
+        pc.kq_vec4 = p[0].delta % 16 == 0 && p[1].delta % 16 == 0 ? 1u : 0u;
+        const bool wide = c.in[0].ne[0] > 128;
+        const int64_t rows = wide ? kChunkRows256 : kChunkRows128;
+        run(c, wide ? "gated_delta_chunked_d256" : "gated_delta_chunked", kElemWg, bound, pc, pc.nv,
+            u32((c.in[2].ne[0] + rows - 1) / rows), 1);
+    }
 }
 
 }  // namespace basalt::vk::ops

@@ -3,7 +3,8 @@
 // value head h's dv x dk state matrix (rows evolve independently), tokens in row order, the row held in registers:
 // S_i = exp(g) S_i; S_i += beta (v_i - S_i . k) k; out_i = S_i . q (key head h % nk). A token with fresh != 0 starts
 // its slot from zeros. Bindings: 0 q, 1 k [dk, nk, T], 2 v [dv, nv, T], 3 log-decay, 4 beta [nv, T], 5 state
-// [dv dk nv, slots] (read and written), 6 (slot, fresh) I32 [2, T], 7 out [dv, nv, T].
+// [dv dk nv, slots] (read and written), 6 (slot, fresh) I32 [2, T], 7 out [dv, nv, T]. With chunk_from F > 0 it
+// runs only when no sequence has a run of F tokens (else gated_delta_chunked.comp, recorded beside it, does the work).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -19,10 +20,13 @@ DECLARE_BINDING(5)
 DECLARE_BINDING(6)
 DECLARE_BINDING(7)
 
+#include "state_rows.glsl"
+
 void main() {
     const uint r = gl_GlobalInvocationID.x;
     const uint dk = pc.dk, dv = pc.dv, nv = pc.nv;
     if (r >= nv * dv) return;
+    if (pc.chunk_from != 0u && some_run_reaches(pc.rows_offset >> 2, pc.tokens, pc.chunk_from)) return;
     const uint h = r / dv, i = r % dv, hk = h % pc.nk;
     float s[DK_MAX];
     uint slot_held = 0xffffffffu;

@@ -251,8 +251,9 @@ struct SsmConvPush {
     uint dst_offset;
 };
 
-// gated_delta.comp (GATED_DELTA, packed tensors; byte offsets in their bindings): one invocation per row of a value
-// head's state matrix.
+// gated_delta.comp (GATED_DELTA's recurrent form: one invocation per row of a value head's state matrix) and
+// gated_delta_chunked.comp (its chunked form: one workgroup per value head and block of state rows); packed tensors,
+// byte offsets in their bindings.
 struct GatedDeltaPush {
     uint dk;
     uint nk;
@@ -268,6 +269,10 @@ struct GatedDeltaPush {
     uint state_nb1;  // bytes per state slot
     uint rows_offset;
     uint dst_offset;
+    uint chunk;       // the chunked form's tokens per chunk (1 < chunk <= its maximum); unused by the recurrent form
+    uint chunk_from;  // 0: run; F > 0: the chunked form runs only when some sequence has a run of F tokens in the
+                      // node, the recurrent form only when none has (both are recorded, the device picks)
+    uint kq_vec4;     // the chunked form: q's and k's rows start on 16 bytes in their bindings (vec4 loads)
 };
 
 #ifdef __cplusplus
@@ -292,7 +297,7 @@ BASALT_PUSH_FITS(AttentionPush, 31);
 BASALT_PUSH_FITS(AttentionSinksPush, 31);
 BASALT_PUSH_FITS(SlicePush, 15);
 BASALT_PUSH_FITS(SsmConvPush, 9);
-BASALT_PUSH_FITS(GatedDeltaPush, 14);
+BASALT_PUSH_FITS(GatedDeltaPush, 17);
 #undef BASALT_PUSH_FITS
 static_assert(offsetof(UnaryPush, src) == 16 && offsetof(BinaryPush, dst) == 64 && offsetof(NormPush, fused_mul) == 68);
 static_assert(offsetof(MatmulPush, first_row) == 68 && offsetof(MatmulPush, x_vec4) == 100);
