@@ -73,6 +73,21 @@ TEST_CASE("the adaptive policy drafts only when drafting pays", "[decoder][specu
         rounds(none, 4, 0);
         CHECK(none.choose(0, 4) == 0);
     }
+    SECTION("prompt lookup keeps the acceptance per matched n-gram length: each decides on its own") {
+        SpeculationPolicy p(4, false, 4);  // contexts 0..3: the n-gram length a draft continues
+        measure(p, 10, 4, 0);
+        for (int i = 0; i < 40; ++i) {
+            p.observe_round(4, 0, 1);  // 1-gram matches: never continued
+            p.observe_round(4, 4, 3);  // 3-gram matches: always
+        }
+        CHECK(p.acceptance(1, 1) < 0.01);
+        CHECK(p.acceptance(4, 3) > 0.99);
+        CHECK(p.choose(0, 4, false, 1) == 0);
+        CHECK(p.choose(0, 4, false, 3) == 4);
+        CHECK(p.choose(0, 4, false, 2) == 4);      // never observed: it measures with the longest draft
+        CHECK(p.acceptance(1, 0) == Approx(0.5));  // the prior: context 0 saw nothing
+        CHECK(p.choose(0, 4, false, 9) == 4);      // out of range: the last context's (3) estimates
+    }
     SECTION("drafting turns itself off as the batch fills") {
         SpeculationPolicy p(4, true);
         measure(p, 10, 2, 1);

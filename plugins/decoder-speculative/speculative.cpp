@@ -112,6 +112,7 @@ struct Speculative {
     Clock::time_point planned_at{};
     uint32_t others = 0;
     bool probing = false;
+    int context = 0;       // the round's acceptance context: prompt lookup's matched n-gram length (0: a model draft)
     size_t tentative = 0;  // drafts accepted into the chain ahead of verification (rolled back before it)
 
     explicit Speculative(const basalt::sdk::params& params) : cfg(parse(params)) {}
@@ -209,7 +210,7 @@ int room(const Speculative& s, int limit = -1) {
 int choose_k(Speculative& s, int available) {
     s.probing = false;
     const bool behind = s.cfg.source == Source::Model && s.ctx.size() > s.draft_len + 2;
-    const int k = s.policy->choose(static_cast<int>(s.others), available, behind);
+    const int k = s.policy->choose(static_cast<int>(s.others), available, behind, s.context);
     if (k > 0 || available == 0) {
         if (k > 0) s.probe.drafting();
         return k;
@@ -224,6 +225,7 @@ int choose_k(Speculative& s, int available) {
 // ngram_max down to ngram_min), at most n_max of them.
 void propose_ngram(Speculative& s, int n_max) {
     s.drafts.clear();
+    s.context = 0;
     const size_t len = s.ctx.size();
     for (int n = s.cfg.ngram_max; n >= s.cfg.ngram_min && s.drafts.empty(); --n) {
         const auto un = static_cast<size_t>(n);
@@ -233,6 +235,7 @@ void propose_ngram(Speculative& s, int n_max) {
             if (!std::equal(key, key + un, s.ctx.data() + start)) continue;
             for (size_t j = start + un; j < len && s.drafts.size() < static_cast<size_t>(n_max); ++j)
                 s.drafts.push_back(s.ctx[j]);
+            s.context = n;
             break;
         }
     }
@@ -273,7 +276,10 @@ void Speculative::begin(const basalt_decoder_host& h, const basalt_decoder_reque
     const int64_t seed = has12 ? request.seed : -1;
     rng.seed(seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}());
     k = cfg.k;
-    if (cfg.adaptive) policy.emplace(cfg.k, cfg.source == Source::Model);
+    // Prompt lookup keeps the acceptance apart per matched n-gram length (a 3-gram match continues far more often
+    // than a 1-gram one).
+    if (cfg.adaptive)
+        policy.emplace(cfg.k, cfg.source == Source::Model, cfg.source == Source::Ngram ? cfg.ngram_max + 1 : 1);
     if (cfg.source == Source::Ngram) probe = ProbeSchedule(4, 32);
     p.assign(h.n_vocab, 0.f);
     residual.assign(h.n_vocab, 0.f);
@@ -432,8 +438,8 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
         if (s.draft_len < draft_before) check_host(s.host->seq_truncate(s.host->ctx, 1, 0, s.draft_len));
     }
     if (s.policy && k > 0) {
-        s.policy->observe_round(static_cast<int>(k), static_cast<int>(a));
-        if (s.probing) s.probe.probed(s.policy->choose(static_cast<int>(s.others), s.cfg.k) > 0);
+        s.policy->observe_round(static_cast<int>(k), static_cast<int>(a), s.context);
+        if (s.probing) s.probe.probed(s.policy->choose(static_cast<int>(s.others), s.cfg.k, false, s.context) > 0);
     }
     if (live) next_round(s);
     set_stats(s);
