@@ -1,14 +1,8 @@
 // C API: writing GGUF files (models, control vectors) from f32 data, on the core's gguf::Writer and the reference
 // quantizers basalt_model_quantize uses.
 #include <basalt/basalt.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -63,44 +57,6 @@ Value array_of(ValueType elem_type, size_t n) {
     v.elem_type = elem_type;
     v.items.resize(n, scalar(elem_type));
     return v;
-}
-
-// Writes the writer's file to path through a temporary file beside it and a rename, so a failure leaves path as it
-// was. The bytes are streamed (a model's tensors are not copied a second time).
-void write_file(const std::string& path, const basalt::gguf::Writer& writer) {
-    static std::atomic<uint64_t> counter{0};
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) fail(BASALT_ERR_IO, "{}: cannot create: {}", path, std::strerror(errno));
-    uint64_t done = 0;
-    try {
-        writer.stream([&](const uint8_t* bytes, size_t n) {
-            for (size_t at = 0; at < n;) {
-                const ssize_t k = ::write(fd, bytes + at, n - at);
-                if (k < 0 && errno == EINTR) continue;
-                if (k <= 0) {
-                    const int err = k < 0 ? errno : EIO;
-                    fail(BASALT_ERR_IO, "{}: write failed after {} bytes: {}", path, done, std::strerror(err));
-                }
-                at += static_cast<size_t>(k);
-                done += static_cast<uint64_t>(k);
-            }
-        });
-    } catch (...) {  // a write error, or no memory for the header: the temporary file goes, path stays as it was
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        throw;
-    }
-    if (::close(fd) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        fail(BASALT_ERR_IO, "{}: write failed: {}", path, std::strerror(err));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        fail(BASALT_ERR_IO, "{}: cannot replace: {}", path, std::strerror(err));
-    }
 }
 
 }  // namespace
@@ -326,7 +282,7 @@ basalt_status basalt_gguf_writer_write(const basalt_gguf_writer* writer, const c
         if (writer == nullptr || path == nullptr)
             fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_gguf_writer_write: writer and path are required");
         if (*path == '\0') fail(BASALT_ERR_INVALID_ARGUMENT, "basalt_gguf_writer_write: the path is empty");
-        write_file(path, writer->writer);
+        writer->writer.write(path);
     });
 }
 

@@ -6,9 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <unordered_set>
 
 #include "model/dtype.hpp"
@@ -851,13 +852,41 @@ std::vector<uint8_t> Writer::to_bytes() const {
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-    std::ofstream os(path, std::ios::binary | std::ios::trunc);
-    if (!os) fail(BASALT_ERR_IO, "{}: cannot create: {}", path.string(), std::strerror(errno));
-    stream([&](const uint8_t* bytes, size_t n) {
-        os.write(reinterpret_cast<const char*>(bytes), static_cast<std::streamsize>(n));
-    });
-    os.close();
-    if (!os) fail(BASALT_ERR_IO, "{}: write failed", path.string());
+    // Through a temporary file beside path and a rename, so a failure leaves path as it was.
+    static std::atomic<uint64_t> counter{0};
+    const std::string target = path.string();
+    const std::string tmp = target + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) fail(BASALT_ERR_IO, "{}: cannot create: {}", target, std::strerror(errno));
+    uint64_t done = 0;
+    try {
+        stream([&](const uint8_t* bytes, size_t n) {
+            for (size_t at = 0; at < n;) {
+                const ssize_t k = ::write(fd, bytes + at, n - at);
+                if (k < 0 && errno == EINTR) continue;
+                if (k <= 0) {
+                    const int err = k < 0 ? errno : EIO;
+                    fail(BASALT_ERR_IO, "{}: write failed after {} bytes: {}", target, done, std::strerror(err));
+                }
+                at += static_cast<size_t>(k);
+                done += static_cast<uint64_t>(k);
+            }
+        });
+    } catch (...) {  // a write error, or no memory for the header: the temporary file goes, path stays as it was
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw;
+    }
+    if (::close(fd) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail(BASALT_ERR_IO, "{}: write failed: {}", target, std::strerror(err));
+    }
+    if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        fail(BASALT_ERR_IO, "{}: cannot replace: {}", target, std::strerror(err));
+    }
 }
 
 void copy_metadata(const File& from, Writer& to) {

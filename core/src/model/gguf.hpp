@@ -173,8 +173,10 @@ class Writer {
     // The same, taking the bytes (dtype_bytes(type, elements) of them) without a copy.
     void add_tensor(const std::string& name, basalt_dtype type, const std::vector<int64_t>& ne,
                     std::vector<uint8_t>&& data);
-    // Serialises into bytes / writes the file (throws Error(IO) naming the path).
+    // Serialises into bytes.
     std::vector<uint8_t> to_bytes() const;
+    // Writes the file, streamed, through a temporary file beside path and a rename: a failure (Error(IO) naming the
+    // path) leaves path as it was.
     void write(const std::filesystem::path& path) const;
     // Serialises piece by piece into `sink` (the header, then each tensor's padding and bytes), so a file of any
     // size is written without a second copy of its data; to_bytes and write use it.
