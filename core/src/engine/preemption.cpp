@@ -20,6 +20,18 @@ bool live(const Request& r) {
     return r.planned && r.done == BASALT_FINISH_NONE;
 }
 
+// Ends a restore: the request's own plan (saved when the restore began) back in place, the restore's lists gone.
+void put_back_plan(Request& r) {
+    r.feeds = std::move(r.kv.saved_feeds);
+    r.fed = std::move(r.kv.saved_fed);
+    r.cached = std::move(r.kv.saved_cached);
+    r.logits = std::move(r.kv.saved_logits);
+    r.direct.assign(r.feeds.size(), nullptr);
+    r.direct_rows.assign(r.feeds.size(), 0);
+    for (auto& per_model : r.kv.restore) per_model.clear();
+    r.kv.restoring = false;
+}
+
 }  // namespace
 
 bool Engine::resolve_on_demand(const EngineConfig& config) const {
@@ -209,28 +221,14 @@ bool Engine::end_restore(Request& r) {
     for (size_t f = 0; f < r.feeds.size(); ++f) {
         if (r.fed[f] != r.feeds[f].n_tokens) return false;
     }
-    r.feeds = std::move(r.kv.saved_feeds);
-    r.fed = std::move(r.kv.saved_fed);
-    r.cached = std::move(r.kv.saved_cached);
-    r.logits = std::move(r.kv.saved_logits);
-    r.direct.assign(r.feeds.size(), nullptr);
-    r.direct_rows.assign(r.feeds.size(), 0);
-    for (auto& per_model : r.kv.restore) per_model.clear();
-    r.kv.restoring = false;
+    put_back_plan(r);
     return true;
 }
 
 void Engine::undo_restore(Request& r) {
     // The full list of held tokens is the one being recomputed (what is held so far is a prefix of it).
     for (int m = 0; m < 2; ++m) r.kv.held[m] = std::move(r.kv.restore[m]);
-    for (auto& per_model : r.kv.restore) per_model.clear();
-    r.feeds = std::move(r.kv.saved_feeds);
-    r.fed = std::move(r.kv.saved_fed);
-    r.cached = std::move(r.kv.saved_cached);
-    r.logits = std::move(r.kv.saved_logits);
-    r.direct.assign(r.feeds.size(), nullptr);
-    r.direct_rows.assign(r.feeds.size(), 0);
-    r.kv.restoring = false;
+    put_back_plan(r);
 }
 
 uint64_t Engine::held_slots() const {
