@@ -2073,6 +2073,24 @@ TEST_CASE("every op ops.def declares has a case in the harness", "[backend-ops]"
     std::printf("[backend-ops] %zu of %d declared ops have cases\n", covered, BASALT_OP_COUNT - 1);
 }
 
+// The MATMUL of w ([k, n], type wt) against rows first .. first + m - 1 of x (F32 rows of the matmul case's x) on
+// one backend instance: the output floats ([n, m]).
+std::vector<double> run_matmul_rows(Instance& inst, Rng& rng, basalt_dtype wt, int64_t k, int64_t n,
+                                    const HostTensor& w, const HostTensor& x, int64_t x_rows, int64_t first,
+                                    int64_t m) {
+    const int64_t xrow = static_cast<int64_t>(x.data.size()) / x_rows;
+    Builder b(rng, "rows");
+    const int wi = b.input_data("w", wt, {k, n}, w.data);
+    const int xi =
+        b.input_data("x", BASALT_DTYPE_F32, {k, m},
+                     std::vector<uint8_t>(x.data.begin() + first * xrow, x.data.begin() + (first + m) * xrow));
+    const int o = b.output("out", BASALT_DTYPE_F32, {n, m});
+    b.node(BASALT_OP_MATMUL, o, {wi, xi});
+    const RunResult r = run_case(inst.iface, inst.be, b.done({}, 0));
+    REQUIRE(r.outcome == RunResult::Ok);
+    return r.out;
+}
+
 TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit for bit", "[backend-ops]") {
     // Prefill (several-column and register-blocked kernels) and decode (the single-column dot product) must give
     // identical floats, so batch prefill equals token-by-token decode exactly. Odd N and M leave partial blocks.
@@ -2090,22 +2108,12 @@ TEST_CASE("backend-cpu: a matmul of many columns equals each column alone, bit f
                 Case all = matmul_case(rng, wt, k, n, {m});
                 const RunResult ra = run_case(inst.iface, inst.be, all);
                 REQUIRE(ra.outcome == RunResult::Ok);
-                const HostTensor& w = all.tensors[0];
-                const HostTensor& x = all.tensors[1];
-                const int64_t xrow = static_cast<int64_t>(x.data.size()) / m;
                 for (int64_t j = 0; j < m; ++j) {
-                    Builder b(rng, "column");
-                    const int wi = b.input_data("w", wt, {k, n}, w.data);
-                    const int xi =
-                        b.input_data("x", BASALT_DTYPE_F32, {k, 1},
-                                     std::vector<uint8_t>(x.data.begin() + j * xrow, x.data.begin() + (j + 1) * xrow));
-                    const int o = b.output("out", BASALT_DTYPE_F32, {n, 1});
-                    b.node(BASALT_OP_MATMUL, o, {wi, xi});
-                    const RunResult r1 = run_case(inst.iface, inst.be, b.done({}, 0));
-                    REQUIRE(r1.outcome == RunResult::Ok);
+                    const std::vector<double> r1 =
+                        run_matmul_rows(inst, rng, wt, k, n, all.tensors[0], all.tensors[1], m, j, 1);
                     for (int64_t i = 0; i < n; ++i) {
                         INFO(bt.label << " " << facts(wt).name << " K=" << k << " column " << j << " row " << i);
-                        CHECK(r1.out[static_cast<size_t>(i)] == ra.out[static_cast<size_t>(j * n + i)]);
+                        CHECK(r1[static_cast<size_t>(i)] == ra.out[static_cast<size_t>(j * n + i)]);
                     }
                 }
             }
@@ -2132,35 +2140,12 @@ TEST_CASE("backend-cpu: matmuls of 1..33 rows match the reference and each row a
             const int64_t n = 37;
             const int64_t rows = 33;
             const Case all = matmul_case(rng, wt, k, n, {rows});
-            const HostTensor& w = all.tensors[0];
-            const HostTensor& x = all.tensors[1];
-            const int64_t xrow = static_cast<int64_t>(x.data.size()) / rows;
-            auto run_rows = [&](int64_t m) {
-                Builder b(rng, "rows");
-                const int wi = b.input_data("w", wt, {k, n}, w.data);
-                const int xi = b.input_data("x", BASALT_DTYPE_F32, {k, m},
-                                            std::vector<uint8_t>(x.data.begin(), x.data.begin() + m * xrow));
-                const int o = b.output("out", BASALT_DTYPE_F32, {n, m});
-                b.node(BASALT_OP_MATMUL, o, {wi, xi});
-                const RunResult r = run_case(inst.iface, inst.be, b.done({}, 0));
-                REQUIRE(r.outcome == RunResult::Ok);
-                return r.out;
-            };
             std::vector<std::vector<double>> alone;
-            for (int64_t j = 0; j < rows; ++j) {
-                Builder b(rng, "row");
-                const int wi = b.input_data("w", wt, {k, n}, w.data);
-                const int xi =
-                    b.input_data("x", BASALT_DTYPE_F32, {k, 1},
-                                 std::vector<uint8_t>(x.data.begin() + j * xrow, x.data.begin() + (j + 1) * xrow));
-                const int o = b.output("out", BASALT_DTYPE_F32, {n, 1});
-                b.node(BASALT_OP_MATMUL, o, {wi, xi});
-                const RunResult r = run_case(inst.iface, inst.be, b.done({}, 0));
-                REQUIRE(r.outcome == RunResult::Ok);
-                alone.push_back(r.out);
-            }
+            for (int64_t j = 0; j < rows; ++j)
+                alone.push_back(run_matmul_rows(inst, rng, wt, k, n, all.tensors[0], all.tensors[1], rows, j, 1));
             for (int64_t m = 1; m <= rows; ++m) {
-                const std::vector<double> out = run_rows(m);
+                const std::vector<double> out =
+                    run_matmul_rows(inst, rng, wt, k, n, all.tensors[0], all.tensors[1], rows, 0, m);
                 const std::vector<double> want(all.expected.begin(), all.expected.begin() + m * n);
                 INFO(bt.label << " " << facts(wt).name << " K=" << k << " rows " << m);
                 CHECK(nmse(out, want) <= all.tol);
