@@ -31,6 +31,8 @@ import tempfile
 import threading
 import time
 
+from sse_stream import sse_events
+
 
 def pct(xs, p):
     if not xs:
@@ -75,21 +77,12 @@ def one(port, body, out, lock):
         if r.status != 200:
             rec["error"] = "status %d: %s" % (r.status, r.read()[:200])
         else:
-            while True:
-                line = r.readline()
-                if not line:
-                    break
-                if not line.startswith(b"data: "):
-                    continue
-                data = line[6:].strip()
-                if data == b"[DONE]":
-                    break
-                j = json.loads(data)
+            for now, j in sse_events(r):
                 if "error" in j:
                     rec["error"] = str(j["error"])[:200]
                     break
                 if j.get("choices"):
-                    rec["events"].append(time.perf_counter())
+                    rec["events"].append(now)
                     if j["choices"][0].get("finish_reason"):
                         rec["finish"] = j["choices"][0]["finish_reason"]
                 if j.get("usage"):

@@ -32,6 +32,8 @@ import threading
 import time
 import urllib.parse
 
+from sse_stream import sse_events
+
 
 def pct(xs, p):
     if not xs:
@@ -66,17 +68,7 @@ class Client:
         if r.status != 200:
             raise RuntimeError("/v1/completions: status %d: %s" % (r.status, r.read()[:200]))
         times, usage = [], None
-        while True:
-            line = r.readline()
-            if not line:
-                break
-            if not line.startswith(b"data: "):
-                continue
-            data = line[6:].strip()
-            if data == b"[DONE]":
-                break
-            now = time.perf_counter()
-            j = json.loads(data)
+        for now, j in sse_events(r):
             if "error" in j:
                 raise RuntimeError("stream error: %s" % json.dumps(j["error"])[:200])
             if j.get("usage"):
