@@ -256,9 +256,6 @@ void print_line(const json& j) {
 
 int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     cpp::EngineOptions options = engine_options(vm, g);
-    // Offline: results are written when a request ends, so nothing gains from bounding a step's time, and the
-    // budget's shorter prompt pieces cost throughput (docs/performance.md, "Step-time budget").
-    if (vm.count("max-step-ms") == 0) options.params.max_step_ms = -1;
     const std::string moe_router = options.params.compute.moe_router;
     const bool moe_stats = (options.params.flags & BASALT_ENGINE_MOE_STATS) != 0;
     const std::string path = vm["requests"].as<std::string>();
@@ -493,6 +490,8 @@ const Registrar kBatch{Command{
             "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
         add_draft_adaptive_option(d);
         add_admission_options(d);
+        // Offline: results are written when a request ends, so nothing gains from bounding a step's time, and the
+        // budget's shorter prompt pieces cost throughput (docs/performance.md, "Step-time budget").
         add_max_step_option(d, "off");
         add_session_options(d);
     },

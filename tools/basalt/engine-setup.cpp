@@ -55,12 +55,10 @@ void add_admission_options(po::options_description& d) {
 }
 
 void add_max_step_option(po::options_description& d, const char* default_value) {
-    d.add_options()("max-step-ms", po::value<std::string>(),
-                    ("step-time budget while requests decode: prompt pieces join a step only as far as its predicted "
-                     "time stays within it. auto: 2x the decode rows' own; Fx: F times theirs (F >= 1); MS: that "
-                     "many ms; off: none, the --chunk pieces as packed (default: " +
-                     std::string(default_value) + "; docs/engine.md)")
-                        .c_str());
+    d.add_options()("max-step-ms", po::value<std::string>()->default_value(default_value),
+                    "step-time budget while requests decode: prompt pieces join a step only as far as its predicted "
+                    "time stays within it. auto: 2x the decode rows' own; Fx: F times theirs (F >= 1); MS: that many "
+                    "ms; off: none, the --chunk pieces as packed (docs/engine.md)");
 }
 
 void max_step(const std::string& v, double& ms, double& factor) {

@@ -18,8 +18,8 @@ void add_decoder_options(po::options_description& d);
 void add_draft_adaptive_option(po::options_description& d);
 // --admission on-demand|reserve and --kv-slots N (the engine's KV budget; run, batch, serve, bench).
 void add_admission_options(po::options_description& d);
-// --max-step-ms auto|off|MS|Fx (the engine's step-time budget; run, batch, serve, bench); default_value names the
-// command's default in the help (the engine's is auto; batch turns it off).
+// --max-step-ms auto|off|MS|Fx (the engine's step-time budget; run, batch, serve, bench) with the command's default
+// (the engine's own is auto; batch's is off).
 void add_max_step_option(po::options_description& d, const char* default_value = "auto");
 // A --max-step-ms value as basalt_engine_params.max_step_ms / max_step_factor (auto: 0, 0; off: -1, 0; MS: MS, 0;
 // Fx: 0, F). UsageError for another value.
