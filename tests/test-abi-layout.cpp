@@ -190,9 +190,12 @@ PIN(basalt_decoder_host, seq_length, 80);
 PIN(basalt_decoder_host, emit, 88);
 PIN(basalt_decoder_host, is_end_of_generation, 96);
 PIN(basalt_decoder_host, set_stat, 104);
-PIN(basalt_decoder_host, rollback, 112);   /* since 1.5 */
-PIN(basalt_decoder_host, batch_rows, 120); /* since 1.6 */
-PIN_SIZE(basalt_decoder_host, 128);
+PIN(basalt_decoder_host, rollback, 112);        /* since 1.5 */
+PIN(basalt_decoder_host, batch_rows, 120);      /* since 1.6 */
+PIN(basalt_decoder_host, model_recurrent, 128); /* since 1.8 */
+PIN(basalt_decoder_host, seq_snapshot, 136);
+PIN(basalt_decoder_host, seq_restore, 144);
+PIN_SIZE(basalt_decoder_host, 152);
 PIN(basalt_decoder_feed, seq, 4);
 PIN(basalt_decoder_feed, tokens, 8);
 PIN(basalt_decoder_feed, n_tokens, 16);
@@ -215,8 +218,10 @@ PIN(basalt_decoder_info, n_models, 8);
 PIN(basalt_decoder_info, n_outputs, 12);
 PIN(basalt_decoder_info, flags, 16);
 PIN(basalt_decoder_needs, n_outputs, 12);
-PIN_SIZE(basalt_decoder_needs, 16);
-PIN_SIZE(basalt_decoder_info, 24);
+PIN(basalt_decoder_needs, n_snapshot_seq, 16); /* since 1.8 */
+PIN_SIZE(basalt_decoder_needs, 24);
+PIN(basalt_decoder_info, n_snapshot_seq, 24); /* since 1.8 */
+PIN_SIZE(basalt_decoder_info, 32);
 PIN(basalt_decoder_iface, create, 8);
 PIN(basalt_decoder_iface, destroy, 16);
 PIN(basalt_decoder_iface, reserved_run, 24);
@@ -325,7 +330,8 @@ PIN(basalt_model_info, supported, 100);
 PIN(basalt_model_info, pooling, 104); /* since 1.4 */
 PIN(basalt_model_info, n_cls_out, 108);
 PIN(basalt_model_info, rope_scaling, 112);
-PIN_SIZE(basalt_model_info, 120);
+PIN(basalt_model_info, n_layer_recurrent, 120); /* since 1.8 */
+PIN_SIZE(basalt_model_info, 128);
 PIN(basalt_model_tensor, type, 4);
 PIN(basalt_model_tensor, name, 8);
 PIN(basalt_model_tensor, n_dims, 16);

@@ -171,16 +171,19 @@ TEST_CASE("preempted requests give what they give alone: hybrid recurrent state 
         WARN("tiny-qwen35 golden model not present: skipped");
         return;
     }
-    // Speculative decoding is refused for hybrid models (the state cannot be cut back); beams fork the state.
+    // Beams fork the state; speculative requests (a hybrid draft too) snapshot it and restore the snapshot when
+    // drafts are rejected: a preemption recomputes the snapshot sequences like any other.
     const std::vector<Spec> specs = {
         {"Once upon a time", 40, "greedy", nullptr},
         {"The stranger opened the wooden box and", 36, "top_k:40;temp:0.8;dist:seed=3", nullptr},
         {"A", 44, "penalties:repeat=1.2;greedy", nullptr},
         {"Hello there, friend", 40, "min_p:0.1;dist:seed=9", nullptr},
         {"In the morning the", 30, "greedy", "beam:width=2,n_best=2"},
-        {"Far away", 42, "top_p:0.9;dist:seed=5", nullptr},
+        {"She said that", 40, "greedy", "speculative:k=3,adaptive=0"},
+        {"Far away", 42, "top_p:0.9;dist:seed=5", "speculative:k=2,adaptive=0"},
+        {"The wooden box and the wooden box", 40, "greedy", "speculative:source=ngram,k=3,adaptive=0"},
     };
-    check_identity("tiny-qwen35-f32.gguf", nullptr, specs, 64, 96);
+    check_identity("tiny-qwen35-f32.gguf", "tiny-qwen35-q8_0.gguf", specs, 64, 112);
 }
 
 TEST_CASE(

@@ -162,6 +162,52 @@ TEST_CASE("sdk plugin: a decoder's requirements and parameter errors through the
     CHECK_THAT(last_error(), Contains("decoder 'sdk_once': parameter 'width' = '9' is not an integer in 1..8"));
 }
 
+TEST_CASE("sdk plugin: a decoder that verifies drafts on a recurrent model must restore snapshots (ABI 1.8)", "[sdk]") {
+    test::Runtime rt(BASALT_RUNTIME_NO_ENV_PLUGINS);  // the default plugins: the CPU backend
+    REQUIRE(rt.load(BASALT_TEST_SDK_MULTI_PLUGIN) == BASALT_OK);
+    test::Model model(test::golden_model("tiny-qwen35-f32.gguf"));
+    basalt_model_info info{};
+    info.struct_size = sizeof(info);
+    REQUIRE(basalt_model_describe(model.m, &info) == BASALT_OK);
+    CHECK(info.n_layer_recurrent == 3);  // 4 layers, every 4th full attention
+    basalt_decoder_needs needs{};
+    needs.struct_size = sizeof(needs);
+    REQUIRE(basalt_decoder_requirements(rt.rt, "sdk_once:flags=3,snapshots=1", &needs) == BASALT_OK);
+    CHECK((needs.n_seq == 1 && needs.n_snapshot_seq == 1));
+    // Snapshots are counted only where the decoder says it restores them.
+    REQUIRE(basalt_decoder_requirements(rt.rt, "sdk_once:flags=1,snapshots=1", &needs) == BASALT_OK);
+    CHECK(needs.n_snapshot_seq == 0);
+
+    basalt_engine_params p{};
+    p.struct_size = sizeof(p);
+    p.n_parallel = 1;
+    p.n_seq_max = 2;
+    p.n_ctx = 64;
+    test::Engine e(rt.rt, model.m, p);
+    std::vector<test::Request> held;
+    auto submit = [&](const char* decoder) {
+        basalt_request_params rp{};
+        rp.struct_size = sizeof(rp);
+        rp.prompt = "Once upon a time";
+        rp.prompt_len = SIZE_MAX;
+        rp.samplers = "greedy";
+        rp.decoder = decoder;
+        rp.max_tokens = 4;
+        rp.seed = -1;
+        held.emplace_back();
+        return basalt_engine_submit(e.e, &rp, &held.back().r);
+    };
+    // NEEDS_DRAFT_SAFE without SNAPSHOTS_RECURRENT: it would cut the recurrent state back, refused at submit.
+    CHECK(submit("sdk_once:flags=1") == BASALT_ERR_UNSUPPORTED);
+    CHECK_THAT(last_error(), Contains("keeps a recurrent state that cannot be cut back"));
+    CHECK(submit("sdk_once:flags=3,snapshots=1") == BASALT_OK);
+    // Its snapshot sequence counts against n_seq_max.
+    CHECK(submit("sdk_once:width=2,flags=3,snapshots=1") == BASALT_ERR_CAPACITY);
+    CHECK_THAT(last_error(), Contains("needs 3 sequences (1 of them snapshots of a recurrent state)"));
+    REQUIRE(basalt_engine_run(e.e) == BASALT_OK);
+    CHECK(basalt_request_finish_reason(held[1].r) == BASALT_FINISH_STOP);
+}
+
 TEST_CASE("sdk plugin: the generated tables check handles and arguments and report through the host", "[sdk]") {
     Direct lib;
     REQUIRE(lib.desc->n_components == 3);

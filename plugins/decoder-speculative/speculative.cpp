@@ -5,7 +5,10 @@
 // Verification: greedy (accept while the target's chain picks the same token) or stochastic (accept x with
 // probability min(1, p(x)/q(x)), else sample norm(max(0, p - q)); a bonus token when all k pass), where p and q
 // are the target's and the draft's distributions after the request's chain: the output follows exactly the
-// distribution the chain alone gives. Rejected tokens are truncated from both caches. Adaptive (the default): before
+// distribution the chain alone gives. Rejected tokens are truncated from both caches; a model with a recurrent state
+// (a hybrid model), which cannot be cut back, is snapshotted before the tokens it may reject are fed, the snapshot is
+// restored on a rejection and the kept tokens are fed again: the target's beside the draft's first step of the next
+// round (prompt lookup: by a round without drafts). Adaptive (the default): before
 // each round the draft length, 0 (plain decoding) included, that maximises expected tokens per second from the
 // running acceptance and the measured step costs (speculation-policy.hpp). docs/decoding.md.
 #include <basalt/sdk/decoder-plugin.hpp>
@@ -27,6 +30,8 @@ using basalt::speculative::ProbeSchedule;
 using basalt::speculative::SpeculationPolicy;
 
 using basalt::sdk::check_host;
+
+constexpr int32_t kSnap = 1;  // the snapshot sequence of each model (granted on a model with a recurrent state)
 
 constexpr basalt::sdk::decoder_spec kSpeculative = {
     "speculative",
@@ -103,7 +108,13 @@ struct Speculative {
     std::vector<float> p, residual;     // scratch, n_vocab
     std::mt19937_64 rng;
 
-    uint64_t drafted = 0, accepted = 0, verifies = 0, target_tokens = 0;
+    // Models with a recurrent state (ABI 1.8): sequence kSnap holds the snapshot taken before tokens that may be
+    // rejected were fed (snap_len tokens), restored instead of a truncation.
+    bool recurrent[2] = {false, false};
+    bool snap_held[2] = {false, false};
+    uint32_t snap_len[2] = {0, 0};
+
+    uint64_t drafted = 0, accepted = 0, verifies = 0, target_tokens = 0, refed = 0;
     uint64_t plain_rounds = 0, probes = 0;
     // Adaptive: the policy, its probes, the start of the step in flight, the rows other requests put into the
     // last step, and whether the round in flight is a probe.
@@ -117,7 +128,8 @@ struct Speculative {
 
     explicit Speculative(const basalt::sdk::params& params) : cfg(parse(params)) {}
     basalt::sdk::decoder_needs requirements() const {
-        return {1, cfg.source == Source::Model ? 2u : 1u, 1, BASALT_DECODER_NEEDS_DRAFT_SAFE};
+        return {1, cfg.source == Source::Model ? 2u : 1u, 1,
+                BASALT_DECODER_NEEDS_DRAFT_SAFE | BASALT_DECODER_SNAPSHOTS_RECURRENT, 1};
     }
     void begin(const basalt_decoder_host& h, const basalt_decoder_request& request);
     void plan(basalt_decoder_plan& plan, int32_t& out_finish);
@@ -155,7 +167,8 @@ void set_stats(const Speculative& s) {
     h->set_stat(h->ctx, "tokens_per_verify",
                 s.verifies > 0 ? static_cast<double>(s.target_tokens) / static_cast<double>(s.verifies) : 0.0);
     h->set_stat(h->ctx, "k", static_cast<double>(s.k));
-    h->set_stat(h->ctx, "plain_rounds", static_cast<double>(s.plain_rounds));  // rounds without drafts
+    h->set_stat(h->ctx, "plain_rounds", static_cast<double>(s.plain_rounds));        // rounds without drafts
+    if (s.recurrent[0]) h->set_stat(h->ctx, "refed", static_cast<double>(s.refed));  // kept tokens fed again
     if (s.policy) {
         h->set_stat(h->ctx, "probes", static_cast<double>(s.probes));
         if (s.policy->has_costs()) {  // the measured costs, and the acceptance each k needs to beat plain decoding
@@ -195,10 +208,39 @@ bool emit(Speculative& s, int32_t token) {
     return true;
 }
 
+// Model m's sequence, holding len tokens, becomes the snapshot to go back to (an earlier one is dropped).
+void snapshot(Speculative& s, int32_t m, uint32_t len) {
+    if (s.snap_held[m]) check_host(s.host->seq_drop(s.host->ctx, m, kSnap));
+    s.snap_held[m] = false;
+    check_host(s.host->seq_snapshot(s.host->ctx, m, 0, kSnap));
+    s.snap_held[m] = true;
+    s.snap_len[m] = len;
+}
+
+// Cuts model m's sequence, holding len tokens, back to n_keep; returns what it then holds. A recurrent one goes
+// back to its snapshot instead (taken at or before n_keep): the tokens after it are fed again by the next plan.
+uint32_t cut(Speculative& s, int32_t m, uint32_t len, uint32_t n_keep) {
+    if (n_keep >= len) {
+        if (s.snap_held[m]) check_host(s.host->seq_drop(s.host->ctx, m, kSnap));
+        s.snap_held[m] = false;
+        return len;
+    }
+    if (!s.recurrent[m]) {
+        check_host(s.host->seq_truncate(s.host->ctx, m, 0, n_keep));
+        return n_keep;
+    }
+    if (!s.snap_held[m] || s.snap_len[m] > n_keep)
+        kSpeculative.fail(BASALT_ERR_PLUGIN, "no snapshot of model " + std::to_string(m) + " at or before position " +
+                                                 std::to_string(n_keep) + " to go back to");
+    check_host(s.host->seq_restore(s.host->ctx, m, 0, kSnap));
+    s.snap_held[m] = false;
+    return s.snap_len[m];
+}
+
 // The longest draft this round may have: k (the round's, or `limit`), less when the context or max_tokens leaves
 // less room (a verify feeds the pending token plus the drafts to the target, and gives at most drafts + 1 tokens).
 int room(const Speculative& s, int limit = -1) {
-    const long long by_ctx = static_cast<long long>(s.host->n_ctx) - static_cast<long long>(s.target_len) - 1;
+    const long long by_ctx = static_cast<long long>(s.host->n_ctx) - static_cast<long long>(s.ctx.size());
     const long long by_len = static_cast<long long>(s.max_tokens) - static_cast<long long>(s.emitted) - 1;
     const long long k = limit >= 0 ? limit : s.k;
     return static_cast<int>(std::max(0LL, std::min({k, by_ctx, by_len})));
@@ -248,7 +290,8 @@ void next_round(Speculative& s) {
     int n = room(s, s.cfg.k);
     if (s.cfg.source == Source::Ngram) {
         // Prompt lookup proposes first: the policy weighs verifying what it found (a miss is a plain step anyway).
-        if (n > 0) propose_ngram(s, n);
+        // A target back at its snapshot first takes a round without drafts, which feeds the kept tokens again.
+        if (n > 0 && s.target_len + 1 == s.ctx.size()) propose_ngram(s, n);
         if (s.policy && !s.drafts.empty())
             s.drafts.resize(static_cast<size_t>(choose_k(s, static_cast<int>(s.drafts.size()))));
         s.k = static_cast<int>(s.drafts.size());
@@ -281,6 +324,16 @@ void Speculative::begin(const basalt_decoder_host& h, const basalt_decoder_reque
     if (cfg.adaptive)
         policy.emplace(cfg.k, cfg.source == Source::Model, cfg.source == Source::Ngram ? cfg.ngram_max + 1 : 1);
     if (cfg.source == Source::Ngram) probe = ProbeSchedule(4, 32);
+    // ABI 1.8: a model with a recurrent state is snapshotted, never cut back (the engine granted sequence kSnap).
+    if (h.struct_size >= offsetof(basalt_decoder_host, seq_restore) + sizeof(h.seq_restore) &&
+        h.model_recurrent != nullptr && h.seq_snapshot != nullptr && h.seq_restore != nullptr) {
+        for (int32_t m = 0; m < static_cast<int32_t>(std::min(h.n_models, 2u)); ++m)
+            recurrent[m] = h.model_recurrent(h.ctx, m) != 0;
+        if ((recurrent[0] || recurrent[1]) && h.n_seq <= static_cast<uint32_t>(kSnap))
+            kSpeculative.fail(BASALT_ERR_CAPACITY,
+                              "a model keeps a recurrent state and the engine granted no "
+                              "snapshot sequence");
+    }
     p.assign(h.n_vocab, 0.f);
     residual.assign(h.n_vocab, 0.f);
     phase = Phase::Prefill;
@@ -322,13 +375,26 @@ void Speculative::plan(basalt_decoder_plan& plan, int32_t& out_finish) {
                 draft_feed.push_back(drafts.back());
             }
             add(1, draft_feed.data(), draft_feed.size(), BASALT_DECODER_LOGITS_LAST);
+            // A restored target feeds the tokens it kept again beside the draft's first step, so that its verify
+            // starts at the pending token (where the snapshot is taken).
+            if (drafts.empty() && target_len + 1 < ctx.size()) {
+                feed.assign(ctx.begin() + target_len, ctx.end() - 1);
+                refed += feed.size();
+                add(0, feed.data(), feed.size(), BASALT_DECODER_LOGITS_NONE);
+            }
             break;
         }
         case Phase::Verify:
             planned_at = Clock::now();
-            feed.assign(ctx.begin() + target_len, ctx.end());  // the pending token
+            // The pending token and the drafts; a round without drafts after a restored snapshot feeds the kept
+            // tokens before the pending one too (logits for the last only).
+            feed.assign(ctx.begin() + target_len, ctx.end());
+            if (!drafts.empty() && feed.size() != 1)
+                kSpeculative.fail(BASALT_ERR_PLUGIN, "a verify with drafts behind the context");
+            if (recurrent[0] && !drafts.empty()) snapshot(*this, 0, target_len);
+            refed += feed.size() - 1;
             feed.insert(feed.end(), drafts.begin(), drafts.end());
-            add(0, feed.data(), feed.size(), BASALT_DECODER_LOGITS_ALL);
+            add(0, feed.data(), feed.size(), drafts.empty() ? BASALT_DECODER_LOGITS_LAST : BASALT_DECODER_LOGITS_ALL);
             break;
         case Phase::Done:
             break;
@@ -356,6 +422,8 @@ void consume_draft(Speculative& s, const float* row) {
         s.q.push_back(s.p);
     }
     s.drafts.push_back(token);
+    // The draft's own proposals are fed from here on: a recurrent draft is snapshotted at the context first.
+    if (s.recurrent[1] && s.drafts.size() == 1 && s.k > 1) snapshot(s, 1, s.draft_len);
     // With the host's rollback (ABI 1.5) the chain follows the drafts, so stateful draft-safe samplers (a grammar)
     // give the next proposal from the right state; verification rolls them back first.
     if (has_rollback(*s.host)) {
@@ -370,7 +438,7 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     const size_t nv = s.host->n_vocab;
     const size_t k = s.drafts.size();
     s.others = other_rows(*s.host);
-    if (s.policy) s.policy->observe_target(static_cast<int>(n_rows + s.others), step_ms(s));
+    if (s.policy) s.policy->observe_target(static_cast<int>(s.feed.size() + s.others), step_ms(s));
     if (n_rows != k + 1) kSpeculative.fail(BASALT_ERR_PLUGIN, "verify expected " + std::to_string(k + 1) + " rows");
     if (s.tentative > 0) {  // the chain back at the accepted tokens
         check_host(s.host->rollback(s.host->ctx, 0, s.tentative));
@@ -429,14 +497,12 @@ void consume_verify(Speculative& s, const float* rows, size_t n_rows) {
     } else {
         s.target_tokens += a;
     }
-    // The caches keep the context minus its last token: the target fed pending + k drafts, the draft up to d(k-1).
-    // (A plain round, k = 0, leaves nothing to cut.)
-    s.target_len = static_cast<uint32_t>(ctx_before + a);
-    if (k > 0) check_host(s.host->seq_truncate(s.host->ctx, 0, 0, s.target_len));
-    if (s.cfg.source == Source::Model) {
-        s.draft_len = std::min<uint32_t>(draft_before, static_cast<uint32_t>(ctx_before + a));
-        if (s.draft_len < draft_before) check_host(s.host->seq_truncate(s.host->ctx, 1, 0, s.draft_len));
-    }
+    // The caches keep the context minus its last token: the target fed up to pending + k drafts, the draft up to
+    // d(k-1). (A plain round, k = 0, leaves nothing to cut.) A recurrent model goes back to its snapshot instead.
+    s.target_len =
+        cut(s, 0, s.target_len + static_cast<uint32_t>(s.feed.size()), static_cast<uint32_t>(ctx_before + a));
+    if (s.cfg.source == Source::Model)
+        s.draft_len = cut(s, 1, draft_before, std::min<uint32_t>(draft_before, static_cast<uint32_t>(ctx_before + a)));
     if (s.policy && k > 0) {
         s.policy->observe_round(static_cast<int>(k), static_cast<int>(a), s.context);
         if (s.probing) s.probe.probed(s.policy->choose(static_cast<int>(s.others), s.cfg.k, false, s.context) > 0);
@@ -462,6 +528,7 @@ void Speculative::consume(const basalt_decoder_result* results, size_t n_results
         case Phase::Draft:
             if (results[0].logits == nullptr || results[0].n_rows != 1)
                 kSpeculative.fail(BASALT_ERR_INVALID_ARGUMENT, "consume expects one draft logits row");
+            if (n_results > 1) target_len = static_cast<uint32_t>(ctx.size() - 1);  // the kept tokens, fed again
             consume_draft(*this, results[0].logits);
             break;
         case Phase::Verify:

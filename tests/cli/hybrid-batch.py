@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """`basalt batch` on a hybrid recurrent model (tiny-qwen35) gives every request the output it has alone.
 
-Plain requests (greedy and seeded chains, stop strings) and beam searches (whose beams fork the per-sequence
-recurrent state) are run one by one with `basalt run`, then together with `basalt batch` at prefill chunk 0 and 16
-and parallel 1 and 8: text, finish reason and beam hypotheses must match. Speculative requests (which cut rejected
-drafts back, and a recurrent state cannot be cut back) are refused with an error naming why, by batch and by run;
-prefix reuse is refused for hybrid models, so every request reports 0 cached tokens even where prompts share a long
-prefix. Usage: hybrid-batch.py BASALT MODEL WORKDIR
+Plain requests (greedy and seeded chains, stop strings), beam searches (whose beams fork the per-sequence recurrent
+state) and speculative requests (prompt lookup, and a draft model that is itself hybrid: a recurrent state cannot be
+cut back, so rejected drafts restore a snapshot and the kept tokens are fed again) are run one by one with
+`basalt run`, then together with `basalt batch` at prefill chunk 0 and 16 and parallel 1 and 8: text, finish reason
+and beam hypotheses must match. Greedy speculative requests must also give plain greedy decoding's tokens, and the
+drafted ones must have been rejected at times (the snapshots were restored). Prefix reuse is refused for hybrid
+models, so every request reports 0 cached tokens even where prompts share a long prefix.
+Usage: hybrid-batch.py BASALT MODEL DRAFT WORKDIR (DRAFT: the same family quantized, drafting with its own state)
 """
 import json
 import os
 import subprocess
 import sys
 
-exe, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
+exe, model, draft, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 os.makedirs(work, exist_ok=True)
 words = ("the stranger opened the wooden box and found a letter from an old friend who had left the city "
          "many years ago without a word ").split()
@@ -37,61 +39,103 @@ for i in range(16):
 shared = " ".join(words * 2)
 requests.append({"id": "p1", "prompt": shared + " one", "max_tokens": 5, "samplers": "greedy"})
 requests.append({"id": "p2", "prompt": shared + " two", "max_tokens": 5, "samplers": "greedy"})
-refused = [{"id": "s1", "prompt": "The wooden box", "max_tokens": 8, "samplers": "greedy",
-            "decoder": "speculative:source=ngram,k=4"}]
+# Speculative requests: prompt lookup (greedy, adaptive, seeded stochastic) in the batch without a draft model; a
+# draft model's (greedy and seeded stochastic, fixed and adaptive k) in the batch with --draft, beside plain and beam.
+lookup = [("n1", "greedy", "speculative:source=ngram,k=4,adaptive=false"),
+          ("n2", "greedy", "speculative:source=ngram"),
+          ("n3", "top_k:40;temp:0.9;dist:seed=31", "speculative:source=ngram,k=3,adaptive=false")]
+drafted = [("d1", "greedy", "speculative:k=4,adaptive=false"),
+           ("d2", "greedy", "speculative:k=6"),
+           ("d3", "top_k:40;temp:0.9;dist:seed=41", "speculative:k=3,adaptive=false")]
 
-expected = {}
-for req in requests:
-    chain = req["samplers"] + (":seed=%d" % req["seed"] if "seed" in req else "")
-    cmd = [exe, "run", "-m", model, "-p", req["prompt"], "-n", str(req["max_tokens"]), "--samplers", chain, "--json"]
+
+def speculative(entries, offset):
+    out = []
+    for j, (rid, chain, decoder) in enumerate(entries):
+        n_words = [5, 17, 40][j]
+        prompt = " ".join(words[(offset + j + k) % len(words)] for k in range(n_words)).capitalize()
+        out.append({"id": rid, "prompt": prompt, "max_tokens": [24, 40, 30][j], "samplers": chain,
+                    "decoder": decoder})
+    return out
+
+
+lookup_requests = speculative(lookup, 3)
+drafted_requests = speculative(drafted, 7)
+
+
+def run_alone(req, with_draft):
+    cmd = [exe, "run", "-m", model, "-p", req["prompt"], "-n", str(req["max_tokens"]), "--samplers",
+           req["samplers"] + (":seed=%d" % req["seed"] if "seed" in req else ""), "--json"]
     for s in req.get("stop", []):
         cmd += ["--stop", s]
     if "decoder" in req:
         cmd += ["--decoder", req["decoder"]]
+    if with_draft:
+        cmd += ["--draft", draft]
     p = subprocess.run(cmd, capture_output=True)
     if p.returncode != 0:
         sys.exit("basalt run failed for %s: %s" % (req["id"], p.stderr.decode(errors="replace")))
-    out = json.loads(p.stdout.decode("utf-8"))
+    return json.loads(p.stdout.decode("utf-8"))
+
+
+expected, stats = {}, {}
+for req, with_draft in [(r, False) for r in requests + lookup_requests] + [(r, True) for r in drafted_requests]:
+    out = run_alone(req, with_draft)
     hyps = [(h["tokens"], round(h["score"], 4)) for h in out["hypotheses"]] if len(out["hypotheses"]) > 1 else None
     expected[req["id"]] = (out["text"], out["finish_reason"], hyps)
+    stats[req["id"]] = (out["tokens"], out["decoder"]["stats"])
 
-why = "keeps a recurrent state that cannot be cut back"
-p = subprocess.run([exe, "run", "-m", model, "-p", "The wooden box", "-n", "4", "--decoder", "speculative:source=ngram"],
-                   capture_output=True)
-if p.returncode == 0 or why not in p.stderr.decode():
-    sys.exit("basalt run with speculative decoding was not refused by name: rc %d, %s" % (p.returncode, p.stderr))
-
-lines = os.path.join(work, "requests.jsonl")
-with open(lines, "w") as f:
-    for req in requests + refused:
-        f.write(json.dumps(req) + "\n")
+# Greedy verification gives plain greedy decoding's tokens; some drafts were rejected (snapshots restored).
 failures = 0
-for chunk in (0, 16):
-    for parallel in (1, 8):
-        cmd = [exe, "batch", "-m", model, "--requests", lines, "--chunk", str(chunk), "--parallel", str(parallel)]
-        p = subprocess.run(cmd, capture_output=True)
-        got, errors = {}, {}
-        for line in p.stdout.decode("utf-8").splitlines():
-            r = json.loads(line)
-            if "error" in r:
-                errors[r["id"]] = r["error"]
-                continue
-            if r["cached_tokens"] != 0:
-                failures += 1
-                print("request %s reports %d cached tokens on a hybrid model" % (r["id"], r["cached_tokens"]))
-            hyps = [(h["tokens"], round(h["score"], 4)) for h in r["hypotheses"]] if "hypotheses" in r else None
-            got[r["id"]] = (r["text"], r["finish_reason"], hyps)
-        for rid, want in expected.items():
-            if got.get(rid) != want:
-                failures += 1
-                print("MISMATCH chunk %d parallel %d %s:\n  run:   %r\n  batch: %r" % (chunk, parallel, rid, want,
-                                                                                        got.get(rid)))
-        for req in refused:
-            if why not in errors.get(req["id"], ""):
-                failures += 1
-                print("speculative request %s not refused by name: %r" % (req["id"], errors.get(req["id"])))
-        print("chunk %2d parallel %d: %d requests, %d refused; %s" % (chunk, parallel, len(got), len(errors),
-                                                                     p.stderr.decode().strip().splitlines()[-1]))
+for req in lookup_requests + drafted_requests:
+    if req["samplers"] != "greedy":
+        continue
+    plain = run_alone(dict(req, decoder="sample"), False)
+    tokens, st = stats[req["id"]]
+    if tokens != plain["tokens"]:
+        failures += 1
+        print("speculative %s differs from plain greedy decoding:\n  %r\n  %r" % (req["id"], tokens, plain["tokens"]))
+rejected = sum(stats[r["id"]][1].get("drafted", 0) - stats[r["id"]][1].get("accepted", 0) for r in drafted_requests)
+accepted = sum(stats[r["id"]][1].get("accepted", 0) for r in drafted_requests)
+if rejected == 0 or accepted == 0:
+    failures += 1
+    print("the draft model's requests had %d drafts accepted and %d rejected: both must happen" % (accepted, rejected))
+
+
+def run_batch(reqs, name, extra):
+    lines = os.path.join(work, name + ".jsonl")
+    with open(lines, "w") as f:
+        for req in reqs:
+            f.write(json.dumps(req) + "\n")
+    bad = 0
+    for chunk in (0, 16):
+        for parallel in (1, 8):
+            cmd = [exe, "batch", "-m", model, "--requests", lines, "--chunk", str(chunk), "--parallel", str(parallel)]
+            p = subprocess.run(cmd + extra, capture_output=True)
+            got = {}
+            for line in p.stdout.decode("utf-8").splitlines():
+                r = json.loads(line)
+                if "error" in r:
+                    got[r["id"]] = ("error", r["error"])
+                    continue
+                if r["cached_tokens"] != 0:
+                    bad += 1
+                    print("request %s reports %d cached tokens on a hybrid model" % (r["id"], r["cached_tokens"]))
+                hyps = [(h["tokens"], round(h["score"], 4)) for h in r["hypotheses"]] if "hypotheses" in r else None
+                got[r["id"]] = (r["text"], r["finish_reason"], hyps)
+            for req in reqs:
+                if got.get(req["id"]) != expected[req["id"]]:
+                    bad += 1
+                    print("MISMATCH %s chunk %d parallel %d %s:\n  run:   %r\n  batch: %r" %
+                          (name, chunk, parallel, req["id"], expected[req["id"]], got.get(req["id"])))
+            print("%s chunk %2d parallel %d: %d requests; %s" % (name, chunk, parallel, len(got),
+                                                                 p.stderr.decode().strip().splitlines()[-1]))
+    return bad
+
+
+failures += run_batch(requests + lookup_requests, "lookup", [])
+failures += run_batch(requests[:8] + drafted_requests, "drafted", ["--draft", draft])
 if failures:
     sys.exit("%d failures" % failures)
-print("all %d requests identical to basalt run in all 4 configurations; speculative refused" % len(expected))
+print("all %d requests (plain, beam, speculative) identical to basalt run in every configuration; greedy speculative "
+      "equals plain greedy (%d drafts accepted, %d rejected and restored)" % (len(expected), accepted, rejected))

@@ -61,23 +61,26 @@ struct BanRecent {
 
 constexpr basalt::sdk::decoder_spec kOnce = {
     "sdk_once",
-    "feeds the prompt on `width` sequences, emits one sampled token and stops",
+    "feeds the prompt on `width` sequences, emits one sampled token and stops (flags, snapshots: the info it declares)",
 };
 
 struct Once {
     uint32_t width = 1;
+    uint32_t flags = 0, snapshots = 0;  // declared only (basalt_decoder_info.flags, n_snapshot_seq)
     const basalt_decoder_host* host = nullptr;
     std::vector<int32_t> prompt;
     bool done = false;
 
     explicit Once(const basalt::sdk::params& p) {
-        p.expect_only({"width"});
+        p.expect_only({"width", "flags", "snapshots"});
         const long long w = p.get_int("width", 1);
         if (w < 1 || w > 8) p.bad("width", *p.find("width"), "an integer in 1..8");
         width = static_cast<uint32_t>(w);
+        flags = static_cast<uint32_t>(p.get_int("flags", 0));
+        snapshots = static_cast<uint32_t>(p.get_int("snapshots", 0));
     }
 
-    basalt::sdk::decoder_needs requirements() const { return {width, 1, width, 0}; }
+    basalt::sdk::decoder_needs requirements() const { return {width, 1, width, flags, snapshots}; }
 
     void begin(const basalt_decoder_host& h, const basalt_decoder_request& request) {
         host = &h;

@@ -280,7 +280,7 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
     std::vector<std::unique_ptr<Job>> parsed;
     std::vector<std::string> why_not;
     options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& m, cpp::EngineParams& p) {
-        std::map<std::string, basalt_decoder_needs> needs;  // per decoder spec
+        std::map<std::string, uint32_t> needs;  // cache sequences per decoder spec
         // A text of more bytes than kPromptBytesPerToken per context token is refused before it is tokenized.
         const uint32_t train = m.info().n_ctx_train;
         const size_t n_ctx = p.n_ctx != 0 ? p.n_ctx : std::min<uint32_t>(train == 0 ? 4096 : train, 4096);
@@ -319,12 +319,12 @@ int run_batch(const po::variables_map& vm, const GlobalOptions& g) {
             const std::string spec = job->spec.decoder.empty() ? "sample" : job->spec.decoder;
             if (why.empty() && needs.count(spec) == 0) {
                 try {
-                    needs[spec] = rt.decoder_needs(spec);
+                    needs[spec] = decoder_sequences(rt, m, spec);
                 } catch (const cpp::Error& e) {
                     why = e.what();
                 }
             }
-            if (why.empty()) widest = std::max(widest, needs[spec].n_seq);
+            if (why.empty()) widest = std::max(widest, needs[spec]);
             parsed.push_back(std::move(job));
             why_not.push_back(why);
         }

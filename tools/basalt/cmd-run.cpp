@@ -83,8 +83,8 @@ int run_run(const po::variables_map& vm, const GlobalOptions& g) {
     options.prepare = [&](const cpp::Runtime& rt, const cpp::Model& model, cpp::EngineParams& p) {
         prompt = model.tokenize(vm["prompt"].as<std::string>(), BASALT_TOKENIZE_ADD_SPECIAL);
         if (prompt.empty()) throw UsageError("the prompt tokenizes to nothing; give some text with -p");
-        try {  // beams: one cache sequence each (the KV slots follow: n_ctx x n_seq_max)
-            p.n_seq_max = rt.decoder_needs(decoder).n_seq;
+        try {  // beams: one cache sequence each; snapshots (the KV slots follow: n_ctx x n_seq_max)
+            p.n_seq_max = decoder_sequences(rt, model, decoder);
         } catch (const cpp::Error& e) {
             throw UsageError(e.what());  // an unknown decoder or a refused parameter of it
         }

@@ -86,7 +86,9 @@ int run_serve(const po::variables_map& vm, const GlobalOptions& g) {
     };
     cpp::OpenEngine e = cpp::open_engine(std::move(options));
     served.max_request_seqs = max_request_seqs;
-    served.decoder_seqs = [&runtime = e.runtime](const std::string& spec) { return runtime.decoder_needs(spec).n_seq; };
+    served.decoder_seqs = [&runtime = e.runtime, &model = e.model](const std::string& spec) {
+        return decoder_sequences(runtime, model, spec);
+    };
     served.draft_adaptive = draft_adaptive(vm);
     // The operator's control vectors, loaded now: a request's "steer" only names them.
     const auto named = vm.count("control-vector") != 0 ? vm["control-vector"].as<std::vector<std::string>>()

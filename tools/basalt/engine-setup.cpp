@@ -90,6 +90,11 @@ std::string draft_adaptive(const po::variables_map& vm) {
     return v;
 }
 
+uint32_t decoder_sequences(const cpp::Runtime& rt, const cpp::Model& model, const std::string& spec) {
+    const basalt_decoder_needs needs = rt.decoder_needs(spec);
+    return needs.n_seq + (model.info().n_layer_recurrent > 0 ? needs.n_snapshot_seq : 0);
+}
+
 cpp::RuntimeOptions runtime_options(const GlobalOptions& g) {
     cpp::RuntimeOptions o;
     o.flags = g.no_default_plugins ? static_cast<uint32_t>(BASALT_RUNTIME_NO_DEFAULT_PLUGINS) : 0U;

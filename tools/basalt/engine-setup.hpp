@@ -27,6 +27,11 @@ void max_step(const std::string& value, double& ms, double& factor);
 // --draft-adaptive as given ("on" or "off"), "" when absent; UsageError for another value.
 std::string draft_adaptive(const po::variables_map& vm);
 
+// The cache sequences one request of decoder spec "NAME[:k=v,...]" takes on model: the decoder's n_seq (beams),
+// plus its snapshot sequences when the model keeps a recurrent state (speculative decoding on a hybrid model).
+// Throws cpp::Error for an unknown or refused spec. Thread-safe.
+uint32_t decoder_sequences(const cpp::Runtime& rt, const cpp::Model& model, const std::string& spec);
+
 // The runtime the global options ask for (--plugin, --no-default-plugins). Pure function.
 cpp::RuntimeOptions runtime_options(const GlobalOptions& g);
 // Backend, device, backend and cache parameters, threads and MoE router from the session options. Throws UsageError

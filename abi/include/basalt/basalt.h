@@ -266,6 +266,10 @@ typedef struct basalt_model_info {
      * (original context 4096, beta 32/1)", "frequency factors from rope_freqs.weight", ...); borrowed until the
      * model is freed. */
     const char* rope_scaling;
+    /* since 1.8 */
+    uint32_t n_layer_recurrent; /* layers that keep a per-sequence recurrent state (Gated DeltaNet); 0: every
+                                   sequence can be cut back to any length */
+    uint32_t reserved0;
 } basalt_model_info;
 
 /* Describes the model into *out. Thread-safe. */
@@ -682,6 +686,10 @@ typedef struct basalt_decoder_needs {
     uint32_t n_seq;     /* request-local sequences (beam search: its width): n_seq_max and n_kv_slots must allow them */
     uint32_t n_models;  /* 2 when it needs the engine's second_model (speculative with a draft, contrastive) */
     uint32_t n_outputs; /* hypotheses it gives (n-best) */
+    /* since 1.8 */
+    uint32_t n_snapshot_seq; /* more sequences it takes on a model with a recurrent state (basalt_model_info
+                                n_layer_recurrent > 0): size n_seq_max for n_seq + n_snapshot_seq there */
+    uint32_t reserved0;
 } basalt_decoder_needs;
 
 /* Creates decoder `decoder` ("NAME[:key=value,...]"; NULL: "sample") from the runtime's plugins, asks what it

@@ -17,7 +17,7 @@
 #define BASALT_ABI_VERSION_MAJOR 1
 #endif
 #ifndef BASALT_ABI_VERSION_MINOR
-#define BASALT_ABI_VERSION_MINOR 7
+#define BASALT_ABI_VERSION_MINOR 8
 #endif
 
 #ifdef __cplusplus

@@ -18,7 +18,9 @@
  * appends the step-wise entries. The host refuses a decoder table that ends
  * before `consume` (a 1.0 table), naming the file and the sizes. ABI 1.2 appends
  * fields to the host (set_stat), the request (seed, chain flags) and the info
- * (flags); each side checks struct_size before touching them.
+ * (flags); each side checks struct_size before touching them. ABI 1.8 appends
+ * snapshots for models with a recurrent state (host model_recurrent,
+ * seq_snapshot, seq_restore; info n_snapshot_seq).
  */
 #ifndef BASALT_PLUGIN_DECODER_H
 #define BASALT_PLUGIN_DECODER_H
@@ -127,6 +129,20 @@ typedef struct basalt_decoder_host {
      * prefill tokens; 0 when this request ran alone): the batch a decoder's cost model weighs its own rows
      * against (the speculative decoder turns drafting off as the batch fills). */
     uint32_t (*batch_rows)(void* ctx, int32_t model);
+
+    /* since 1.8 (check struct_size) */
+    /* Non-zero when `model` keeps a recurrent state (a hybrid model's Gated DeltaNet layers): the state sums up
+     * every token fed, so seq_truncate cuts its sequences only to 0 or to their length. A decoder that rejects
+     * fed tokens snapshots the sequence before feeding them (seq_snapshot), restores the snapshot instead of
+     * cutting back (seq_restore) and feeds the kept tokens again. */
+    int32_t (*model_recurrent)(void* ctx, int32_t model);
+    /* Makes empty sequence snap a snapshot of sequence seq of `model`: its KV blocks shared copy-on-write, its
+     * recurrent state copied, its length. The sampler chain is not copied: snap only serves seq_restore (or
+     * seq_drop). Snapshot sequences come from basalt_decoder_info.n_snapshot_seq. */
+    basalt_status (*seq_snapshot)(void* ctx, int32_t model, int32_t seq, int32_t snap);
+    /* Makes sequence seq of `model` hold what snapshot snap holds (everything fed to seq after the snapshot is
+     * forgotten) and leaves snap empty; seq's sampler chain is untouched (it keeps the tokens it accepted). */
+    basalt_status (*seq_restore)(void* ctx, int32_t model, int32_t seq, int32_t snap);
 } basalt_decoder_host;
 
 /* The request as the decoder sees it at begin. Borrowed for the begin call (copy the prompt). */
@@ -155,7 +171,11 @@ enum {
     /* Every sampler of the request's chain must be BASALT_SAMPLER_DRAFT_SAFE (its output depends on the logits
      * and the accepted history only): speculative verification applies the chain to draft and target rows.
      * The engine refuses other chains at submit, naming the samplers. */
-    BASALT_DECODER_NEEDS_DRAFT_SAFE = 1u << 0
+    BASALT_DECODER_NEEDS_DRAFT_SAFE = 1u << 0,
+    /* since 1.8. The decoder never cuts a recurrent model's sequence back (host model_recurrent): it restores
+     * snapshots instead. Without it the engine refuses decoders that verify drafts (NEEDS_DRAFT_SAFE) on a
+     * model with a recurrent state, naming why. */
+    BASALT_DECODER_SNAPSHOTS_RECURRENT = 1u << 1
 };
 
 /* What a decoder instance needs; filled by requirements (caller sets struct_size). */
@@ -166,8 +186,13 @@ typedef struct basalt_decoder_info {
     uint32_t n_outputs; /* hypotheses it emits (n-best) */
 
     /* since 1.2 (check struct_size) */
-    uint32_t flags; /* BASALT_DECODER_NEEDS_* */
+    uint32_t flags; /* BASALT_DECODER_NEEDS_*, BASALT_DECODER_SNAPSHOTS_RECURRENT */
     uint32_t reserved0;
+
+    /* since 1.8 (check struct_size) */
+    uint32_t n_snapshot_seq; /* more sequences, for snapshots, granted only when a model keeps a recurrent state:
+                                host.n_seq counts them (n_seq .. n_seq + n_snapshot_seq - 1) */
+    uint32_t reserved1;
 } basalt_decoder_info;
 
 typedef struct basalt_decoder_iface {

@@ -119,7 +119,8 @@ class ModelInfo(Structure):
                 ("sliding_window", c_uint32), ("n_params", c_uint64), ("weight_bytes", c_uint64),
                 ("file_bytes", c_uint64), ("n_tensors", c_uint32), ("supported", c_int32),
                 ("pooling", c_int32), ("n_cls_out", c_uint32),  # since 1.4
-                ("rope_scaling", c_char_p)]  # since 1.4
+                ("rope_scaling", c_char_p),  # since 1.4
+                ("n_layer_recurrent", c_uint32), ("reserved0", c_uint32)]  # since 1.8
 
 
 class EngineParams(Structure):
@@ -156,7 +157,8 @@ class RequestParams(Structure):
 
 
 class DecoderNeeds(Structure):
-    _fields_ = [("struct_size", c_uint32), ("n_seq", c_uint32), ("n_models", c_uint32), ("n_outputs", c_uint32)]
+    _fields_ = [("struct_size", c_uint32), ("n_seq", c_uint32), ("n_models", c_uint32), ("n_outputs", c_uint32),
+                ("n_snapshot_seq", c_uint32), ("reserved0", c_uint32)]  # since 1.8
 
 
 class RequestStats(Structure):

@@ -374,11 +374,12 @@ class Engine(_Owned):
 
 def decoder_requirements(runtime, decoder):
     """What decoder ("NAME[:key=value,...]") needs for one request, as a dict: n_seq (cache sequences; an
-    Engine's seq_max must allow them), n_models (2: it needs the Engine's second_model) and n_outputs (n-best).
-    An unknown decoder or a refused parameter raises BasaltError naming it."""
+    Engine's seq_max must allow them), n_models (2: it needs the Engine's second_model), n_outputs (n-best) and
+    n_snapshot_seq (more sequences on a model with a recurrent state, Model.n_layer_recurrent > 0: speculative
+    decoding's snapshots). An unknown decoder or a refused parameter raises BasaltError naming it."""
     if not isinstance(runtime, Runtime):
         raise TypeError("decoder_requirements: runtime must be a basalt.Runtime")
     n = _capi.DecoderNeeds()
     n.struct_size = ctypes.sizeof(n)
     _check(_capi.lib().basalt_decoder_requirements(runtime._h, _text_bytes(decoder or "sample", "decoder"), byref(n)))
-    return {"n_seq": n.n_seq, "n_models": n.n_models, "n_outputs": n.n_outputs}
+    return {"n_seq": n.n_seq, "n_models": n.n_models, "n_outputs": n.n_outputs, "n_snapshot_seq": n.n_snapshot_seq}

@@ -35,8 +35,9 @@ def _generate(model, prompt, n_predict, samplers, runtime, engine, engine_args, 
                 model = Model(model, runtime)
                 own.append(model)
             args = {_SESSION_ARGS.get(k, k): v for k, v in engine_args.items()}
-            if decoder and "seq_max" not in args:  # beams: one cache sequence each
-                args["seq_max"] = decoder_requirements(runtime, decoder)["n_seq"]
+            if decoder and "seq_max" not in args:  # beams: one cache sequence each; a recurrent model's snapshots
+                needs = decoder_requirements(runtime, decoder)
+                args["seq_max"] = needs["n_seq"] + (needs["n_snapshot_seq"] if model.n_layer_recurrent else 0)
             if draft is not None:
                 if not isinstance(draft, Model):
                     draft = Model(draft, runtime)

@@ -32,6 +32,7 @@ class Model(_Owned):
         self.n_expert = info.n_expert
         self.n_expert_used = info.n_expert_used
         self.rope_scaling = _str(info.rope_scaling) if info.rope_scaling else "none"  # what sessions apply, in words
+        self.n_layer_recurrent = info.n_layer_recurrent  # layers with a recurrent state (0: sequences can be cut)
         n_dec = ctypes.c_uint32()
         _check(self._lib.basalt_model_decoder_layers(self._h, byref(n_dec)))
         self.n_layer_decoder = n_dec.value  # encoder-decoder models: the decoder's blocks (0: decoder-only)

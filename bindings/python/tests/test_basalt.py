@@ -127,9 +127,9 @@ class TestBasalt(unittest.TestCase):
     def test_struct_layouts_match_the_pinned_c_layouts(self):
         sizes = {_capi.Params: 32, _capi.TokenData: 12, _capi.Candidates: 40, _capi.Host: 56,
                  _capi.SamplerIface: 56, _capi.Batch: 48, _capi.RuntimeParams: 8, _capi.ComponentInfo: 64,
-                 _capi.ModelInfo: 120, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 104,
+                 _capi.ModelInfo: 128, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 104,
                  _capi.RequestParams: 208, _capi.RequestStats: 112, _capi.EngineStats: 96,
-                 _capi.DecoderNeeds: 16, _capi.MoeStats: 56, _capi.ChatRenderParams: 72}
+                 _capi.DecoderNeeds: 24, _capi.MoeStats: 56, _capi.ChatRenderParams: 72}
         for struct, size in sizes.items():
             self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
         self.assertEqual(_capi.Candidates.selected.offset, 24)

@@ -7,6 +7,8 @@ import basalt
 
 MODELS = os.environ.get("BASALT_TEST_MODELS", "")
 LLAMA = os.path.join(MODELS, "tiny-llama-f32.gguf")
+QWEN35 = os.path.join(MODELS, "tiny-qwen35-f32.gguf")  # hybrid: Gated DeltaNet layers keep a recurrent state
+QWEN35_DRAFT = os.path.join(MODELS, "tiny-qwen35-q8_0.gguf")
 
 
 class SpeculativeTest(unittest.TestCase):
@@ -16,6 +18,28 @@ class SpeculativeTest(unittest.TestCase):
             with self.subTest(decoder=decoder):
                 self.assertEqual(basalt.generate_tokens("target", "The cat", 24, decoder=decoder, draft="draft"), plain)
         self.assertEqual(basalt.generate_tokens("target", "The cat", 24, decoder="speculative:source=ngram"), plain)
+
+    def test_speculation_on_a_hybrid_model_restores_snapshots(self):
+        # A recurrent state cannot be cut back: rejected drafts restore a snapshot and feed the kept tokens again.
+        if not os.path.exists(QWEN35):
+            raise RuntimeError(f"golden model not found: '{QWEN35}' (set BASALT_TEST_MODELS)")
+        prompt = "The wooden box and the wooden box and the"
+        plain = basalt.generate_tokens(QWEN35, prompt, 40)
+        self.assertEqual(basalt.generate_tokens(QWEN35, prompt, 40, decoder="speculative:source=ngram"), plain)
+        with basalt.Runtime() as rt, basalt.Model(QWEN35, rt) as target, basalt.Model(QWEN35_DRAFT, rt) as draft:
+            self.assertGreater(target.n_layer_recurrent, 0)
+            needs = basalt.decoder_requirements(rt, "speculative:k=4")
+            self.assertEqual(needs["n_snapshot_seq"], 1)
+            with basalt.Engine(rt, target, second_model=draft, seq_max=needs["n_seq"] + 1) as engine:
+                spec = engine.submit(prompt, max_tokens=40, decoder="speculative:k=4,adaptive=false")
+                self.assertEqual(spec.tokens(), plain)
+                figures = spec.decoder_stats()
+                self.assertGreater(figures["accepted"], 0)
+                self.assertLess(figures["accepted"], figures["drafted"])  # some rejected: a snapshot was restored
+                self.assertGreater(figures["refed"], 0)
+            with basalt.Engine(rt, target, second_model=draft) as engine:  # one sequence: no room for a snapshot
+                with self.assertRaisesRegex(basalt.BasaltError, "needs 2 sequences.*snapshots of a recurrent state"):
+                    engine.submit(prompt, max_tokens=4, decoder="speculative:k=4")
 
     def test_request_figures_and_hypotheses(self):
         with basalt.Runtime() as rt, basalt.Model("target", rt) as target, basalt.Model("draft", rt) as draft:
@@ -35,7 +59,8 @@ class SpeculativeTest(unittest.TestCase):
 
     def test_requirements_and_errors(self):
         with basalt.Runtime() as rt:
-            self.assertEqual(basalt.decoder_requirements(rt, "sample"), {"n_seq": 1, "n_models": 1, "n_outputs": 1})
+            self.assertEqual(basalt.decoder_requirements(rt, "sample"),
+                             {"n_seq": 1, "n_models": 1, "n_outputs": 1, "n_snapshot_seq": 0})
             self.assertEqual(basalt.decoder_requirements(rt, "speculative:k=2")["n_models"], 2)
             self.assertEqual(basalt.decoder_requirements(rt, "speculative:source=ngram")["n_models"], 1)
             with self.assertRaisesRegex(basalt.BasaltError, "no decoder named 'nope'.*available: .*speculative"):

@@ -180,6 +180,12 @@ basalt_status basalt_decoder_requirements(basalt_runtime* runtime, const char* d
         out->n_seq = info.n_seq;
         out->n_models = info.n_models;
         out->n_outputs = info.n_outputs;
+        if (BASALT_HAS_FIELD(out, basalt_decoder_needs, n_snapshot_seq)) {
+            out->n_snapshot_seq = BASALT_HAS_FIELD(&info, basalt_decoder_info, n_snapshot_seq) &&
+                                          (info.flags & BASALT_DECODER_SNAPSHOTS_RECURRENT) != 0
+                                      ? info.n_snapshot_seq
+                                      : 0;
+        }
     });
 }
 

@@ -1,6 +1,7 @@
 // C API: loading models, describing them, metadata, and the memory plan.
 #include <basalt/basalt.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -133,6 +134,8 @@ basalt_status basalt_model_describe(const basalt_model* model, basalt_model_info
         info.pooling = basalt::embed_refusal(h, pooling).empty() ? static_cast<int32_t>(pooling) + 1 : 0;
         info.n_cls_out = h.n_cls_out;
         info.rope_scaling = h.rope_description.c_str();
+        info.n_layer_recurrent =
+            static_cast<uint32_t>(std::count(h.layer_recurrent.begin(), h.layer_recurrent.end(), true));
         write_sized(out, info);
     });
 }

@@ -178,6 +178,18 @@ uint32_t host_batch_rows(void* ctx, int32_t model) {
     return req(ctx).engine->other_rows(req(ctx), model);
 }
 
+int32_t host_model_recurrent(void* ctx, int32_t model) {
+    return req(ctx).engine->model_recurrent(model) ? 1 : 0;
+}
+
+basalt_status host_seq_snapshot(void* ctx, int32_t model, int32_t seq, int32_t snap) {
+    return call([&] { req(ctx).engine->seq_snapshot(req(ctx), model, seq, snap); });
+}
+
+basalt_status host_seq_restore(void* ctx, int32_t model, int32_t seq, int32_t snap) {
+    return call([&] { req(ctx).engine->seq_restore(req(ctx), model, seq, snap); });
+}
+
 }  // namespace
 
 void make_decoder_host(Request& r) {
@@ -201,6 +213,9 @@ void make_decoder_host(Request& r) {
     h.set_stat = host_set_stat;
     h.rollback = host_rollback;
     h.batch_rows = host_batch_rows;
+    h.model_recurrent = host_model_recurrent;
+    h.seq_snapshot = host_seq_snapshot;
+    h.seq_restore = host_seq_restore;
 }
 
 }  // namespace basalt::engine

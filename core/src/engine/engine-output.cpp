@@ -52,6 +52,33 @@ void Engine::fork(Request& r, int32_t model, int32_t src, int32_t dst) {
     r.chains[static_cast<size_t>(dst)] = chain(r, src).clone();
 }
 
+bool Engine::model_recurrent(int32_t model) const {
+    if (model == 0) return model_.hparams.recurrent();
+    return model == 1 && second_ != nullptr && sessions_[1] && second_->hparams.recurrent();
+}
+
+void Engine::seq_snapshot(Request& r, int32_t model, int32_t seq, int32_t snap) {
+    if (seq == snap) fail(BASALT_ERR_INVALID_ARGUMENT, "seq_snapshot: sequence {} cannot be its own snapshot", seq);
+    session(model).seq_fork(session_seq(r, model, seq), session_seq(r, model, snap));
+    std::vector<int32_t> held = r.kv.tokens(model, seq);  // a copy first: tokens() may grow the table
+    r.kv.tokens(model, snap) = std::move(held);
+    r.kv.forked = true;
+}
+
+void Engine::seq_restore(Request& r, int32_t model, int32_t seq, int32_t snap) {
+    if (seq == snap) fail(BASALT_ERR_INVALID_ARGUMENT, "seq_restore: sequence {} cannot be its own snapshot", seq);
+    Session& s = session(model);
+    const int32_t live = session_seq(r, model, seq), held = session_seq(r, model, snap);
+    if (s.seq_length(held) == 0) fail(BASALT_ERR_INVALID_ARGUMENT, "seq_restore: snapshot sequence {} is empty", snap);
+    // The snapshot's session sequence becomes seq's and the live one is dropped: no state is copied.
+    auto& ids = r.seq_ids[model];
+    std::swap(ids[static_cast<size_t>(seq)], ids[static_cast<size_t>(snap)]);
+    r.kv.tokens(model, std::max(seq, snap));  // the table grown first: the two references below stay valid
+    std::swap(r.kv.tokens(model, seq), r.kv.tokens(model, snap));
+    s.seq_drop(live);
+    r.kv.tokens(model, snap).clear();
+}
+
 bool Engine::is_eog(const Request& r, int32_t token) const {
     if (!r.spec.ignore_eog && has_text_) {
         bool eog = false;

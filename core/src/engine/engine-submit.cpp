@@ -149,16 +149,27 @@ void Engine::create_request_decoder(Request& r) {
                  r.spec.decoder, unsafe);
         }
     }
-    if (BASALT_HAS_FIELD(&r.info, basalt_decoder_info, flags) && (r.info.flags & BASALT_DECODER_NEEDS_DRAFT_SAFE) &&
-        model_.hparams.recurrent()) {
+    // A model with a recurrent state cannot cut a sequence back: a decoder that rejects fed tokens (it verifies
+    // drafts) runs there only when it restores snapshots instead, on the sequences it asked for.
+    const int recurrent = model_recurrent(0) ? 0 : (model_recurrent(1) ? 1 : -1);
+    const uint32_t flags = BASALT_HAS_FIELD(&r.info, basalt_decoder_info, flags) ? r.info.flags : 0;
+    const bool snapshots = (flags & BASALT_DECODER_SNAPSHOTS_RECURRENT) != 0;
+    if (recurrent >= 0 && (flags & BASALT_DECODER_NEEDS_DRAFT_SAFE) && !snapshots) {
         fail(BASALT_ERR_UNSUPPORTED,
              "decoder '{}' verifies drafts and cuts rejected ones back, and the hybrid model '{}' keeps a recurrent "
-             "state that cannot be cut back: use decoder 'sample' or 'beam'",
-             r.spec.decoder, model_.hparams.arch);
+             "state that cannot be cut back (the decoder does not restore snapshots instead): use decoder 'sample' "
+             "or 'beam'",
+             r.spec.decoder, recurrent == 0 ? model_.hparams.arch : second_->hparams.arch);
+    }
+    if (recurrent >= 0 && snapshots && BASALT_HAS_FIELD(&r.info, basalt_decoder_info, n_snapshot_seq)) {
+        r.n_snapshot_seq = r.info.n_snapshot_seq;
+        r.info.n_seq += r.n_snapshot_seq;
     }
     if (r.info.n_seq > n_seq_max_) {
-        fail(BASALT_ERR_CAPACITY, "decoder '{}' needs {} sequences, the engine has {} (n_seq_max)", r.spec.decoder,
-             r.info.n_seq, n_seq_max_);
+        fail(BASALT_ERR_CAPACITY, "decoder '{}' needs {} sequences{}, the engine has {} (n_seq_max)", r.spec.decoder,
+             r.info.n_seq,
+             r.n_snapshot_seq > 0 ? fmt::format(" ({} of them snapshots of a recurrent state)", r.n_snapshot_seq) : "",
+             n_seq_max_);
     }
     const uint64_t worst = scheduler_.worst_case_slots(r);
     if (worst > n_kv_slots_) {

@@ -97,6 +97,12 @@ class Engine {
     int32_t session_seq(Request& r, int32_t model, int32_t seq) const;
     SamplerChain& chain(Request& r, int32_t seq) const;
     void fork(Request& r, int32_t model, int32_t src, int32_t dst);
+    // Whether model m (0, or 1 when attached) keeps a recurrent state: its sequences cannot be cut back.
+    bool model_recurrent(int32_t model) const;
+    // Sequence snap of `model` becomes a snapshot of seq (its cache only, not its chain); seq_restore puts it back
+    // as seq (the session sequences swap, no copy) and empties snap.
+    void seq_snapshot(Request& r, int32_t model, int32_t seq, int32_t snap);
+    void seq_restore(Request& r, int32_t model, int32_t seq, int32_t snap);
     basalt_status emit(Request& r, int32_t hypothesis, const int32_t* tokens, size_t n, float score);
     void set_stat(Request& r, const std::string& name, double value);
     bool is_eog(const Request& r, int32_t token) const;

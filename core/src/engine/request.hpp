@@ -76,7 +76,8 @@ struct Request {
     // ---- loop-thread state (only the thread running steps touches these) ----
     basalt_decoder_iface dec{};
     void* dec_instance = nullptr;
-    basalt_decoder_info info{};
+    basalt_decoder_info info{};   // n_seq counts the snapshot sequences granted
+    uint32_t n_snapshot_seq = 0;  // snapshot sequences granted (a model with a recurrent state): the last of n_seq
     basalt_decoder_host host{};
     Engine* engine = nullptr;
     std::vector<std::unique_ptr<SamplerChain>> chains;  // per request-local sequence (null until forked into)

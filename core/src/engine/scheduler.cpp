@@ -31,7 +31,10 @@ uint64_t Scheduler::worst_case_slots(const Request& r) const {
     const uint64_t n_ctx = limits_.n_ctx;
     const uint64_t len =
         r.spec.max_tokens < 0 ? n_ctx : std::min<uint64_t>(n_ctx, r.spec.prompt.size() + r.spec.max_tokens);
-    return uint64_t{r.info.n_seq} * round_up(len, limits_.block_size);
+    // A snapshot shares its sequence's blocks copy-on-write: it holds one block of its own at most (the partial
+    // last block, copied when the live sequence writes into it).
+    const uint64_t live = r.info.n_seq - r.n_snapshot_seq;
+    return live * round_up(len, limits_.block_size) + uint64_t{r.n_snapshot_seq} * limits_.block_size;
 }
 
 bool Scheduler::admissible(const Request& r, size_t n_running, uint64_t free_source_rows) const {

@@ -38,10 +38,11 @@ struct decoder_spec {
 
 // What a decoder instance needs from the engine (basalt_decoder_info without the size stamp).
 struct decoder_needs {
-    uint32_t n_seq = 1;      // request-local sequences at most
-    uint32_t n_models = 1;   // 2 with a draft/amateur model
-    uint32_t n_outputs = 1;  // hypotheses emitted (n-best)
-    uint32_t flags = 0;      // BASALT_DECODER_NEEDS_*
+    uint32_t n_seq = 1;           // request-local sequences at most
+    uint32_t n_models = 1;        // 2 with a draft/amateur model
+    uint32_t n_outputs = 1;       // hypotheses emitted (n-best)
+    uint32_t flags = 0;           // BASALT_DECODER_NEEDS_*, BASALT_DECODER_SNAPSHOTS_RECURRENT
+    uint32_t n_snapshot_seq = 0;  // more sequences for snapshots, granted on a model with a recurrent state (1.8)
 };
 
 namespace detail {
@@ -80,6 +81,7 @@ struct decoder_entries {
             if (BASALT_HAS_FIELD(out, basalt_decoder_info, n_models)) out->n_models = needs.n_models;
             if (BASALT_HAS_FIELD(out, basalt_decoder_info, n_outputs)) out->n_outputs = needs.n_outputs;
             if (BASALT_HAS_FIELD(out, basalt_decoder_info, flags)) out->flags = needs.flags;
+            if (BASALT_HAS_FIELD(out, basalt_decoder_info, n_snapshot_seq)) out->n_snapshot_seq = needs.n_snapshot_seq;
         });
     }
 
