@@ -710,44 +710,20 @@ struct DeltaRanges {
     float q_scale = 1.0f;
 };
 
-// GATED_DELTA on q, k, v, log-decay, beta and state drawn from rng (unit q and k, decays in (e^-2, 1) unless `ranges`
-// says otherwise, beta in (0, 1)) for tokens of the given slots and fresh starts, with ip[0] chunk; against the
-// float64 recurrence: the output or (state_out) the state left. `scale` multiplies v (and so the state's size).
-void gated_delta_case(std::vector<Case>& cs, Rng& rng, const std::vector<int32_t>& slot_of,
-                      const std::vector<int32_t>& fresh_of, int32_t chunk, int64_t dk, int64_t nk, int64_t dv,
-                      int64_t nv, float scale, bool state_out, const DeltaRanges& ranges = {}) {
+// The head sizes of a GATED_DELTA case: q and k [dk, nk, T], v and the output [dv, nv, T].
+struct DeltaDims {
+    int64_t dk, nk, dv, nv;
+};
+
+// The float64 gated delta recurrence over the tokens of the given slots and fresh starts: the outputs [dv, nv, T];
+// St (the state [dv dk nv, slots]) is left as the tokens leave it.
+std::vector<double> gated_delta_reference(const std::vector<double>& Q, const std::vector<double>& Kv,
+                                          const std::vector<double>& V, const std::vector<double>& G,
+                                          const std::vector<double>& B, std::vector<double>& St,
+                                          const std::vector<int32_t>& slot_of, const std::vector<int32_t>& fresh_of,
+                                          const DeltaDims& dims) {
+    const int64_t dk = dims.dk, nk = dims.nk, dv = dims.dv, nv = dims.nv;
     const auto T = static_cast<int64_t>(slot_of.size());
-    const int64_t S = 1 + *std::max_element(slot_of.begin(), slot_of.end());
-    std::vector<int32_t> rows;
-    for (size_t t = 0; t < slot_of.size(); ++t) rows.insert(rows.end(), {slot_of[t], fresh_of[t]});
-    const bool ranged = ranges.g_lo != -2.0f || ranges.g_hi != 0.0f || ranges.q_scale != 1.0f;
-    Builder b(rng, std::string("GATED_DELTA ") + shape_str({dk, nk, dv, nv, T}) + " chunk " + std::to_string(chunk) +
-                       (ranged ? " model ranges" : "") + (state_out ? " state" : ""));
-    auto unit_rows = [&](int64_t n, int64_t count, float to) {
-        auto v = uniform(rng, n * count);
-        for (int64_t r = 0; r < count; ++r) {
-            double ss = 0;
-            for (int64_t i = 0; i < n; ++i)
-                ss += double{v[static_cast<size_t>(r * n + i)]} * v[static_cast<size_t>(r * n + i)];
-            for (int64_t i = 0; i < n; ++i) {
-                float& x = v[static_cast<size_t>(r * n + i)];
-                x = x / static_cast<float>(std::sqrt(ss)) * to;
-            }
-        }
-        return bytes_of(v);
-    };
-    const int q = b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T, ranges.q_scale));
-    const int k = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, unit_rows(dk, nk * T, 1.0f));
-    const int v = b.input_data("v", BASALT_DTYPE_F32, {dv, nv, T}, bytes_of(uniform(rng, dv * nv * T, -scale, scale)));
-    const int g =
-        b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, ranges.g_lo, ranges.g_hi)));
-    const int be = b.input_data("beta", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, 0.0f, 1.0f)));
-    const int st = b.input_data("state", BASALT_DTYPE_F32, {dv * dk * nv, S}, bytes_of(uniform(rng, dv * dk * nv * S)));
-    const int r = b.ints("rows", {2, T}, rows);
-    const int y = state_out ? b.intermediate("y", {dv, nv, T}) : b.output("y", BASALT_DTYPE_F32, {dv, nv, T});
-    b.node(BASALT_OP_GATED_DELTA, y, {q, k, v, g, be, st, r}, {chunk});
-    const auto Q = b.vals(q), Kv = b.vals(k), V = b.vals(v), G = b.vals(g), B = b.vals(be);
-    auto St = b.vals(st);
     std::vector<double> e(static_cast<size_t>(dv * nv * T));
     for (int64_t t = 0; t < T; ++t) {
         for (int64_t h = 0; h < nv; ++h) {
@@ -768,6 +744,51 @@ void gated_delta_case(std::vector<Case>& cs, Rng& rng, const std::vector<int32_t
             }
         }
     }
+    return e;
+}
+
+// `count` rows of n floats drawn from rng, each scaled to the length `to`.
+std::vector<float> unit_rows(Rng& rng, int64_t n, int64_t count, float to) {
+    auto v = uniform(rng, n * count);
+    for (int64_t r = 0; r < count; ++r) {
+        double ss = 0;
+        for (int64_t i = 0; i < n; ++i)
+            ss += double{v[static_cast<size_t>(r * n + i)]} * v[static_cast<size_t>(r * n + i)];
+        for (int64_t i = 0; i < n; ++i) {
+            float& x = v[static_cast<size_t>(r * n + i)];
+            x = x / static_cast<float>(std::sqrt(ss)) * to;
+        }
+    }
+    return v;
+}
+
+// GATED_DELTA on q, k, v, log-decay, beta and state drawn from rng (unit q and k, decays in (e^-2, 1) unless `ranges`
+// says otherwise, beta in (0, 1)) for tokens of the given slots and fresh starts, with ip[0] chunk; against the
+// float64 recurrence: the output or (state_out) the state left. `scale` multiplies v (and so the state's size).
+void gated_delta_case(std::vector<Case>& cs, Rng& rng, const std::vector<int32_t>& slot_of,
+                      const std::vector<int32_t>& fresh_of, int32_t chunk, int64_t dk, int64_t nk, int64_t dv,
+                      int64_t nv, float scale, bool state_out, const DeltaRanges& ranges = {}) {
+    const auto T = static_cast<int64_t>(slot_of.size());
+    const int64_t S = 1 + *std::max_element(slot_of.begin(), slot_of.end());
+    std::vector<int32_t> rows;
+    for (size_t t = 0; t < slot_of.size(); ++t) rows.insert(rows.end(), {slot_of[t], fresh_of[t]});
+    const bool ranged = ranges.g_lo != -2.0f || ranges.g_hi != 0.0f || ranges.q_scale != 1.0f;
+    Builder b(rng, std::string("GATED_DELTA ") + shape_str({dk, nk, dv, nv, T}) + " chunk " + std::to_string(chunk) +
+                       (ranged ? " model ranges" : "") + (state_out ? " state" : ""));
+    const int q =
+        b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, bytes_of(unit_rows(rng, dk, nk * T, ranges.q_scale)));
+    const int k = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, bytes_of(unit_rows(rng, dk, nk * T, 1.0f)));
+    const int v = b.input_data("v", BASALT_DTYPE_F32, {dv, nv, T}, bytes_of(uniform(rng, dv * nv * T, -scale, scale)));
+    const int g =
+        b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, ranges.g_lo, ranges.g_hi)));
+    const int be = b.input_data("beta", BASALT_DTYPE_F32, {nv, T}, bytes_of(uniform(rng, nv * T, 0.0f, 1.0f)));
+    const int st = b.input_data("state", BASALT_DTYPE_F32, {dv * dk * nv, S}, bytes_of(uniform(rng, dv * dk * nv * S)));
+    const int r = b.ints("rows", {2, T}, rows);
+    const int y = state_out ? b.intermediate("y", {dv, nv, T}) : b.output("y", BASALT_DTYPE_F32, {dv, nv, T});
+    b.node(BASALT_OP_GATED_DELTA, y, {q, k, v, g, be, st, r}, {chunk});
+    auto St = b.vals(st);
+    const std::vector<double> e = gated_delta_reference(b.vals(q), b.vals(k), b.vals(v), b.vals(g), b.vals(be), St,
+                                                        slot_of, fresh_of, {dk, nk, dv, nv});
     if (state_out) {
         const int o = b.output("state_after", BASALT_DTYPE_F32, {dv * dk * nv, S});
         b.node(BASALT_OP_COPY, o, {st});
@@ -775,6 +796,71 @@ void gated_delta_case(std::vector<Case>& cs, Rng& rng, const std::vector<int32_t
     } else {
         cs.push_back(b.done(e, 1e-7));
     }
+}
+
+// One sequence's GATED_DELTA inputs at the head sizes kDeltaBatchDims: its n tokens' q, k (unit rows), v, log-decay
+// and beta, and the state it continues unless it starts fresh, drawn from its own seed so that every node it joins
+// sees the same floats.
+struct DeltaSeq {
+    int64_t n = 0;
+    bool fresh = false;
+    std::vector<float> q, k, v, g, beta, state;
+};
+constexpr DeltaDims kDeltaBatchDims{32, 2, 24, 4};
+
+DeltaSeq delta_seq(uint64_t seed, int64_t n, bool fresh) {
+    Rng rng(seed);
+    const auto [dk, nk, dv, nv] = kDeltaBatchDims;
+    DeltaSeq s;
+    s.n = n;
+    s.fresh = fresh;
+    s.q = unit_rows(rng, dk, nk * n, 1.0f);
+    s.k = unit_rows(rng, dk, nk * n, 1.0f);
+    s.v = uniform(rng, dv * nv * n);
+    s.g = uniform(rng, nv * n, -2.0f, 0.0f);
+    s.beta = uniform(rng, nv * n, 0.0f, 1.0f);
+    s.state = uniform(rng, dv * dk * nv);
+    return s;
+}
+
+// One GATED_DELTA node (hint 0, the backend's choice of form) over the sequences one after the other, sequence i in
+// state slot i: its output or (state_out) the state left, against the float64 recurrence.
+Case delta_batch_case(const std::vector<const DeltaSeq*>& seqs, bool state_out) {
+    const auto [dk, nk, dv, nv] = kDeltaBatchDims;
+    std::vector<float> q, k, v, g, beta, state;
+    std::vector<int32_t> slot_of, fresh_of, rows;
+    std::string name = "GATED_DELTA batch of";
+    for (size_t i = 0; i < seqs.size(); ++i) {
+        const DeltaSeq& s = *seqs[i];
+        for (auto [to, from] :
+             {std::pair{&q, &s.q}, {&k, &s.k}, {&v, &s.v}, {&g, &s.g}, {&beta, &s.beta}, {&state, &s.state}})
+            to->insert(to->end(), from->begin(), from->end());
+        for (int64_t t = 0; t < s.n; ++t) {
+            slot_of.push_back(static_cast<int32_t>(i));
+            fresh_of.push_back(t == 0 && s.fresh ? 1 : 0);
+            rows.insert(rows.end(), {slot_of.back(), fresh_of.back()});
+        }
+        name += " " + std::to_string(s.n);
+    }
+    const auto T = static_cast<int64_t>(slot_of.size()), S = static_cast<int64_t>(seqs.size());
+    Rng unused(0);
+    Builder b(unused, name + (state_out ? " state" : ""));
+    const int qi = b.input_data("q", BASALT_DTYPE_F32, {dk, nk, T}, bytes_of(q));
+    const int ki = b.input_data("k", BASALT_DTYPE_F32, {dk, nk, T}, bytes_of(k));
+    const int vi = b.input_data("v", BASALT_DTYPE_F32, {dv, nv, T}, bytes_of(v));
+    const int gi = b.input_data("g", BASALT_DTYPE_F32, {nv, T}, bytes_of(g));
+    const int bi = b.input_data("beta", BASALT_DTYPE_F32, {nv, T}, bytes_of(beta));
+    const int st = b.input_data("state", BASALT_DTYPE_F32, {dv * dk * nv, S}, bytes_of(state));
+    const int ri = b.ints("rows", {2, T}, rows);
+    const int y = state_out ? b.intermediate("y", {dv, nv, T}) : b.output("y", BASALT_DTYPE_F32, {dv, nv, T});
+    b.node(BASALT_OP_GATED_DELTA, y, {qi, ki, vi, gi, bi, st, ri}, {0});
+    auto St = b.vals(st);
+    const std::vector<double> e = gated_delta_reference(b.vals(qi), b.vals(ki), b.vals(vi), b.vals(gi), b.vals(bi), St,
+                                                        slot_of, fresh_of, kDeltaBatchDims);
+    if (!state_out) return b.done(e, 1e-7);
+    const int o = b.output("state_after", BASALT_DTYPE_F32, {dv * dk * nv, S});
+    b.node(BASALT_OP_COPY, o, {st});
+    return b.done(St, 1e-7);
 }
 
 // GATED_DELTA at the qwen35-0.8b head shape (dk = dv = 128, value heads sharing key heads as in the larger models)
@@ -2164,6 +2250,65 @@ TEST_CASE("backend-cpu: matmuls of 1..33 rows match the reference and each row a
     }
 }
 
+namespace {
+
+// GATED_DELTA's batch invariance on one backend: a decode row (1 token) and a speculative verify (9 tokens), each
+// continuing a random state, batched in one node with a 40-token prefill (a fresh start) before or after them, give
+// bit for bit the outputs and the state each gives alone in its own node (the recurrent form), and the prefill gives
+// its own alone (the chunked form); every node also matches the float64 recurrence.
+void check_delta_batch_invariance(const basalt_backend_iface* iface, void* be, const std::string& label) {
+    const DeltaSeq one = delta_seq(101, 1, false), nine = delta_seq(102, 9, false), prefill = delta_seq(103, 40, true);
+    const std::vector<const DeltaSeq*> seqs{&one, &nine, &prefill};
+    const auto [dk, nk, dv, nv] = kDeltaBatchDims;
+    const int64_t token_floats = dv * nv, state_floats = dv * dk * nv;
+    auto run = [&](const std::vector<const DeltaSeq*>& node, bool state_out) {
+        const Case c = delta_batch_case(node, state_out);
+        INFO(label << ": " << c.name);
+        const RunResult r = run_case(iface, be, c);
+        REQUIRE(r.outcome == RunResult::Ok);
+        CHECK(nmse(r.out, c.expected) <= c.tol);
+        return r.out;
+    };
+    const std::vector<std::vector<const DeltaSeq*>> mixes{
+        {&one, &prefill}, {&prefill, &one}, {&nine, &prefill}, {&prefill, &nine}, {&nine, &prefill, &one}};
+    for (bool state_out : {false, true}) {
+        std::vector<std::vector<double>> alone;
+        for (const DeltaSeq* s : seqs) alone.push_back(run({s}, state_out));
+        for (const auto& mix : mixes) {
+            const std::vector<double> got = run(mix, state_out);
+            int64_t token = 0;
+            for (size_t i = 0; i < mix.size(); ++i) {
+                const std::vector<double>& want =
+                    alone[static_cast<size_t>(std::find(seqs.begin(), seqs.end(), mix[i]) - seqs.begin())];
+                const int64_t from = state_out ? static_cast<int64_t>(i) * state_floats : token * token_floats;
+                int64_t differ = 0;
+                for (size_t j = 0; j < want.size(); ++j) {
+                    if (got[static_cast<size_t>(from) + j] != want[j]) ++differ;
+                }
+                INFO(label << ": " << (state_out ? "state" : "output") << " of the " << mix[i]->n << "-token sequence "
+                           << i << " of a node of " << mix.size() << " against it alone");
+                CHECK(differ == 0);
+                token += mix[i]->n;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("backend-cpu: GATED_DELTA gives each sequence the floats it gets alone, whatever shares its node",
+          "[backend-ops]") {
+    for (const auto& bt : backends_under_test()) {
+        Instance inst(cpu_iface(), bt.params);
+        if (inst.status == BASALT_ERR_UNSUPPORTED) {
+            WARN("backend " << bt.label << " unavailable here: " << inst.message);
+            continue;
+        }
+        REQUIRE(inst.status == BASALT_OK);
+        check_delta_batch_invariance(inst.iface, inst.be, bt.label);
+    }
+}
+
 TEST_CASE("backend-cpu: attention block kernels give the per-row helpers' floats bit for bit", "[backend-ops]") {
     // attn_blocks=1 (AVX-512: 16-row score blocks with one transposed reduction, accumulators in registers)
     // against attn_blocks=0 (one dot and one axpy per visible pair) on the same ISA: head sizes with and without
@@ -3023,6 +3168,16 @@ TEST_CASE("Vulkan GATED_DELTA: the chunked form equals the recurrent form", "[ba
         }
     }
     CHECK(pairs == 8);
+}
+
+TEST_CASE("Vulkan GATED_DELTA gives each sequence the floats it gets alone, whatever shares its node",
+          "[backend-ops][.vulkan]") {
+    const basalt_backend_iface* iface = vulkan_iface();
+    if (iface == nullptr) return;
+    Instance inst(iface, {});
+    if (inst.status == BASALT_ERR_UNSUPPORTED) return;
+    REQUIRE(inst.status == BASALT_OK);
+    check_delta_batch_invariance(iface, inst.be, "vulkan");
 }
 
 TEST_CASE("the Vulkan backend's declared gap: these cases fail as unsupported, naming the node",

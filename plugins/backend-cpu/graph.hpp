@@ -205,8 +205,9 @@ void run_ssm_conv(NodeCtx&);
 inline constexpr auto check_gated_delta = &check_contract;
 void run_gated_delta(NodeCtx&);
 // GATED_DELTA's chunked form over chunks of at most C tokens of one slot (ops-gated-delta-chunked.cpp); rows are
-// the checked (slot, fresh) pairs.
-void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C);
+// the checked (slot, fresh) pairs; only the tokens of slots s with chunked[s] != 0 (the others' outputs and state
+// are left alone).
+void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C, const uint8_t* chunked);
 // ops-elementwise.cpp: gpt-oss's clamped SwiGLU (since 1.6).
 inline constexpr auto check_swiglu_oai = &check_contract;
 void run_swiglu_oai(NodeCtx&);

@@ -25,13 +25,15 @@ struct Chunk {
     bool fresh = false;  // the first token starts the sequence (zero state)
 };
 
-// Consecutive tokens of one slot, a fresh start opening a new chunk, at most C tokens each.
-std::vector<Chunk> make_chunks(const int32_t* rows, int64_t T, int64_t C) {
+// Consecutive tokens of one slot, a fresh start opening a new chunk, at most C tokens each; only slots s with
+// chunked[s] != 0 (the chunks of a slot do not depend on the other slots' tokens).
+std::vector<Chunk> make_chunks(const int32_t* rows, int64_t T, int64_t C, const uint8_t* chunked) {
     std::vector<Chunk> out;
     for (int64_t t = 0; t < T; ++t) {
         const int32_t slot = rows[2 * t];
         const bool fresh = rows[2 * t + 1] != 0;
-        if (out.empty() || out.back().slot != slot || fresh || out.back().n == C) {
+        if (chunked[slot] == 0) continue;
+        if (out.empty() || out.back().slot != slot || out.back().t0 + out.back().n != t || fresh || out.back().n == C) {
             out.push_back({t, 1, slot, fresh});
         } else {
             ++out.back().n;
@@ -44,7 +46,7 @@ constexpr int64_t kRowBlock = 16;  // state rows per phase-2 task
 
 }  // namespace
 
-void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C) {
+void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C, const uint8_t* chunked) {
     const TensorView& q = c.in[0];
     const TensorView& k = c.in[1];
     const TensorView& v = c.in[2];
@@ -52,7 +54,7 @@ void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C) {
     const TensorView& beta = c.in[4];
     const TensorView& state = c.in[5];
     const int64_t dk = q.ne[0], nk = q.ne[1], T = q.ne[2], dv = v.ne[0], nv = v.ne[1];
-    const std::vector<Chunk> chunks = make_chunks(rows, T, C);
+    const std::vector<Chunk> chunks = make_chunks(rows, T, C, chunked);
     const auto nc = static_cast<int64_t>(chunks.size());
     auto kq_row = [&](const TensorView& x, int64_t h, int64_t t) {
         return reinterpret_cast<const float*>(x.at(0, h % nk, t));

@@ -37,7 +37,9 @@ void over(NodeCtx& c, int64_t n, F&& body) {
     });
 }
 
-// GATED_DELTA's default form: chunks of kChunk tokens once a sequence runs kChunkFrom tokens in one node.
+// GATED_DELTA's default form, per sequence: chunks of kChunk tokens for a slot with kChunkFrom tokens or more in
+// the node (prefill), token by token for the others (decode, a speculative verify), so that a sequence's floats do
+// not depend on what else shares its step.
 constexpr int64_t kChunk = 64;
 constexpr int64_t kChunkFrom = 16;
 
@@ -88,25 +90,27 @@ void run_gated_delta(NodeCtx& c) {
     const TensorView& state = c.in[5];
     const int64_t dk = q.ne[0], nk = q.ne[1], T = q.ne[2], dv = v.ne[0], nv = v.ne[1];
     const int32_t* rows = state_rows(c, c.in[6], state, T);
-    // The chunked form when asked for, or by default when some sequence runs kChunkFrom tokens or more (prefill).
+    // Per slot, whether its tokens take the chunked form: all or none when the hint asks for a form, else those of
+    // slots with kChunkFrom tokens or more in the node (a slot never mixes forms: the two run one after the other).
     int64_t chunk = c.ip(op::gated_delta::chunk);
+    std::vector<uint8_t> chunked(static_cast<size_t>(state.nrows()), chunk > 1 ? 1 : 0);
     if (chunk == 0) {
-        int64_t run = 0, longest = 0;
-        for (int64_t t = 0; t < T; ++t) {
-            run = t > 0 && rows[2 * t] == rows[2 * t - 2] && rows[2 * t + 1] == 0 ? run + 1 : 1;
-            longest = std::max(longest, run);
-        }
-        chunk = longest >= kChunkFrom ? kChunk : 1;
+        std::vector<int64_t> count(chunked.size(), 0);
+        for (int64_t t = 0; t < T; ++t) ++count[static_cast<size_t>(rows[2 * t])];
+        for (size_t s = 0; s < count.size(); ++s) chunked[s] = count[s] >= kChunkFrom ? 1 : 0;
+        chunk = kChunk;
     }
-    if (chunk > 1) {
-        run_gated_delta_chunked(c, rows, chunk);
-        return;
-    }
+    bool any_chunked = false, any_recurrent = false;
+    for (int64_t t = 0; t < T; ++t)
+        (chunked[static_cast<size_t>(rows[2 * t])] != 0 ? any_chunked : any_recurrent) = true;
+    if (any_chunked) run_gated_delta_chunked(c, rows, chunk, chunked.data());
+    if (!any_recurrent) return;
     // Every row i of a head's matrix evolves on its own: S_i = e^g S_i; S_i += beta (v_i - S_i . k) k; o_i = S_i . q.
     over(c, nv * dv, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t h = r / dv, i = r % dv, hk = h % nk;
             for (int64_t t = 0; t < T; ++t) {
+                if (chunked[static_cast<size_t>(rows[2 * t])] != 0) continue;
                 float* s = state.frow(rows[2 * t]) + (h * dv + i) * dk;
                 if (rows[2 * t + 1] != 0) std::fill(s, s + dk, 0.0f);
                 const auto* kt = reinterpret_cast<const float*>(k.at(0, hk, t));

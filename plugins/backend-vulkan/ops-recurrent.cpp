@@ -30,11 +30,12 @@ uint32_t groups_for(int64_t n) {
     return static_cast<uint32_t>((n + kElemWg - 1) / kElemWg);
 }
 
-// GATED_DELTA's forms, on the CPU backend's rule (plugins/backend-cpu/ops-recurrent.cpp): chunks once some sequence
-// runs kChunkFrom tokens in the node, else token by token. The runs are in the (slot, fresh) input, which the host
-// does not read (a kept recording replays with new rows), so with the hint 0 and enough tokens both forms are
-// recorded and each shader checks the runs first, one of them returning at once. kChunkMax is the chunked shader's
-// CMAX (its shared memory); a larger hint runs chunks of kChunkMax, which the hint's "at most C" allows.
+// GATED_DELTA's forms, on the CPU backend's rule (plugins/backend-cpu/ops-recurrent.cpp), per sequence: chunks for
+// a slot with kChunkFrom tokens or more in the node, token by token for the others, so a sequence's floats do not
+// depend on what shares its step. The slots are in the (slot, fresh) input, which the host does not read (a kept
+// recording replays with new rows), so with the hint 0 and enough tokens both forms are recorded and each shader
+// skips the other's slots (a slot never mixes forms: they run one after the other). kChunkMax is the chunked
+// shader's CMAX (its shared memory); a larger hint runs chunks of kChunkMax, which the hint's "at most C" allows.
 constexpr int64_t kChunkFrom = 16;
 constexpr int64_t kChunkMax = 32;
 // State rows per workgroup of the chunked shader's two variants (its ROWS: shaders/CMakeLists.txt).
@@ -114,7 +115,7 @@ void record_gated_delta(NodeCtx& c) {
     pc.dst_offset = p[7].delta;
     const std::vector<Placed> bound(p, p + 8);
     const int64_t hint = c.ip(sdk::op::gated_delta::chunk);
-    // With the hint 0 and kChunkFrom tokens or more the device picks: each form runs only on its side of kChunkFrom.
+    // With the hint 0 and kChunkFrom tokens or more the device picks per slot: each form runs its side of kChunkFrom.
     // The chunked shader reads k and q in chunkable: key heads of other sizes take the recurrent form (as every node
     // does with BASALT_VK_DELTA_CHUNKS=0).
     const bool chunkable = c.in[0].ne[0] % 4 == 0 && c.be->delta_chunks();

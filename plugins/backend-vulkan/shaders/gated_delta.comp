@@ -4,7 +4,8 @@
 // S_i = exp(g) S_i; S_i += beta (v_i - S_i . k) k; out_i = S_i . q (key head h % nk). A token with fresh != 0 starts
 // its slot from zeros. Bindings: 0 q, 1 k [dk, nk, T], 2 v [dv, nv, T], 3 log-decay, 4 beta [nv, T], 5 state
 // [dv dk nv, slots] (read and written), 6 (slot, fresh) I32 [2, T], 7 out [dv, nv, T]. With chunk_from F > 0 it
-// runs only when no sequence has a run of F tokens (else gated_delta_chunked.comp, recorded beside it, does the work).
+// skips the tokens of slots with F tokens or more in the node (gated_delta_chunked.comp, recorded beside it, runs
+// those and skips these), deciding once per run of a slot.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -26,14 +27,22 @@ void main() {
     const uint r = gl_GlobalInvocationID.x;
     const uint dk = pc.dk, dv = pc.dv, nv = pc.nv;
     if (r >= nv * dv) return;
-    if (pc.chunk_from != 0u && some_run_reaches(pc.rows_offset >> 2, pc.tokens, pc.chunk_from)) return;
     const uint h = r / dv, i = r % dv, hk = h % pc.nk;
     float s[DK_MAX];
     uint slot_held = 0xffffffffu;
     uint base = 0u;
+    uint run_slot = 0xffffffffu;  // the slot of the run token t belongs to, and whether it is the chunked form's
+    bool chunked = false;
     for (uint t = 0u; t < pc.tokens; ++t) {
         const uint slot = b6u.d[(pc.rows_offset >> 2) + 2u * t];
         const uint fresh = b6u.d[(pc.rows_offset >> 2) + 2u * t + 1u];
+        if (pc.chunk_from != 0u) {
+            if (slot != run_slot) {
+                run_slot = slot;
+                chunked = slot_reaches(pc.rows_offset >> 2, pc.tokens, t, pc.chunk_from);
+            }
+            if (chunked) continue;
+        }
         if (slot != slot_held) {
             if (slot_held != 0xffffffffu) {
                 for (uint j = 0u; j < dk; ++j) b5f.d[base + j] = s[j];

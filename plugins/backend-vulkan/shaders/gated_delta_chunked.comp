@@ -15,8 +15,9 @@
 //   3. the outputs (4 tokens x 4 rows per tile) and the state update (4 rows x 4 elements per tile).
 // Shared memory: the block of S as vec4 rows of dk / 4 + 1 (the pad spreads rows of one tile over banks), A and M,
 // u and e^G S q [token][row]. Reads of k and q are vec4 loads when pc.kq_vec4 says their rows start on 16 bytes
-// (on lavapipe every load instruction is a loop over the lanes). With chunk_from F > 0 it runs only when some
-// sequence has a run of F tokens (else gated_delta.comp, recorded beside it, does the work). dk is a multiple of 4.
+// (on lavapipe every load instruction is a loop over the lanes). With chunk_from F > 0 it skips the tokens of slots
+// with fewer than F tokens in the node (gated_delta.comp, recorded beside it, runs those and skips these), deciding
+// once per run of a slot; a slot's chunks do not depend on the skipped tokens. dk is a multiple of 4.
 // Bindings as gated_delta.comp: 0 q, 1 k [dk, nk, T], 2 v [dv, nv, T], 3 log-decay, 4 beta [nv, T], 5 state
 // [dv dk nv, slots] (read and written), 6 (slot, fresh) I32 [2, T], 7 out [dv, nv, T].
 // ROWS (a multiple of 4) and DKMAX come from the build (dk <= DKMAX); shared memory stays under 32 KiB.
@@ -71,7 +72,6 @@ void main() {
     const uint h = gl_WorkGroupID.x, i0 = gl_WorkGroupID.y * ROWS;
     const uint dk = pc.dk, dv = pc.dv, nv = pc.nv, nk = pc.nk, T = pc.tokens;
     const uint rows = pc.rows_offset >> 2;
-    if (pc.chunk_from != 0u && !some_run_reaches(rows, T, pc.chunk_from)) return;
     const uint nr = min(ROWS, dv - i0);
     const uint dk4 = dk / 4u, sv = dk4 + 1u;
     const uint hk = h % nk;
@@ -80,11 +80,23 @@ void main() {
     const uint C = min(pc.chunk, CMAX);
     const uint rt = ROWS / 4u;  // row tiles
     uint held = 0xffffffffu;
+    uint run_slot = 0xffffffffu;  // the slot of the run token t0 belongs to, and whether it is this form's
+    bool mine = true;
     uint t0 = 0u;
     while (t0 < T) {
         // The chunk: tokens t0 .. t0 + n - 1 of one slot, only the first of them possibly fresh.
         const uint slot = b6u.d[rows + 2u * t0];
         const bool fresh = b6u.d[rows + 2u * t0 + 1u] != 0u;
+        if (pc.chunk_from != 0u) {
+            if (slot != run_slot) {
+                run_slot = slot;
+                mine = slot_reaches(rows, T, t0, pc.chunk_from);  // the same for the whole workgroup
+            }
+            if (!mine) {
+                ++t0;
+                continue;
+            }
+        }
         uint n = 1u;
         while (n < C && t0 + n < T && b6u.d[rows + 2u * (t0 + n)] == slot && b6u.d[rows + 2u * (t0 + n) + 1u] == 0u) {
             ++n;

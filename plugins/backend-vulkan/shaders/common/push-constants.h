@@ -270,8 +270,8 @@ struct GatedDeltaPush {
     uint rows_offset;
     uint dst_offset;
     uint chunk;       // the chunked form's tokens per chunk (1 < chunk <= its maximum); unused by the recurrent form
-    uint chunk_from;  // 0: run; F > 0: the chunked form runs only when some sequence has a run of F tokens in the
-                      // node, the recurrent form only when none has (both are recorded, the device picks)
+    uint chunk_from;  // 0: every token; F > 0: the chunked form runs the tokens of slots with F tokens or more in
+                      // the node, the recurrent form the others (both are recorded, each skips the other's slots)
     uint kq_vec4;     // the chunked form: q's and k's rows start on 16 bytes in their bindings (vec4 loads)
 };
 

@@ -1,15 +1,17 @@
-// The (slot, fresh) I32 pairs per token of the recurrent ops (binding 6, words from `first`): whether some sequence
-// runs `from` tokens in the node (consecutive tokens of one slot, a fresh start opening a new run). GATED_DELTA's two
-// forms ask it to pick themselves on the device (GatedDeltaPush.chunk_from), the rule of the CPU backend. Include it
-// after DECLARE_BINDING(6).
-bool some_run_reaches(uint first, uint tokens, uint from) {
-    uint run = 0u;
-    uint prev = 0xffffffffu;
-    for (uint t = 0u; t < tokens; ++t) {
-        const uint slot = b6u.d[first + 2u * t];
-        run = slot == prev && b6u.d[first + 2u * t + 1u] == 0u ? run + 1u : 1u;
-        if (run >= from) return true;
-        prev = slot;
+// The (slot, fresh) I32 pairs per token of the recurrent ops (binding 6, words from `first`). GATED_DELTA's two forms
+// pick per sequence on the device (GatedDeltaPush.chunk_from), the rule of the CPU backend: the tokens of a slot with
+// `from` tokens or more in the node take the chunked form, the others the recurrent one. Include it after
+// DECLARE_BINDING(6).
+
+// Whether the slot of token t has `from` tokens or more among the node's `tokens`. Asked where a run of the slot
+// starts: the scan begins there and wraps to the node's start, so a run of `from` tokens ends it after `from` reads
+// (prefill) and a shorter one reads the whole node once.
+bool slot_reaches(uint first, uint tokens, uint t, uint from) {
+    const uint slot = b6u.d[first + 2u * t];
+    uint n = 0u;
+    for (uint i = 0u; i < tokens; ++i) {
+        const uint u = t + i < tokens ? t + i : t + i - tokens;
+        if (b6u.d[first + 2u * u] == slot && ++n >= from) return true;
     }
     return false;
 }
