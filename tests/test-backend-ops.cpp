@@ -2373,12 +2373,31 @@ TEST_CASE("backend-cpu: attention block kernels give the per-row helpers' floats
     }
 }
 
+// Sets the E8M0 exponent of every MXFP4 block of a case's weights (tensor 0) to lo + a random 0..span-1: the
+// realistic 120..127 (random small exponents make every product a subnormal), or the whole byte range.
+void set_mxfp4_exponents(Rng& rng, Case& c, int lo, int span) {
+    std::vector<uint8_t>& w = c.tensors[0].data;
+    REQUIRE(c.tensors[0].type == BASALT_DTYPE_MXFP4);
+    for (size_t b = 0; b < w.size(); b += 17) w[b] = static_cast<uint8_t>(lo + static_cast<int>(rng() % span));
+}
+
+// The outputs of a case on two backends, equal bit for bit (NaNs included).
+void require_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
+    REQUIRE(a.outcome == RunResult::Ok);
+    REQUIRE(b.outcome == RunResult::Ok);
+    REQUIRE(a.out.size() == b.out.size());
+    for (size_t i = 0; i < a.out.size(); ++i) {
+        INFO(what << " output " << i << ": " << a.out[i] << " vs " << b.out[i]);
+        CHECK(std::memcmp(&a.out[i], &b.out[i], sizeof(float)) == 0);
+    }
+}
+
 TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit for bit and follow writes",
           "[backend-ops]") {
-    // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, Q8_0
-    // and Q4_0, with partial 16-row groups (N = 13, 37), an odd block count (K = 160), more blocks than one K slice
-    // of the several-columns kernel (K = 1088) and prefill columns; then new weights written into the buffer after
-    // first use must be seen, not the stale packed copy.
+    // repack=1 (AVX-512 VNNI only; elsewhere the parameter changes nothing) against repack=0 on the same ISA, Q8_0,
+    // Q4_0 and MXFP4, with partial 16-row groups (N = 13, 37), an odd block count (K = 160), more blocks than one K
+    // slice of the several-columns kernel (K = 1088) and prefill columns; then new weights written into the buffer
+    // after first use must be seen, not the stale packed copy.
     Rng rng(20261203);
     const basalt_backend_iface* iface = cpu_iface();
     Instance packed(iface, {{"threads", "2"}, {"repack", "1"}});
@@ -2395,8 +2414,10 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
             for (const auto& [m, wt] :
                  {std::pair{int64_t{1}, BASALT_DTYPE_Q8_0}, std::pair{int64_t{5}, BASALT_DTYPE_Q8_0},
                   std::pair{int64_t{1}, BASALT_DTYPE_Q4_0}, std::pair{int64_t{18}, BASALT_DTYPE_Q4_0},
-                  std::pair{int64_t{18}, BASALT_DTYPE_Q8_0}}) {
+                  std::pair{int64_t{18}, BASALT_DTYPE_Q8_0}, std::pair{int64_t{1}, BASALT_DTYPE_MXFP4},
+                  std::pair{int64_t{5}, BASALT_DTYPE_MXFP4}, std::pair{int64_t{18}, BASALT_DTYPE_MXFP4}}) {
                 Case c = matmul_case(rng, wt, k, n, {m});
+                if (wt == BASALT_DTYPE_MXFP4) set_mxfp4_exponents(rng, c, 120, 8);
                 for (int pass = 0; pass < 2; ++pass) {
                     const RunResult a = run_case(packed.iface, packed.be, c);
                     const RunResult b = run_case(rows.iface, rows.be, c);
@@ -2413,9 +2434,18 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
                         CHECK(z.out[i] == b.out[i]);
                     }
                     c = matmul_case(rng, wt, k, n, {m});  // fresh weights: buffers are reallocated
+                    if (wt == BASALT_DTYPE_MXFP4) set_mxfp4_exponents(rng, c, 120, 8);
                 }
             }
         }
+    }
+    // MXFP4 with every exponent byte (0 and 1 are subnormal scales, 255 is 2^127: products underflow, overflow to
+    // infinities and NaNs): the packed scale (scalef of the activation scale) must give the row kernel's product.
+    for (int64_t m : {1, 18}) {
+        Case c = matmul_case(rng, BASALT_DTYPE_MXFP4, 160, 37, {m});
+        set_mxfp4_exponents(rng, c, 0, 256);
+        require_same_bits(run_case(packed.iface, packed.be, c), run_case(rows.iface, rows.be, c),
+                          "MXFP4 exponents 0..255, M=" + std::to_string(m));
     }
     // Activations on the rounding boundaries: amax 127 makes the quantizer's scale 1, so every x.5 must round
     // away from zero as the scalar reference does (the packed path has its own vectorized quantizer).
@@ -2472,6 +2502,36 @@ TEST_CASE("backend-cpu: repacked Q8_0 weights give the row kernels' floats bit f
     }
     iface->buffer_free(packed.be, wb);
     iface->buffer_free(packed.be, io);
+}
+
+TEST_CASE("backend-cpu: repacked MOE_MATMUL experts give the row kernels' floats bit for bit", "[backend-ops]") {
+    // MOE_MATMUL with repack=1 (each expert's matrix packed, only the selected experts' groups read) against
+    // repack=0 on the same ISA: decode (one token, shared and per-expert activations), a few tokens, and enough
+    // tokens that an expert takes more than the 16 columns of one several-columns call; partial groups (N = 17, 37)
+    // and K past one slice (1088).
+    Rng rng(20261205);
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance packed(iface, {{"threads", "2"}, {"repack", "1"}});
+    Instance rows(iface, {{"threads", "2"}, {"repack", "0"}});
+    REQUIRE(packed.status == BASALT_OK);
+    REQUIRE(rows.status == BASALT_OK);
+    struct Shape {
+        int64_t k_in, n, n_expert, k, tokens;
+        bool per_expert;
+    };
+    const Shape shapes[] = {{64, 24, 4, 2, 1, false},  {160, 37, 8, 4, 1, true},    {96, 16, 6, 3, 4, false},
+                            {160, 17, 8, 2, 5, true},  {1088, 37, 6, 4, 40, false}, {64, 32, 4, 4, 9, true},
+                            {576, 48, 32, 4, 1, false}};
+    for (basalt_dtype wt : {BASALT_DTYPE_MXFP4, BASALT_DTYPE_Q8_0, BASALT_DTYPE_Q4_0}) {
+        for (const Shape& sh : shapes) {
+            Case c = moe_case(rng, wt, sh.k_in, sh.n, sh.n_expert, sh.k, sh.tokens, sh.per_expert);
+            if (wt == BASALT_DTYPE_MXFP4) set_mxfp4_exponents(rng, c, 120, 8);
+            for (int pass = 0; pass < 2; ++pass) {  // the second pass reuses the packed copies
+                require_same_bits(run_case(packed.iface, packed.be, c), run_case(rows.iface, rows.be, c),
+                                  c.name + " pass " + std::to_string(pass));
+            }
+        }
+    }
 }
 
 TEST_CASE("backend-cpu: decode read-ahead ends with its graph and does not change results", "[backend-ops]") {

@@ -25,9 +25,9 @@ using VecDotMultiFn = void (*)(int64_t n, const void* w, const void* const* a, i
 using VecDotBlockFn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* const* a, int ncols,
                                float* const* out, int64_t row);
 
-// Packed Q8_0 weights (packed-layout.hpp): one group of 16 weight rows against one activation row in the packed
-// activation layout, written to out[r] for the group's first `valid` rows; each output bit-identical to vec_dot
-// of the row in its Q8_0 form (same integer lanes, same float operations in the same order).
+// Packed Q8_0 / Q4_0 / MXFP4 weights (packed-layout.hpp): one group of 16 weight rows against one activation row in the
+// packed activation layout, written to out[r] for the group's first `valid` rows; each output bit-identical to vec_dot
+// of the row in its source form (same integer lanes, same float operations in the same order).
 using PackedDotFn = void (*)(int64_t k, const uint8_t* group, const uint8_t* a, float* out, int valid);
 // The same group against `ncols` (1..kPackedCols) packed activation rows (row j at a + j * a_stride), written to
 // out[j] + out_off, each bit-identical to PackedDotFn's; the group's weights are read from memory once for all the
@@ -62,6 +62,8 @@ struct Kernels {
     PackedColsFn packed_q8_0_cols = nullptr;      // optional: several activation rows per group pass
     PackedColsFn packed_q4_0_cols = nullptr;      // optional: packed Q4_0 (any rows; nullptr: Q4_0 is not repacked)
     PackedDotFn packed_q4_0_stream = nullptr;     // optional: packed Q4_0 against one activation row (decode)
+    PackedColsFn packed_mxfp4_cols = nullptr;     // optional: packed MXFP4 (any rows; nullptr: not repacked)
+    PackedDotFn packed_mxfp4_stream = nullptr;    // packed MXFP4 against one activation row (set with the above)
     // Optional: the packed activation row of n floats, bit-identical to quantize_row_packed_act; false when
     // the row needs the scalar code (non-finite values).
     bool (*quantize_packed_act)(const float* x, uint8_t* y, int64_t n) = nullptr;

@@ -3,8 +3,9 @@
 // split the output rows (weight rows), and each task walks tokens in tiles so a weight row stays in cache. With
 // more than one activation row, the ISA's several-columns kernel (vec_dot_multi) computes a few tokens per weight
 // row pass, and where the ISA has one, a register-blocked kernel (vec_dot_block) a few weight rows x a few tokens
-// per call; both are bit-identical to the single-column dot product. Repacked Q8_0 / Q4_0 weights (packed.hpp)
-// take the packed kernels: one 16-row group against up to 16 columns per call, K in slices kept in L1.
+// per call; both are bit-identical to the single-column dot product. Repacked Q8_0 / Q4_0 / MXFP4 weights
+// (packed.hpp; MOE_MATMUL's experts too) take the packed kernels: one 16-row group against up to 16 columns per
+// call, K in slices kept in L1.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -224,27 +225,75 @@ void check_weights(const NodeCtx& c, const TensorView& w) {
     }
 }
 
-// Whether weights of `type` are repacked by this backend (Q8_0 always when repack is on; Q4_0 where the ISA has
-// its packed kernel).
+// Whether weights of `type` are repacked by this backend (Q8_0 always when repack is on; Q4_0 and MXFP4 where
+// the ISA has their packed kernels).
 bool packable(const Backend& be, basalt_dtype type) {
     return be.repack &&
-           (type == BASALT_DTYPE_Q8_0 || (type == BASALT_DTYPE_Q4_0 && be.kernels.packed_q4_0_cols != nullptr));
+           (type == BASALT_DTYPE_Q8_0 || (type == BASALT_DTYPE_Q4_0 && be.kernels.packed_q4_0_cols != nullptr) ||
+            (type == BASALT_DTYPE_MXFP4 && be.kernels.packed_mxfp4_cols != nullptr));
 }
 
-// The packed copy of a MATMUL node's weights, or nullptr when the node takes the row-at-a-time kernels: only
-// Q8_0 / Q4_0 weights held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph
-// does not write, as one 2-D matrix.
-const PackedWeight* packed_weights(const NodeCtx& c) {
+// The packed copy of a MATMUL node's weights (one 2-D matrix) or of a MOE_MATMUL node's (`experts`: every
+// expert's matrix), or nullptr when the node takes the row-at-a-time kernels: only Q8_0 / Q4_0 / MXFP4 weights
+// held in a weights buffer (wrapped host memory or BASALT_BUFFER_WEIGHTS) that this graph does not write.
+const PackedWeight* packed_weights(const NodeCtx& c, bool experts = false) {
     const TensorView& w = c.in[0];
     const basalt_buffer* buf = w.t->buffer;
     Backend& be = *c.be;
     if (!packable(be, w.type) || buf == nullptr) return nullptr;
     if (!buf->read_only && (buf->usage & BASALT_BUFFER_WEIGHTS) == 0) return nullptr;
-    const auto block = static_cast<int64_t>(w.type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
-    if (w.ne[2] != 1 || w.ne[3] != 1 || w.nb[0] != block) return nullptr;
+    const auto block = static_cast<int64_t>(w.type == BASALT_DTYPE_Q4_0    ? sizeof(BlockQ4_0)
+                                            : w.type == BASALT_DTYPE_MXFP4 ? sizeof(BlockMXFP4)
+                                                                           : sizeof(BlockQ8_0));
+    if ((!experts && w.ne[2] != 1) || w.ne[3] != 1 || w.nb[0] != block) return nullptr;
     const std::vector<const basalt_buffer*>& written = be.plan.written;
     if (std::find(written.begin(), written.end(), buf) != written.end()) return nullptr;
-    return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1], w.type);
+    return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1], w.type, experts ? w.ne[2] : 1,
+                         experts ? w.nb[2] : 0);
+}
+
+// The packed kernels for weights of `type` and `cols` activation rows: a one-row kernel (dot) or a several-rows
+// one (dot_cols, which then takes every group).
+struct PackedKernels {
+    PackedDotFn dot = nullptr;
+    PackedColsFn dot_cols = nullptr;
+};
+PackedKernels packed_kernels(const Kernels& ks, basalt_dtype type, int64_t cols) {
+    if (type == BASALT_DTYPE_MXFP4)
+        return cols == 1 ? PackedKernels{ks.packed_mxfp4_stream, nullptr}
+                         : PackedKernels{nullptr, ks.packed_mxfp4_cols};
+    // Q4_0 groups take their several-columns kernel for several rows, and for one row (decode) when the ISA has
+    // no direct one-row kernel.
+    if (type == BASALT_DTYPE_Q4_0)
+        return cols == 1 && ks.packed_q4_0_stream != nullptr ? PackedKernels{ks.packed_q4_0_stream, nullptr}
+                                                             : PackedKernels{nullptr, ks.packed_q4_0_cols};
+    if (cols > 1 && ks.packed_q8_0_cols != nullptr) return {nullptr, ks.packed_q8_0_cols};
+    return {cols == 1 && ks.packed_q8_0_stream != nullptr ? ks.packed_q8_0_stream : ks.packed_q8_0, nullptr};
+}
+
+// A K slice of the several-columns kernel: about kSliceFootprint bytes of L1 for its weights (512 a block, as
+// expanded) and every column's activations (68 a block).
+int64_t slice_for(int nc) {
+    return std::clamp<int64_t>(kSliceFootprint / (512 + 68 * nc) / 2 * 2, 2, kPackedMaxSlice);
+}
+
+// One packed group (valid rows) against `cols` activation rows (row j at a + j * rb) written to out[j] + off,
+// through pk; the lines of `next` (the following group, or nullptr) are requested meanwhile by the several-columns
+// kernel, a share of them per call.
+void packed_group_cols(const PackedKernels& pk, int64_t k, const uint8_t* group, int64_t gb, const uint8_t* a,
+                       int64_t rb, int64_t cols, float* const* out, int64_t off, int valid, const uint8_t* next) {
+    if (pk.dot_cols == nullptr) {
+        for (int64_t col = 0; col < cols; ++col) pk.dot(k, group, a + col * rb, out[col] + off, valid);
+        return;
+    }
+    const int64_t calls = (cols + kPackedCols - 1) / kPackedCols;
+    const int64_t share = (gb / 64 + calls - 1) / calls * 64;
+    for (int64_t c0 = 0; c0 < cols; c0 += kPackedCols) {
+        const int nc = static_cast<int>(std::min<int64_t>(kPackedCols, cols - c0));
+        const int64_t at = c0 / kPackedCols * share;
+        pk.dot_cols(k, group, a + c0 * rb, rb, nc, out + c0, off, valid,
+                    next != nullptr && at < gb ? next + at : nullptr, std::min<int64_t>(share, gb - at), slice_for(nc));
+    }
 }
 
 // The groups of n packed nodes in one index space: node m holds global groups [first[m], first[m + 1]).
@@ -301,46 +350,15 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
     // split by ThreadPool::span_begin): a worker's read-ahead is the start of its span.
     const basalt_dtype type = packs[0].type;
     const int64_t gb = packed_group_bytes(type, k / kQK);
-    // Q4_0 groups take their several-columns kernel for several rows, and for one row (decode) when the ISA has
-    // no direct one-row kernel.
-    const bool q4_row = type == BASALT_DTYPE_Q4_0 && cols == 1 && be.kernels.packed_q4_0_stream != nullptr;
-    const PackedDotFn dot = q4_row                                                  ? be.kernels.packed_q4_0_stream
-                            : cols == 1 && be.kernels.packed_q8_0_stream != nullptr ? be.kernels.packed_q8_0_stream
-                                                                                    : be.kernels.packed_q8_0;
-    const PackedColsFn dot_cols = q4_row                      ? nullptr
-                                  : type == BASALT_DTYPE_Q4_0 ? be.kernels.packed_q4_0_cols
-                                  : cols > 1                  ? be.kernels.packed_q8_0_cols
-                                                              : nullptr;
-    // A K slice of the several-columns kernel: about kSliceFootprint bytes of L1 for its weights (512 a block)
-    // and every column's activations (68 a block).
-    const int64_t max_cols = kPackedCols;
-    auto slice_for = [](int nc) {
-        return std::clamp<int64_t>(kSliceFootprint / (512 + 68 * nc) / 2 * 2, 2, kPackedMaxSlice);
-    };
+    const PackedKernels pk = packed_kernels(be.kernels, type, cols);
     auto run_groups = [&](int64_t g0, int64_t g1) {
         for_node_slices(first, g0, g1, [&](size_t m, int64_t lo, int64_t hi) {
             const PackedWeight& p = packs[m];
             for (int64_t g = lo; g < hi; ++g) {
                 const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
-                if (dot_cols != nullptr) {
-                    // Several columns per group pass; the next group of this run is requested meanwhile, a share
-                    // of it per call.
-                    const uint8_t* next = g + 1 < hi ? p.data + (g + 1) * gb : nullptr;
-                    const int64_t calls = (cols + max_cols - 1) / max_cols;
-                    const int64_t share = (gb / 64 + calls - 1) / calls * 64;
-                    for (int64_t c0 = 0; c0 < cols; c0 += max_cols) {
-                        const int nc = static_cast<int>(std::min<int64_t>(max_cols, cols - c0));
-                        const int64_t off = c0 / max_cols * share;
-                        dot_cols(k, p.data + g * gb, base + c0 * rb, rb, nc,
-                                 out.data() + m * static_cast<size_t>(cols) + static_cast<size_t>(c0), g * kPackRows,
-                                 valid, next != nullptr && off < gb ? next + off : nullptr,
-                                 std::min<int64_t>(share, gb - off), slice_for(nc));
-                    }
-                    continue;
-                }
-                for (int64_t col = 0; col < cols; ++col)
-                    dot(k, p.data + g * gb, base + col * rb,
-                        out[m * static_cast<size_t>(cols) + static_cast<size_t>(col)] + g * kPackRows, valid);
+                packed_group_cols(pk, k, p.data + g * gb, gb, base, rb, cols,
+                                  out.data() + m * static_cast<size_t>(cols), g * kPackRows, valid,
+                                  g + 1 < hi ? p.data + (g + 1) * gb : nullptr);
             }
         });
     };
@@ -367,6 +385,73 @@ void run_packed(NodeCtx* ctx, size_t n, const PackedWeight* packs) {
         if (caller_end != 0)
             be.prof.add_detail("matvec: caller waits at end", static_cast<double>(end - caller_end) * 1e-9);
     }
+}
+
+// MOE_MATMUL through packed expert weights: the (token, slot) pairs sorted by expert, each pair's activation row
+// quantized into the packed layout at its place in that order (so an expert's columns lie one after the other),
+// then tasks of whole 16-row groups of the selected experts only, as run_packed's; each group meets all of its
+// expert's columns while its weights are in L1. The kernels give the row kernels' floats, so the outputs equal
+// run_jobs' bit for bit.
+void run_moe_packed(NodeCtx& c, const PackedWeight& p, const int32_t* id, int64_t k, int64_t tokens, bool shared) {
+    Backend& be = *c.be;
+    const TensorView& x = c.in[1];
+    const int64_t kin = p.k;
+    const int64_t pairs = k * tokens;
+    const int64_t rb = (packed_act_bytes(kin) + 63) / 64 * 64;
+    // Counting sort by expert: expert e's columns at [start[e], start[e + 1]).
+    std::vector<int64_t> start(static_cast<size_t>(p.experts + 1), 0);
+    for (int64_t i = 0; i < pairs; ++i) ++start[static_cast<size_t>(id[i]) + 1];
+    for (int64_t e = 0; e < p.experts; ++e) start[static_cast<size_t>(e + 1)] += start[static_cast<size_t>(e)];
+    std::vector<int64_t> src(static_cast<size_t>(pairs));  // the x row of each column
+    std::vector<float*>& out = be.packed_out;
+    out.resize(static_cast<size_t>(pairs));
+    {
+        std::vector<int64_t> fill(start.begin(), start.end() - 1);
+        for (int64_t t = 0; t < tokens; ++t) {
+            for (int64_t s = 0; s < k; ++s) {
+                const auto pos = static_cast<size_t>(fill[static_cast<size_t>(id[t * k + s])]++);
+                src[pos] = shared ? t : t * k + s;
+                out[pos] = reinterpret_cast<float*>(c.out.at(0, s, t));
+            }
+        }
+    }
+    be.scratch.resize(static_cast<size_t>(rb * pairs));
+    uint8_t* base = be.scratch.data();
+    const int threads = be.pool->size();
+    if (pairs * kin <= 16384) {  // decode: a few rows, on the calling thread
+        for (int64_t r = 0; r < pairs; ++r) quantize_act(be, x.frow(src[static_cast<size_t>(r)]), base + r * rb, kin);
+    } else {
+        const int64_t tasks = chunk_count(pairs, threads, std::max<int64_t>(1, 8192 / kin));
+        const int64_t per = (pairs + tasks - 1) / tasks;
+        be.pool->parallel_for(tasks, [&](int64_t t, int) {
+            for (int64_t r = t * per; r < std::min(pairs, (t + 1) * per); ++r)
+                quantize_act(be, x.frow(src[static_cast<size_t>(r)]), base + r * rb, kin);
+        });
+    }
+    // The selected experts' groups in one index space: active expert m holds [first[m], first[m + 1]).
+    std::vector<int64_t> active;
+    for (int64_t e = 0; e < p.experts; ++e) {
+        if (start[static_cast<size_t>(e + 1)] > start[static_cast<size_t>(e)]) active.push_back(e);
+    }
+    const int64_t groups = packed_groups(p);
+    std::vector<int64_t>& first = be.packed_first;
+    first.assign(active.size() + 1, 0);
+    for (size_t m = 0; m < active.size(); ++m) first[m + 1] = first[m] + groups;
+    const int64_t gb = packed_group_bytes(p.type, kin / kQK);
+    be.pool->parallel_spans(first.back(), kPackedOwnGroups, kPackedStealGroups, [&](int64_t g0, int64_t g1, int) {
+        for_node_slices(first, g0, g1, [&](size_t m, int64_t lo, int64_t hi) {
+            const int64_t e = active[m];
+            const int64_t c0 = start[static_cast<size_t>(e)];
+            const int64_t cols = start[static_cast<size_t>(e + 1)] - c0;
+            const PackedKernels pk = packed_kernels(be.kernels, p.type, cols);
+            const uint8_t* data = p.data + e * groups * gb;
+            for (int64_t g = lo; g < hi; ++g) {
+                const int valid = static_cast<int>(std::min<int64_t>(kPackRows, p.rows - g * kPackRows));
+                packed_group_cols(pk, kin, data + g * gb, gb, base + c0 * rb, rb, cols, out.data() + c0, g * kPackRows,
+                                  valid, g + 1 < hi ? data + (g + 1) * gb : nullptr);
+            }
+        });
+    });
 }
 
 }  // namespace
@@ -459,6 +544,8 @@ void run_moe_matmul(NodeCtx& c) {
                                                     std::to_string(n_expert - 1));
         }
     }
+    if (const PackedWeight* p = packed_weights(c, true); p != nullptr)
+        return run_moe_packed(c, *p, id, k, tokens, shared);
     const bool multi = use_multi(c, w.type, x.nrows());
     const std::vector<const void*> act =
         convert_rows(c, act_format(w.type), x, multi ? c.be->kernels.multi_act[w.type] : MultiAct::Native);

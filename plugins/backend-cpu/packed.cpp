@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "buffers.hpp"
@@ -59,22 +60,32 @@ void pack_group(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64
     }
 }
 
-// A Q4_0 group (packed-layout.hpp): the Q8_0 group's scales; codes paired by chunk.
-void pack_group_q4_0(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
+// A Q4_0 or MXFP4 group (packed-layout.hpp): per block the 16 rows' scales (Q4_0: its F16 scale; MXFP4: its
+// exponent minus 128 as a byte), then the codes paired by chunk.
+template <typename Block>
+void pack_group_nibbles(const uint8_t* w, int64_t rows, int64_t k, int64_t stride, int64_t g, uint8_t* dst) {
+    constexpr bool kMx = std::is_same_v<Block, BlockMXFP4>;
     const int64_t nb = k / kQK;
-    auto* scales = reinterpret_cast<uint16_t*>(dst);
-    uint8_t* codes = dst + packed_scale_bytes(nb);
-    std::memset(dst, 0, static_cast<size_t>(packed_scale_bytes(nb)));
+    const int64_t head = kMx ? packed_mxfp4_scale_bytes(nb) : packed_scale_bytes(nb);
+    uint8_t* codes = dst + head;
+    std::memset(dst, 0, static_cast<size_t>(head));
     for (int64_t r = 0; r < kPackRows; ++r) {
         const int64_t row = g * kPackRows + r;
-        const auto* src = row < rows ? reinterpret_cast<const BlockQ4_0*>(w + row * stride) : nullptr;
+        const auto* src = row < rows ? reinterpret_cast<const Block*>(w + row * stride) : nullptr;
+        const uint8_t pad = kMx ? 0 : 8;  // the code of the value 0
         for (int64_t b = 0; b < nb; ++b) {
             uint8_t x[kQK];  // element j's code: qs[j] low nibble (j < 16), qs[j - 16] high nibble
             for (int j = 0; j < 16; ++j) {
-                x[j] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] & 0x0f) : 8;
-                x[j + 16] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] >> 4) : 8;
+                x[j] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] & 0x0f) : pad;
+                x[j + 16] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] >> 4) : pad;
             }
-            if (src != nullptr) scales[b * kPackRows + r] = src[b].d;
+            if (src != nullptr) {
+                if constexpr (kMx) {
+                    dst[b * kPackRows + r] = static_cast<uint8_t>(src[b].e ^ 0x80);
+                } else {
+                    reinterpret_cast<uint16_t*>(dst)[b * kPackRows + r] = src[b].d;
+                }
+            }
             for (int p = 0; p < 4; ++p) {
                 for (int e = 0; e < 4; ++e) {
                     codes[b * kPackRows * kQK / 2 + p * 64 + r * 4 + e] =
@@ -140,17 +151,20 @@ uint8_t* PackCache::allocate(const basalt_buffer* buffer, uint64_t size) {
 }
 
 const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows,
-                                   int64_t k, int64_t stride, basalt_dtype type) {
-    if (rows <= 0 || k <= 0 || k % kQK != 0) return nullptr;
-    if (type != BASALT_DTYPE_Q8_0 && type != BASALT_DTYPE_Q4_0) return nullptr;
+                                   int64_t k, int64_t stride, basalt_dtype type, int64_t experts,
+                                   int64_t expert_stride) {
+    if (rows <= 0 || k <= 0 || k % kQK != 0 || experts <= 0) return nullptr;
+    if (type != BASALT_DTYPE_Q8_0 && type != BASALT_DTYPE_Q4_0 && type != BASALT_DTYPE_MXFP4) return nullptr;
     if (auto it = map_.find(w); it != map_.end()) {
         const PackedWeight& p = it->second;
-        if (p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer && p.type == type) return &p;
+        if (p.rows == rows && p.k == k && p.stride == stride && p.buffer == buffer && p.type == type &&
+            p.experts == experts && (experts == 1 || p.expert_stride == expert_stride))
+            return &p;
         map_.erase(it);  // the same bytes seen with another shape: its old copy's memory goes with the buffer
     }
     const int64_t groups = (rows + kPackRows - 1) / kPackRows;
     const int64_t gb = packed_group_bytes(type, k / kQK);
-    const auto need = static_cast<uint64_t>(groups * gb);
+    const auto need = static_cast<uint64_t>(experts * groups * gb);
     if (packed_ + need > limit_) {
         if (!warned_) {
             warned_ = true;
@@ -162,24 +176,34 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
         return nullptr;
     }
     PackedWeight p;
-    p.data = allocate(buffer, static_cast<uint64_t>(groups * gb));
+    p.data = allocate(buffer, need);
     p.rows = rows;
     p.k = k;
     p.stride = stride;
     p.buffer = buffer;
     p.type = type;
+    p.experts = experts;
+    p.expert_stride = experts > 1 ? expert_stride : 0;
     // Packed in slices of about 8 MiB of source; from a file mapping, each slice's pages are dropped once it is
     // packed, so the peak holds even a large matrix (a 262k-row embedding) about once, not twice.
     const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
-    const auto row_bytes =
-        static_cast<uint64_t>(k / kQK) * (type == BASALT_DTYPE_Q4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0));
-    const auto pack = type == BASALT_DTYPE_Q4_0 ? pack_group_q4_0 : pack_group;
-    for (int64_t g0 = 0; g0 < groups; g0 += slice) {
-        const int64_t g1 = std::min(groups, g0 + slice);
-        pool.parallel_for(g1 - g0, [&](int64_t g, int) { pack(w, rows, k, stride, g0 + g, p.data + (g0 + g) * gb); });
-        if (!buffer->file_pages) continue;
-        const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
-        release_pages(w + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);
+    const auto row_bytes = static_cast<uint64_t>(k / kQK) * (type == BASALT_DTYPE_Q4_0    ? sizeof(BlockQ4_0)
+                                                             : type == BASALT_DTYPE_MXFP4 ? sizeof(BlockMXFP4)
+                                                                                          : sizeof(BlockQ8_0));
+    const auto pack = type == BASALT_DTYPE_Q4_0    ? pack_group_nibbles<BlockQ4_0>
+                      : type == BASALT_DTYPE_MXFP4 ? pack_group_nibbles<BlockMXFP4>
+                                                   : pack_group;
+    for (int64_t e = 0; e < experts; ++e) {
+        const uint8_t* src = w + e * p.expert_stride;
+        uint8_t* dst = p.data + e * groups * gb;
+        for (int64_t g0 = 0; g0 < groups; g0 += slice) {
+            const int64_t g1 = std::min(groups, g0 + slice);
+            pool.parallel_for(g1 - g0,
+                              [&](int64_t g, int) { pack(src, rows, k, stride, g0 + g, dst + (g0 + g) * gb); });
+            if (!buffer->file_pages) continue;
+            const int64_t r0 = g0 * kPackRows, r1 = std::min(rows, g1 * kPackRows);
+            release_pages(src + r0 * stride, static_cast<uint64_t>(r1 - r0 - 1) * stride + row_bytes);
+        }
     }
     return &map_.emplace(w, p).first->second;
 }

@@ -1,6 +1,6 @@
-// Repacked matmul weights: a backend-private copy of a Q8_0 (or Q4_0) weight matrix in the layout the AVX-512 VNNI
-// kernel streams best (16 rows interleaved per group, scales together, quants biased to unsigned), made on a weight's
-// first use and kept until its buffer is written or freed. Decode then reads every weight byte once with one
+// Repacked matmul weights: a backend-private copy of a Q8_0 (or Q4_0, MXFP4) weight matrix in the layout the AVX-512
+// VNNI kernel streams best (16 rows interleaved per group, scales together, quants biased to unsigned), made on a
+// weight's first use and kept until its buffer is written or freed. Decode then reads every weight byte once with one
 // dot-product instruction per 64 bytes instead of the row-at-a-time kernel's sign fix-ups and scalar scales.
 #pragma once
 
@@ -21,17 +21,26 @@ class ThreadPool;
 void quantize_row_packed_act(const float* x, uint8_t* y, int64_t k);
 
 struct PackedWeight {
-    uint8_t* data = nullptr;  // groups of packed_group_bytes(k / 32) bytes, 64-byte aligned
-    int64_t rows = 0;
+    uint8_t* data = nullptr;  // groups of packed_group_bytes(type, k / 32) bytes, 64-byte aligned
+    int64_t rows = 0;         // rows of one matrix (of one expert)
     int64_t k = 0;
     int64_t stride = 0;  // source row stride
     const basalt_buffer* buffer = nullptr;
-    basalt_dtype type = BASALT_DTYPE_Q8_0;  // the source's type: BASALT_DTYPE_Q8_0 or BASALT_DTYPE_Q4_0 groups
+    basalt_dtype type = BASALT_DTYPE_Q8_0;  // the source's type: BASALT_DTYPE_Q8_0, Q4_0 or MXFP4 groups
+    int64_t experts = 1;        // matrices (a MOE_MATMUL's experts): expert e's groups follow expert e - 1's
+    int64_t expert_stride = 0;  // source bytes from one expert's first row to the next one's
 };
 
-// Bytes of one packed group of `type` (Q8_0 or Q4_0) with nb blocks per row.
+// Bytes of one packed group of `type` (Q8_0, Q4_0 or MXFP4) with nb blocks per row.
 inline int64_t packed_group_bytes(basalt_dtype type, int64_t nb) noexcept {
-    return type == BASALT_DTYPE_Q4_0 ? packed_q4_0_group_bytes(nb) : packed_group_bytes(nb);
+    return type == BASALT_DTYPE_Q4_0    ? packed_q4_0_group_bytes(nb)
+           : type == BASALT_DTYPE_MXFP4 ? packed_mxfp4_group_bytes(nb)
+                                        : packed_group_bytes(nb);
+}
+
+// Packed groups of one matrix (one expert) of p.
+inline int64_t packed_groups(const PackedWeight& p) noexcept {
+    return (p.rows + kPackRows - 1) / kPackRows;
 }
 
 // The packed copies of one backend instance, keyed by the source weight's address. Their memory comes in chunks
@@ -47,11 +56,13 @@ class PackCache {
     PackCache(const PackCache&) = delete;
     PackCache& operator=(const PackCache&) = delete;
 
-    // The packed copy of the Q8_0 or Q4_0 (`type`) matrix at w (rows x k, row stride `stride`, inside `buffer`),
-    // packing it on the pool first when there is none yet. Returns nullptr when the type or shape cannot be
-    // packed or the limit is reached (logged once); throws sdk::error when memory runs out.
+    // The packed copy of the Q8_0, Q4_0 or MXFP4 (`type`) matrix at w (rows x k, row stride `stride`, inside
+    // `buffer`; `experts` such matrices `expert_stride` bytes apart, as a MOE_MATMUL's weights), packing it on the
+    // pool first when there is none yet. Returns nullptr when the type or shape cannot be packed or the limit is
+    // reached (logged once); throws sdk::error when memory runs out.
     const PackedWeight* get(ThreadPool& pool, const basalt_buffer* buffer, const uint8_t* w, int64_t rows, int64_t k,
-                            int64_t stride, basalt_dtype type = BASALT_DTYPE_Q8_0);
+                            int64_t stride, basalt_dtype type = BASALT_DTYPE_Q8_0, int64_t experts = 1,
+                            int64_t expert_stride = 0);
     // Drops the packed copies of weights inside `buffer` and their memory (it is being written or freed).
     void drop(const basalt_buffer* buffer);
 
