@@ -72,26 +72,25 @@ void pack_group_nibbles(const uint8_t* w, int64_t rows, int64_t k, int64_t strid
     for (int64_t r = 0; r < kPackRows; ++r) {
         const int64_t row = g * kPackRows + r;
         const auto* src = row < rows ? reinterpret_cast<const Block*>(w + row * stride) : nullptr;
-        const uint8_t pad = kMx ? 0 : 8;  // the code of the value 0
+        // Padding rows: the code of the value 0 in every nibble.
+        const uint32_t pad = kMx ? 0u : 0x88888888u;
         for (int64_t b = 0; b < nb; ++b) {
-            uint8_t x[kQK];  // element j's code: qs[j] low nibble (j < 16), qs[j - 16] high nibble
-            for (int j = 0; j < 16; ++j) {
-                x[j] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] & 0x0f) : pad;
-                x[j + 16] = src != nullptr ? static_cast<uint8_t>(src[b].qs[j] >> 4) : pad;
-            }
+            // Words of 4 code bytes: byte j of q[i] holds element 4i + j (low nibble) and 4i + j + 16 (high).
+            uint32_t q[4] = {pad, pad, pad, pad};
             if (src != nullptr) {
+                std::memcpy(q, src[b].qs, sizeof(q));
                 if constexpr (kMx) {
                     dst[b * kPackRows + r] = static_cast<uint8_t>(src[b].e ^ 0x80);
                 } else {
                     reinterpret_cast<uint16_t*>(dst)[b * kPackRows + r] = src[b].d;
                 }
             }
-            for (int p = 0; p < 4; ++p) {
-                for (int e = 0; e < 4; ++e) {
-                    codes[b * kPackRows * kQK / 2 + p * 64 + r * 4 + e] =
-                        static_cast<uint8_t>(x[8 * p + e] | (x[8 * p + 4 + e] << 4));
-                }
-            }
+            // Pair p's byte e: element 8p + e in the low nibble, 8p + 4 + e in the high one.
+            constexpr uint32_t lo = 0x0f0f0f0fu;
+            const uint32_t pairs[4] = {(q[0] & lo) | ((q[1] & lo) << 4), (q[2] & lo) | ((q[3] & lo) << 4),
+                                       ((q[0] >> 4) & lo) | (q[1] & ~lo), ((q[2] >> 4) & lo) | (q[3] & ~lo)};
+            for (int p = 0; p < 4; ++p)
+                std::memcpy(codes + b * kPackRows * kQK / 2 + p * 64 + r * 4, &pairs[p], sizeof(uint32_t));
         }
     }
 }
