@@ -152,9 +152,10 @@ basalt_status cpu_create(const basalt_host* host, size_t device, const basalt_pa
         be->profile = p.get_bool("profile", prof_env != nullptr && std::string(prof_env) == "1");
         sdk::log(BASALT_LOG_DEBUG, kLabel,
                  "created: " + std::to_string(threads) + " threads, kernels " + be->kernels.isa +
-                     (be->repack ? (be->kernels.packed_q4_0_cols != nullptr ? ", Q8_0 and Q4_0 weights repacked"
-                                                                            : ", Q8_0 weights repacked")
-                                 : ""));
+                     (be->repack ? std::string(", Q8_0") + (be->kernels.packed_q4_0_cols != nullptr ? ", Q4_0" : "") +
+                                       (be->kernels.packed_mxfp4_cols != nullptr ? ", MXFP4" : "") +
+                                       " weights repacked (MATMUL and MOE_MATMUL)"
+                                 : std::string()));
         *out_backend = be.release();
     });
 }
