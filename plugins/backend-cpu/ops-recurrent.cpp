@@ -54,6 +54,10 @@ void run_slice(NodeCtx& c) {
     }
 }
 
+// Each task takes a range of channels and walks the tokens in row order, the channels of a token contiguous (x, the
+// output and the state rows are [C] per token or tap): every output is the same sum in the same order as channel by
+// channel (acc = 0, then tap 0..K-2 against the state, then tap K-1 against x, in double), so only the memory order
+// changes. w is read transposed ([K][range]) so that each tap is a contiguous row too.
 void run_ssm_conv(NodeCtx& c) {
     const TensorView& x = c.in[0];
     const TensorView& w = c.in[1];
@@ -61,22 +65,28 @@ void run_ssm_conv(NodeCtx& c) {
     const int64_t C = x.ne[0], T = x.ne[1], K = w.ne[0];
     const int32_t* rows = state_rows(c, c.in[3], state, T);
     over(c, C, [&](int64_t c0, int64_t c1) {
-        std::vector<float> win(static_cast<size_t>(K));
+        const int64_t n = c1 - c0;
+        std::vector<float> wt(static_cast<size_t>(K * n));
         for (int64_t ch = c0; ch < c1; ++ch) {
             const float* wc = w.frow(ch);
-            for (int64_t t = 0; t < T; ++t) {
-                float* s = state.frow(rows[2 * t]);
-                if (rows[2 * t + 1] != 0) {
-                    for (int64_t j = 0; j + 1 < K; ++j) s[j * C + ch] = 0.0f;
-                }
-                double acc = 0;
-                for (int64_t j = 0; j + 1 < K; ++j) acc += double{wc[j]} * s[j * C + ch];
-                const float xt = x.frow(t)[ch];
-                acc += double{wc[K - 1]} * xt;
-                c.out.frow(t)[ch] = static_cast<float>(acc);
-                for (int64_t j = 0; j + 2 < K; ++j) s[j * C + ch] = s[(j + 1) * C + ch];
-                s[(K - 2) * C + ch] = xt;
+            for (int64_t j = 0; j < K; ++j) wt[static_cast<size_t>(j * n + ch - c0)] = wc[j];
+        }
+        const float* wl = &wt[static_cast<size_t>((K - 1) * n)];
+        for (int64_t t = 0; t < T; ++t) {
+            float* s = state.frow(rows[2 * t]) + c0;
+            if (rows[2 * t + 1] != 0) {
+                for (int64_t j = 0; j + 1 < K; ++j) std::fill(s + j * C, s + j * C + n, 0.0f);
             }
+            const float* xt = x.frow(t) + c0;
+            float* out = c.out.frow(t) + c0;
+            for (int64_t i = 0; i < n; ++i) {
+                double acc = 0;
+                for (int64_t j = 0; j + 1 < K; ++j) acc += double{wt[static_cast<size_t>(j * n + i)]} * s[j * C + i];
+                acc += double{wl[i]} * xt[i];
+                out[i] = static_cast<float>(acc);
+            }
+            for (int64_t j = 0; j + 2 < K; ++j) std::copy(s + (j + 1) * C, s + (j + 1) * C + n, s + j * C);
+            std::copy(xt, xt + n, s + (K - 2) * C);
         }
     });
 }
