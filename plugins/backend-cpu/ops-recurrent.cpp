@@ -43,6 +43,34 @@ void over(NodeCtx& c, int64_t n, F&& body) {
 constexpr int64_t kChunk = 64;
 constexpr int64_t kChunkFrom = 16;
 
+// One token of the recurrent form for G consecutive state rows (row g at s + g dk, its value vt[g], its output
+// out[g]): per row, S *= e^g and the dot S . k in double in column order, delta, S += delta k and the dot S . q, as
+// one row alone; the G rows interleaved so that their dependency chains overlap.
+template <int G>
+void recurrent_rows(float* s, int64_t dk, const float* kt, const float* qt, float decay, float b, const float* vt,
+                    float* out) {
+    double sk[G] = {};
+    for (int64_t j = 0; j < dk; ++j) {
+        for (int g = 0; g < G; ++g) {
+            float& x = s[g * dk + j];
+            x *= decay;
+            sk[g] += double{x} * kt[j];
+        }
+    }
+    float delta[G];
+    for (int g = 0; g < G; ++g) delta[g] = static_cast<float>(b * (vt[g] - sk[g]));
+    double o[G] = {};
+    for (int64_t j = 0; j < dk; ++j) {
+        for (int g = 0; g < G; ++g) {
+            float& x = s[g * dk + j];
+            x += delta[g] * kt[j];
+            o[g] += double{x} * qt[j];
+        }
+    }
+    for (int g = 0; g < G; ++g) out[g] = static_cast<float>(o[g]);
+}
+constexpr int kRowGroup = 8;
+
 }  // namespace
 
 void run_slice(NodeCtx& c) {
@@ -116,31 +144,29 @@ void run_gated_delta(NodeCtx& c) {
     if (any_chunked) run_gated_delta_chunked(c, rows, chunk, chunked.data());
     if (!any_recurrent) return;
     // Every row i of a head's matrix evolves on its own: S_i = e^g S_i; S_i += beta (v_i - S_i . k) k; o_i = S_i . q.
+    // Consecutive rows of one head run in groups (recurrent_rows), each row's operations in its own order.
     over(c, nv * dv, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t r = r0; r < r1;) {
             const int64_t h = r / dv, i = r % dv, hk = h % nk;
+            const int64_t rows_here = std::min(r1 - r, dv - i);
+            const int64_t n = rows_here >= kRowGroup ? kRowGroup : 1;
             for (int64_t t = 0; t < T; ++t) {
                 if (chunked[static_cast<size_t>(rows[2 * t])] != 0) continue;
                 float* s = state.frow(rows[2 * t]) + (h * dv + i) * dk;
-                if (rows[2 * t + 1] != 0) std::fill(s, s + dk, 0.0f);
+                if (rows[2 * t + 1] != 0) std::fill(s, s + n * dk, 0.0f);
                 const auto* kt = reinterpret_cast<const float*>(k.at(0, hk, t));
                 const auto* qt = reinterpret_cast<const float*>(q.at(0, hk, t));
                 const float decay = std::exp(g.frow(t)[h]);
                 const float b = beta.frow(t)[h];
-                double sk = 0;
-                for (int64_t j = 0; j < dk; ++j) {
-                    s[j] *= decay;
-                    sk += double{s[j]} * kt[j];
+                const float* vt = reinterpret_cast<const float*>(v.at(0, h, t)) + i;
+                float* out = reinterpret_cast<float*>(c.out.at(0, h, t)) + i;
+                if (n == kRowGroup) {
+                    recurrent_rows<kRowGroup>(s, dk, kt, qt, decay, b, vt, out);
+                } else {
+                    recurrent_rows<1>(s, dk, kt, qt, decay, b, vt, out);
                 }
-                const auto vt = reinterpret_cast<const float*>(v.at(0, h, t))[i];
-                const auto delta = static_cast<float>(b * (vt - sk));
-                double o = 0;
-                for (int64_t j = 0; j < dk; ++j) {
-                    s[j] += delta * kt[j];
-                    o += double{s[j]} * qt[j];
-                }
-                reinterpret_cast<float*>(c.out.at(0, h, t))[i] = static_cast<float>(o);
             }
+            r += n;
         }
     });
 }
