@@ -2322,7 +2322,8 @@ namespace {
 
 // The recurrent ops' cases for the ISA comparison: every GATED_DELTA and SSM_CONV case of the harness, then shapes that
 // are not multiples of the SIMD widths: SSM_CONV over 1000 channels (uneven ranges per thread), GATED_DELTA with
-// dk = 20 and dv = 40 (a block of 8 state rows; key columns past the last group of 8 and 16) in chunks of 64 and 7.
+// dk = 20 and dv = 40 (a block of 8 state rows; key columns past the last group of 8 and 16) in chunks of 64 and 7
+// and token by token, and the recurrent form with dk = 24, dv = 20 (groups of 8 rows, then single rows).
 std::vector<Case> recurrent_isa_cases() {
     Rng rng(20261206);
     std::vector<Case> cs;
@@ -2337,9 +2338,10 @@ std::vector<Case> recurrent_isa_cases() {
         }
     }
     for (bool state_out : {false, true}) ssm_conv_case(cs, rng, 1000, 4, slots, fresh, state_out);
-    for (int32_t chunk : {0, 7}) {
+    for (int32_t chunk : {0, 7, 1}) {
         for (bool state_out : {false, true}) gated_delta_case(cs, rng, slots, fresh, chunk, 20, 1, 40, 2, 1, state_out);
     }
+    for (bool state_out : {false, true}) gated_delta_case(cs, rng, slots, fresh, 1, 24, 2, 20, 4, 1, state_out);
     return cs;
 }
 

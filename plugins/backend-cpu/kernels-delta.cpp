@@ -1,6 +1,7 @@
-// AVX2 and AVX-512 builds of the chunked delta rule's inner loops (kernels-delta-x86.inc), selected with the rest of
-// a table (kernels-avx2.cpp / kernels-avx512.cpp call fill_delta_kernels_*). Built with -ffp-contract=off (CMakeLists)
-// so that no multiply and add pair is fused: the floats are the baseline loops' on every ISA.
+// AVX2 and AVX-512 builds of the delta rule's inner loops (chunked and recurrent forms) (kernels-delta-x86.inc),
+// selected with the rest of a table (kernels-avx2.cpp / kernels-avx512.cpp call fill_delta_kernels_*). Built with
+// -ffp-contract=off (CMakeLists) so that no multiply and add pair is fused: the floats are the baseline loops' on every
+// ISA.
 #include "kernels.hpp"
 
 #if defined(__x86_64__)
@@ -33,10 +34,12 @@ namespace basalt::cpu {
 void fill_delta_kernels_avx2(Kernels& k) {
     k.delta_dots = avx2::delta_dots;
     k.delta_rows = avx2::delta_rows;
+    k.delta_recurrent8 = avx2::delta_recurrent8;
 }
 void fill_delta_kernels_avx512(Kernels& k) {
     k.delta_dots = avx512::delta_dots;
     k.delta_rows = avx512::delta_rows;
+    k.delta_recurrent8 = avx512::delta_recurrent8;
 }
 }  // namespace basalt::cpu
 #else

@@ -132,6 +132,10 @@ struct Kernels {
     void (*delta_dots)(int64_t n, int64_t dk, const float* ki, const float* qi, const float* kt, int64_t ld, float* kk,
                        float* qk) = nullptr;
     void (*delta_rows)(const DeltaChunkRows& a) = nullptr;
+    // Optional (nullptr: ops-recurrent.cpp's recurrent_rows), one token of the delta rule's recurrent form for 8
+    // consecutive state rows (row g at s + g dk, dk % 8 == 0; vt and out 8 floats): each row's operations in its order.
+    void (*delta_recurrent8)(float* s, int64_t dk, const float* kt, const float* qt, float decay, float b,
+                             const float* vt, float* out) = nullptr;
 };
 
 // Fills the scalar table (the reference, always available).

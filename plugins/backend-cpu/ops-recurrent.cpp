@@ -144,7 +144,10 @@ void run_gated_delta(NodeCtx& c) {
     if (any_chunked) run_gated_delta_chunked(c, rows, chunk, chunked.data());
     if (!any_recurrent) return;
     // Every row i of a head's matrix evolves on its own: S_i = e^g S_i; S_i += beta (v_i - S_i . k) k; o_i = S_i . q.
-    // Consecutive rows of one head run in groups (recurrent_rows), each row's operations in its own order.
+    // Consecutive rows of one head run in groups (recurrent_rows, or the ISA's delta_recurrent8), each row's
+    // operations in its own order.
+    const auto simd8 = dk % 8 == 0 ? c.be->kernels.delta_recurrent8 : nullptr;
+    static_assert(kRowGroup == 8, "delta_recurrent8 takes 8 rows");
     over(c, nv * dv, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1;) {
             const int64_t h = r / dv, i = r % dv, hk = h % nk;
@@ -160,7 +163,9 @@ void run_gated_delta(NodeCtx& c) {
                 const float b = beta.frow(t)[h];
                 const float* vt = reinterpret_cast<const float*>(v.at(0, h, t)) + i;
                 float* out = reinterpret_cast<float*>(c.out.at(0, h, t)) + i;
-                if (n == kRowGroup) {
+                if (n == kRowGroup && simd8 != nullptr) {
+                    simd8(s, dk, kt, qt, decay, b, vt, out);
+                } else if (n == kRowGroup) {
                     recurrent_rows<kRowGroup>(s, dk, kt, qt, decay, b, vt, out);
                 } else {
                     recurrent_rows<1>(s, dk, kt, qt, decay, b, vt, out);
