@@ -136,6 +136,11 @@ struct Kernels {
     // consecutive state rows (row g at s + g dk, dk % 8 == 0; vt and out 8 floats): each row's operations in its order.
     void (*delta_recurrent8)(float* s, int64_t dk, const float* kt, const float* qt, float decay, float b,
                              const float* vt, float* out) = nullptr;
+    // Optional (nullptr: ops-recurrent.cpp's conv_rows_baseline), SSM_CONV's outputs of one token for n channels:
+    // out[i] = 0 + sum over taps j < K - 1 of wt[j n + i] s[j C + i], + wt[(K - 1) n + i] xt[i], in double in that
+    // order (every product of two floats is exact in double, so only the sums' order matters).
+    void (*conv_rows)(int64_t n, int64_t K, const float* wt, const float* s, int64_t C, const float* xt,
+                      float* out) = nullptr;
 };
 
 // Fills the scalar table (the reference, always available).
@@ -143,9 +148,10 @@ void init_kernels_scalar(Kernels& k);
 // Overwrite the entries they accelerate; return false when the CPU lacks the instructions.
 bool init_kernels_avx2(Kernels& k);
 bool init_kernels_avx512(Kernels& k);
-// Set delta_dots / delta_rows of a table that init_kernels_avx2 / _avx512 filled (kernels-delta.cpp).
-void fill_delta_kernels_avx2(Kernels& k);
-void fill_delta_kernels_avx512(Kernels& k);
+// Set the recurrent ops' entries (delta_*, conv_rows) of a table init_kernels_avx2 / _avx512 filled
+// (kernels-recurrent.cpp).
+void fill_recurrent_kernels_avx2(Kernels& k);
+void fill_recurrent_kernels_avx512(Kernels& k);
 
 // Picks the table for `isa` ("auto", "scalar", "avx2", "avx512"); throws sdk::error naming an unknown or
 // unavailable choice.

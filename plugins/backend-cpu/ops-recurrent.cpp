@@ -43,6 +43,18 @@ void over(NodeCtx& c, int64_t n, F&& body) {
 constexpr int64_t kChunk = 64;
 constexpr int64_t kChunkFrom = 16;
 
+// SSM_CONV's outputs of one token for n channels (Kernels::conv_rows gives the same floats): out[i] = (0 + taps
+// 0..K-2 of wt [K][n] against the state's rows s + j C, then tap K-1 against xt) in double.
+void conv_rows_baseline(int64_t n, int64_t K, const float* wt, const float* s, int64_t C, const float* xt, float* out) {
+    const float* wl = wt + (K - 1) * n;
+    for (int64_t i = 0; i < n; ++i) {
+        double acc = 0;
+        for (int64_t j = 0; j + 1 < K; ++j) acc += double{wt[j * n + i]} * s[j * C + i];
+        acc += double{wl[i]} * xt[i];
+        out[i] = static_cast<float>(acc);
+    }
+}
+
 // One token of the recurrent form for G consecutive state rows (row g at s + g dk, its value vt[g], its output
 // out[g]): per row, S *= e^g and the dot S . k in double in column order, delta, S += delta k and the dot S . q, as
 // one row alone; the G rows interleaved so that their dependency chains overlap.
@@ -92,6 +104,7 @@ void run_ssm_conv(NodeCtx& c) {
     const TensorView& state = c.in[2];
     const int64_t C = x.ne[0], T = x.ne[1], K = w.ne[0];
     const int32_t* rows = state_rows(c, c.in[3], state, T);
+    const auto conv = c.be->kernels.conv_rows != nullptr ? c.be->kernels.conv_rows : conv_rows_baseline;
     over(c, C, [&](int64_t c0, int64_t c1) {
         const int64_t n = c1 - c0;
         std::vector<float> wt(static_cast<size_t>(K * n));
@@ -99,7 +112,6 @@ void run_ssm_conv(NodeCtx& c) {
             const float* wc = w.frow(ch);
             for (int64_t j = 0; j < K; ++j) wt[static_cast<size_t>(j * n + ch - c0)] = wc[j];
         }
-        const float* wl = &wt[static_cast<size_t>((K - 1) * n)];
         for (int64_t t = 0; t < T; ++t) {
             float* s = state.frow(rows[2 * t]) + c0;
             if (rows[2 * t + 1] != 0) {
@@ -107,12 +119,7 @@ void run_ssm_conv(NodeCtx& c) {
             }
             const float* xt = x.frow(t) + c0;
             float* out = c.out.frow(t) + c0;
-            for (int64_t i = 0; i < n; ++i) {
-                double acc = 0;
-                for (int64_t j = 0; j + 1 < K; ++j) acc += double{wt[static_cast<size_t>(j * n + i)]} * s[j * C + i];
-                acc += double{wl[i]} * xt[i];
-                out[i] = static_cast<float>(acc);
-            }
+            conv(n, K, wt.data(), s, C, xt, out);
             for (int64_t j = 0; j + 2 < K; ++j) std::copy(s + (j + 1) * C, s + (j + 1) * C + n, s + j * C);
             std::copy(xt, xt + n, s + (K - 2) * C);
         }

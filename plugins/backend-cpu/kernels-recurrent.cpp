@@ -1,7 +1,7 @@
-// AVX2 and AVX-512 builds of the delta rule's inner loops (chunked and recurrent forms) (kernels-delta-x86.inc),
-// selected with the rest of a table (kernels-avx2.cpp / kernels-avx512.cpp call fill_delta_kernels_*). Built with
-// -ffp-contract=off (CMakeLists) so that no multiply and add pair is fused: the floats are the baseline loops' on every
-// ISA.
+// AVX2 and AVX-512 builds of the recurrent ops' inner loops (kernels-recurrent-x86.inc: GATED_DELTA's two forms,
+// SSM_CONV), selected with the rest of a table (kernels-avx2.cpp / kernels-avx512.cpp call fill_recurrent_kernels_*).
+// Built with -ffp-contract=off (CMakeLists) so that no multiply and add pair is fused: the floats are the baseline
+// loops' on every ISA.
 #include "kernels.hpp"
 
 #if defined(__x86_64__)
@@ -11,7 +11,7 @@
 #pragma GCC target("avx2,fma,f16c")
 #define BASALT_X86_NS avx2
 #define BASALT_X86_512 0
-#include "kernels-delta-x86.inc"
+#include "kernels-recurrent-x86.inc"
 #undef BASALT_X86_512
 #undef BASALT_X86_NS
 #pragma GCC pop_options
@@ -24,27 +24,29 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define BASALT_X86_NS avx512
 #define BASALT_X86_512 1
-#include "kernels-delta-x86.inc"
+#include "kernels-recurrent-x86.inc"
 #undef BASALT_X86_512
 #undef BASALT_X86_NS
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 namespace basalt::cpu {
-void fill_delta_kernels_avx2(Kernels& k) {
+void fill_recurrent_kernels_avx2(Kernels& k) {
     k.delta_dots = avx2::delta_dots;
     k.delta_rows = avx2::delta_rows;
     k.delta_recurrent8 = avx2::delta_recurrent8;
+    k.conv_rows = avx2::conv_rows;
 }
-void fill_delta_kernels_avx512(Kernels& k) {
+void fill_recurrent_kernels_avx512(Kernels& k) {
     k.delta_dots = avx512::delta_dots;
     k.delta_rows = avx512::delta_rows;
     k.delta_recurrent8 = avx512::delta_recurrent8;
+    k.conv_rows = avx512::conv_rows;
 }
 }  // namespace basalt::cpu
 #else
 namespace basalt::cpu {
-void fill_delta_kernels_avx2(Kernels&) {}
-void fill_delta_kernels_avx512(Kernels&) {}
+void fill_recurrent_kernels_avx2(Kernels&) {}
+void fill_recurrent_kernels_avx512(Kernels&) {}
 }  // namespace basalt::cpu
 #endif
