@@ -2349,8 +2349,9 @@ std::vector<Case> recurrent_isa_cases() {
 
 TEST_CASE("backend-cpu: GATED_DELTA and SSM_CONV give the baseline build's floats bit for bit on every ISA",
           "[backend-ops]") {
-    // The delta rule's AVX2 / AVX-512 loops (kernels-recurrent.cpp) and the conv against isa=scalar (the baseline loops)
-    // at 1 thread: chunked (hint 0 and > 1) and recurrent forms, outputs and states, on 1, 2 and 3 threads.
+    // The recurrent ops' AVX2 / AVX-512 loops (kernels-recurrent.cpp) against isa=scalar (the baseline loops) at 1
+    // thread: GATED_DELTA's chunked (hint 0 and > 1) and recurrent forms and SSM_CONV, outputs and states, on 1, 2
+    // and 3 threads.
     const std::vector<Case> cases = recurrent_isa_cases();
     const basalt_backend_iface* iface = cpu_iface();
     Instance base(iface, {{"isa", "scalar"}, {"threads", "1"}});
