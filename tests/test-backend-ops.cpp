@@ -887,6 +887,47 @@ std::vector<Case> gated_delta_model_cases() {
     return cs;
 }
 
+// SSM_CONV of C channels and K taps on x, weights and state drawn from rng, for tokens of the given slots and fresh
+// starts: its output or (state_out, through a COPY) the state it leaves, against the float64 convolution.
+void ssm_conv_case(std::vector<Case>& cs, Rng& rng, int64_t C, int64_t K, const std::vector<int32_t>& slot_of,
+                   const std::vector<int32_t>& fresh_of, bool state_out) {
+    const auto T = static_cast<int64_t>(slot_of.size());
+    const int64_t S = 1 + *std::max_element(slot_of.begin(), slot_of.end());
+    std::vector<int32_t> rows;
+    for (size_t t = 0; t < slot_of.size(); ++t) rows.insert(rows.end(), {slot_of[t], fresh_of[t]});
+    Builder b(rng,
+              std::string("SSM_CONV ") + shape_str({C, T}) + " K=" + std::to_string(K) + (state_out ? " state" : ""));
+    const int x = b.input("x", BASALT_DTYPE_F32, {C, T});
+    const int w = b.input("w", BASALT_DTYPE_F32, {K, C});
+    const int st = b.input("state", BASALT_DTYPE_F32, {(K - 1) * C, S});
+    const int r = b.ints("rows", {2, T}, rows);
+    const int y = state_out ? b.intermediate("y", {C, T}) : b.output("y", BASALT_DTYPE_F32, {C, T});
+    b.node(BASALT_OP_SSM_CONV, y, {x, w, st, r});
+    const auto X = b.vals(x), W = b.vals(w);
+    auto St = b.vals(st);
+    std::vector<double> e(static_cast<size_t>(C * T));
+    for (int64_t t = 0; t < T; ++t) {
+        double* s = &St[static_cast<size_t>(slot_of[static_cast<size_t>(t)] * (K - 1) * C)];
+        for (int64_t ch = 0; ch < C; ++ch) {
+            if (fresh_of[static_cast<size_t>(t)] != 0)
+                for (int64_t j = 0; j + 1 < K; ++j) s[j * C + ch] = 0;
+            const double xt = X[static_cast<size_t>(t * C + ch)];
+            double acc = W[static_cast<size_t>(ch * K + K - 1)] * xt;
+            for (int64_t j = 0; j + 1 < K; ++j) acc += W[static_cast<size_t>(ch * K + j)] * s[j * C + ch];
+            e[static_cast<size_t>(t * C + ch)] = acc;
+            for (int64_t j = 0; j + 2 < K; ++j) s[j * C + ch] = s[(j + 1) * C + ch];
+            s[(K - 2) * C + ch] = xt;
+        }
+    }
+    if (state_out) {
+        const int o = b.output("state_after", BASALT_DTYPE_F32, {(K - 1) * C, S});
+        b.node(BASALT_OP_COPY, o, {st});
+        cs.push_back(b.done(St, 1e-7));
+    } else {
+        cs.push_back(b.done(e, 1e-7));
+    }
+}
+
 // SOFTPLUS, SLICE and the recurrent ops (since ABI 1.4, hybrid architectures). SSM_CONV and GATED_DELTA each get
 // two cases: their output, and (a COPY of) the state they leave, from a random initial state with tokens of three
 // slots interleaved and fresh starts.
@@ -922,42 +963,7 @@ std::vector<Case> recurrent_cases(Rng& rng) {
     }
     const std::vector<int32_t> slot_of{1, 1, 0, 1, 2, 2, 0, 1};
     const std::vector<int32_t> fresh_of{0, 0, 1, 0, 1, 0, 0, 0};
-    const int64_t T = static_cast<int64_t>(slot_of.size()), S = 3;
-    std::vector<int32_t> rows;
-    for (size_t t = 0; t < slot_of.size(); ++t) rows.insert(rows.end(), {slot_of[t], fresh_of[t]});
-    for (bool state_out : {false, true}) {
-        const int64_t C = 24, K = 4;
-        Builder b(rng, std::string("SSM_CONV ") + shape_str({C, T}) + " K=4" + (state_out ? " state" : ""));
-        const int x = b.input("x", BASALT_DTYPE_F32, {C, T});
-        const int w = b.input("w", BASALT_DTYPE_F32, {K, C});
-        const int st = b.input("state", BASALT_DTYPE_F32, {(K - 1) * C, S});
-        const int r = b.ints("rows", {2, T}, rows);
-        const int y = state_out ? b.intermediate("y", {C, T}) : b.output("y", BASALT_DTYPE_F32, {C, T});
-        b.node(BASALT_OP_SSM_CONV, y, {x, w, st, r});
-        const auto X = b.vals(x), W = b.vals(w);
-        auto St = b.vals(st);
-        std::vector<double> e(static_cast<size_t>(C * T));
-        for (int64_t t = 0; t < T; ++t) {
-            double* s = &St[static_cast<size_t>(slot_of[static_cast<size_t>(t)] * (K - 1) * C)];
-            for (int64_t ch = 0; ch < C; ++ch) {
-                if (fresh_of[static_cast<size_t>(t)] != 0)
-                    for (int64_t j = 0; j + 1 < K; ++j) s[j * C + ch] = 0;
-                const double xt = X[static_cast<size_t>(t * C + ch)];
-                double acc = W[static_cast<size_t>(ch * K + K - 1)] * xt;
-                for (int64_t j = 0; j + 1 < K; ++j) acc += W[static_cast<size_t>(ch * K + j)] * s[j * C + ch];
-                e[static_cast<size_t>(t * C + ch)] = acc;
-                for (int64_t j = 0; j + 2 < K; ++j) s[j * C + ch] = s[(j + 1) * C + ch];
-                s[(K - 2) * C + ch] = xt;
-            }
-        }
-        if (state_out) {
-            const int o = b.output("state_after", BASALT_DTYPE_F32, {(K - 1) * C, S});
-            b.node(BASALT_OP_COPY, o, {st});
-            cs.push_back(b.done(St, 1e-7));
-        } else {
-            cs.push_back(b.done(e, 1e-7));
-        }
-    }
+    for (bool state_out : {false, true}) ssm_conv_case(cs, rng, 24, 4, slot_of, fresh_of, state_out);
     for (bool state_out : {false, true}) gated_delta_case(cs, rng, slot_of, fresh_of, 0, 16, 2, 8, 4, 1, state_out);
     // The chunked form (prefill) against the same float64 recurrence: runs of 70, 50 and 30 tokens of three slots (one
     // continuing a random state, one restarted mid-node), decays down to e^-2 per token (e^-128 over a chunk of 64);
@@ -2309,6 +2315,74 @@ TEST_CASE("backend-cpu: GATED_DELTA gives each sequence the floats it gets alone
     }
 }
 
+// The outputs of a case on two backends, equal bit for bit (below).
+void require_same_bits(const RunResult& a, const RunResult& b, const std::string& what);
+
+namespace {
+
+// The recurrent ops' cases for the ISA comparison: every GATED_DELTA and SSM_CONV case of the harness, then shapes that
+// are not multiples of the SIMD widths: SSM_CONV over 1000 channels (uneven ranges per thread), GATED_DELTA with
+// dk = 20 and dv = 40 (a block of 8 state rows; key columns past the last group of 8 and 16) in chunks of 64 and 7
+// and token by token, and the recurrent form with dk = 24, dv = 20 (groups of 8 rows, then single rows).
+std::vector<Case> recurrent_isa_cases() {
+    Rng rng(20261206);
+    std::vector<Case> cs;
+    for (auto& c : recurrent_cases(rng)) {
+        if (c.name.rfind("GATED_DELTA", 0) == 0 || c.name.rfind("SSM_CONV", 0) == 0) cs.push_back(std::move(c));
+    }
+    std::vector<int32_t> slots, fresh;
+    for (auto [slot, n, first_fresh] : {std::tuple{0, 70, 1}, {1, 33, 0}, {0, 5, 0}, {2, 19, 1}}) {
+        for (int i = 0; i < n; ++i) {
+            slots.push_back(slot);
+            fresh.push_back(i == 0 ? first_fresh : 0);
+        }
+    }
+    for (bool state_out : {false, true}) ssm_conv_case(cs, rng, 1000, 4, slots, fresh, state_out);
+    for (int32_t chunk : {0, 7, 1}) {
+        for (bool state_out : {false, true}) gated_delta_case(cs, rng, slots, fresh, chunk, 20, 1, 40, 2, 1, state_out);
+    }
+    for (bool state_out : {false, true}) gated_delta_case(cs, rng, slots, fresh, 1, 24, 2, 20, 4, 1, state_out);
+    return cs;
+}
+
+}  // namespace
+
+TEST_CASE("backend-cpu: GATED_DELTA and SSM_CONV give the baseline build's floats bit for bit on every ISA",
+          "[backend-ops]") {
+    // The recurrent ops' AVX2 / AVX-512 loops (kernels-recurrent.cpp) against isa=scalar (the baseline loops) at 1
+    // thread: GATED_DELTA's chunked (hint 0 and > 1) and recurrent forms and SSM_CONV, outputs and states, on 1, 2
+    // and 3 threads.
+    const std::vector<Case> cases = recurrent_isa_cases();
+    const basalt_backend_iface* iface = cpu_iface();
+    Instance base(iface, {{"isa", "scalar"}, {"threads", "1"}});
+    REQUIRE(base.status == BASALT_OK);
+    std::vector<RunResult> want;
+    for (const Case& c : cases) {
+        want.push_back(run_case(iface, base.be, c));
+        INFO(c.name);
+        REQUIRE(want.back().outcome == RunResult::Ok);
+        CHECK(nmse(want.back().out, c.expected) <= c.tol);
+    }
+    int compared = 0;
+    for (const char* isa : {"avx2", "avx512"}) {
+        for (const char* threads : {"1", "2", "3"}) {
+            Instance inst(iface, {{"isa", isa}, {"threads", threads}});
+            if (inst.status == BASALT_ERR_UNSUPPORTED) {
+                WARN("isa " << isa << " unavailable here: " << inst.message);
+                break;
+            }
+            REQUIRE(inst.status == BASALT_OK);
+            for (size_t i = 0; i < cases.size(); ++i) {
+                require_same_bits(want[i], run_case(iface, inst.be, cases[i]),
+                                  std::string(isa) + "/" + threads + "t " + cases[i].name);
+                ++compared;
+            }
+        }
+    }
+    std::printf("[backend-ops]   recurrent ops: %d case runs on AVX2 / AVX-512 equal the baseline bit for bit\n",
+                compared);
+}
+
 TEST_CASE("backend-cpu: attention block kernels give the per-row helpers' floats bit for bit", "[backend-ops]") {
     // attn_blocks=1 (AVX-512: 16-row score blocks with one transposed reduction, accumulators in registers)
     // against attn_blocks=0 (one dot and one axpy per visible pair) on the same ISA: head sizes with and without
@@ -2381,14 +2455,14 @@ void set_mxfp4_exponents(Rng& rng, Case& c, int lo, int span) {
     for (size_t b = 0; b < w.size(); b += 17) w[b] = static_cast<uint8_t>(lo + static_cast<int>(rng() % span));
 }
 
-// The outputs of a case on two backends, equal bit for bit (NaNs included).
+// The outputs of a case on two backends, equal bit for bit (NaNs included; the values are the floats widened exactly).
 void require_same_bits(const RunResult& a, const RunResult& b, const std::string& what) {
     REQUIRE(a.outcome == RunResult::Ok);
     REQUIRE(b.outcome == RunResult::Ok);
     REQUIRE(a.out.size() == b.out.size());
     for (size_t i = 0; i < a.out.size(); ++i) {
         INFO(what << " output " << i << ": " << a.out[i] << " vs " << b.out[i]);
-        CHECK(std::memcmp(&a.out[i], &b.out[i], sizeof(float)) == 0);
+        CHECK(std::memcmp(&a.out[i], &b.out[i], sizeof(double)) == 0);
     }
 }
 

@@ -19,6 +19,7 @@ bool init_kernels_avx2(Kernels& k) {
         return false;
     }
     avx2::fill(k);
+    fill_recurrent_kernels_avx2(k);
     k.isa = "avx2";
     return true;
 }

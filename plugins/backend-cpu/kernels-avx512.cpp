@@ -28,6 +28,7 @@ bool init_kernels_avx512(Kernels& k) {
         return false;
     }
     avx512::fill(k);
+    fill_recurrent_kernels_avx512(k);
     k.isa = "avx512";
     return true;
 }

@@ -48,6 +48,32 @@ enum class MultiAct : uint8_t {
     Q8Split,     // Q8_0 ActFormat: the n quants, then each block's scale as F32 repeated 8 times (n * 2 bytes)
 };
 
+// One chunk of the chunked delta rule (ops-gated-delta-chunked.cpp) for one block of kDeltaRows state rows of one
+// value head: S k_j and S q_j of every token, the forward substitution for u, the outputs, then the state update.
+// Pointers are borrowed for the call; lanes r >= nr of st and the scratch are zeros in and out.
+constexpr int64_t kDeltaRows = 16;
+struct DeltaChunkRows {
+    int64_t n = 0;                    // tokens of the chunk (1..lda)
+    int64_t dk = 0;                   // key size (state columns)
+    int64_t nr = 0;                   // valid state rows of the block (1..kDeltaRows)
+    int64_t lda = 0;                  // row stride of a and m
+    const float* a = nullptr;         // [n][lda]: A_ij for j < i
+    const float* m = nullptr;         // [n][lda]: M_ij for j <= i
+    const float* const* k = nullptr;  // k[j]: token j's key row (dk floats)
+    const float* const* q = nullptr;  // q[j]: token j's query row (dk floats)
+    const float* const* v = nullptr;  // v[j]: token j's value rows from the block's first (nr floats)
+    float* const* out = nullptr;      // out[j]: token j's output rows from the block's first (nr floats written)
+    const float* beta = nullptr;      // [n]
+    const float* eg = nullptr;        // [n]: e^G_j (G cumulative over the chunk), as float
+    const float* w = nullptr;         // [n]: e^(G_n - G_j), as float
+    float egn = 0;                    // e^G_n, as float
+    float* st = nullptr;              // [dk][kDeltaRows]: the block's state, transposed; updated in place
+    float* sk = nullptr;              // scratch [n][kDeltaRows] each
+    float* sq = nullptr;
+    float* u = nullptr;
+    float* kw = nullptr;  // scratch [n][dk] (the SIMD tables keep w_j k_j there; the baseline does not use it)
+};
+
 struct Kernels {
     const char* isa = "scalar";
     VecDotFn vec_dot[kMaxDtype] = {};
@@ -99,6 +125,22 @@ struct Kernels {
     void (*geglu)(int64_t n, const float* g, const float* u, float* y) = nullptr;
     // y[i] = x[i] rounded to F16 and back (fp16_to_fp32(fp32_to_fp16(x[i])), bit for bit): MultiAct::F32Rounded.
     void (*round_f16)(int64_t n, const float* x, float* y) = nullptr;
+    // Optional (nullptr: ops-gated-delta-chunked.cpp's baseline loops), the chunked delta rule's inner loops, each
+    // output the baseline's float operations in its order (a separate multiply and add, never fused), vectorized
+    // across independent lanes only, so every table gives the same bits. delta_dots: kk[j] = sum_d ki[d] kt[d ld + j]
+    // and qk[j] = sum_d qi[d] kt[d ld + j] for j < n, each summed from 0 in d order. delta_rows: DeltaChunkRows.
+    void (*delta_dots)(int64_t n, int64_t dk, const float* ki, const float* qi, const float* kt, int64_t ld, float* kk,
+                       float* qk) = nullptr;
+    void (*delta_rows)(const DeltaChunkRows& a) = nullptr;
+    // Optional (nullptr: ops-recurrent.cpp's recurrent_rows), one token of the delta rule's recurrent form for 8
+    // consecutive state rows (row g at s + g dk, dk % 8 == 0; vt and out 8 floats): each row's operations in its order.
+    void (*delta_recurrent8)(float* s, int64_t dk, const float* kt, const float* qt, float decay, float b,
+                             const float* vt, float* out) = nullptr;
+    // Optional (nullptr: ops-recurrent.cpp's conv_rows_baseline), SSM_CONV's outputs of one token for n channels:
+    // out[i] = 0 + sum over taps j < K - 1 of wt[j n + i] s[j C + i], + wt[(K - 1) n + i] xt[i], in double in that
+    // order (every product of two floats is exact in double, so only the sums' order matters).
+    void (*conv_rows)(int64_t n, int64_t K, const float* wt, const float* s, int64_t C, const float* xt,
+                      float* out) = nullptr;
 };
 
 // Fills the scalar table (the reference, always available).
@@ -106,6 +148,10 @@ void init_kernels_scalar(Kernels& k);
 // Overwrite the entries they accelerate; return false when the CPU lacks the instructions.
 bool init_kernels_avx2(Kernels& k);
 bool init_kernels_avx512(Kernels& k);
+// Set the recurrent ops' entries (delta_*, conv_rows) of a table init_kernels_avx2 / _avx512 filled
+// (kernels-recurrent.cpp).
+void fill_recurrent_kernels_avx2(Kernels& k);
+void fill_recurrent_kernels_avx512(Kernels& k);
 
 // Picks the table for `isa` ("auto", "scalar", "avx2", "avx512"); throws sdk::error naming an unknown or
 // unavailable choice.

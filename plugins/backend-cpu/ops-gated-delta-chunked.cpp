@@ -42,7 +42,82 @@ std::vector<Chunk> make_chunks(const int32_t* rows, int64_t T, int64_t C, const 
     return out;
 }
 
-constexpr int64_t kRowBlock = 16;  // state rows per phase-2 task
+// The baseline loops (built for the plugin's baseline ISA; Kernels::delta_dots / delta_rows give the same floats).
+void dots_baseline(int64_t n, int64_t dk, const float* ki, const float* qi, const float* kt, int64_t ld, float* kk,
+                   float* qk) {
+    std::fill(kk, kk + n, 0.0f);
+    std::fill(qk, qk + n, 0.0f);
+    for (int64_t d = 0; d < dk; ++d) {
+        const float* col = kt + d * ld;
+        const float kd = ki[d], qd = qi[d];
+        for (int64_t j = 0; j < n; ++j) {
+            kk[j] += kd * col[j];
+            qk[j] += qd * col[j];
+        }
+    }
+}
+
+void rows_baseline(const DeltaChunkRows& p) {
+    constexpr int64_t R = kDeltaRows;
+    const int64_t n = p.n, dk = p.dk, nr = p.nr;
+    float* st = p.st;
+    // S k_j and S q_j for every token of the chunk: [j][r].
+    std::fill(p.sk, p.sk + n * R, 0.0f);
+    std::fill(p.sq, p.sq + n * R, 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+        const float* kj = p.k[j];
+        const float* qj = p.q[j];
+        float* skj = p.sk + j * R;
+        float* sqj = p.sq + j * R;
+        for (int64_t d = 0; d < dk; ++d) {
+            const float* col = st + d * R;
+            const float kd = kj[d], qd = qj[d];
+            for (int64_t r = 0; r < R; ++r) {
+                skj[r] += kd * col[r];
+                sqj[r] += qd * col[r];
+            }
+        }
+    }
+    // u: forward substitution of the unit lower-triangular system; then the outputs.
+    for (int64_t i = 0; i < n; ++i) {
+        const float eg = p.eg[i];
+        const float bi = p.beta[i];
+        const float* vi = p.v[i];
+        float* ui = p.u + i * R;
+        const float* ski = p.sk + i * R;
+        for (int64_t r = 0; r < nr; ++r) ui[r] = bi * (vi[r] - eg * ski[r]);
+        for (int64_t r = nr; r < R; ++r) ui[r] = 0.0f;
+        for (int64_t j = 0; j < i; ++j) {
+            const float aij = p.a[i * p.lda + j];
+            const float* uj = p.u + j * R;
+            for (int64_t r = 0; r < R; ++r) ui[r] -= aij * uj[r];
+        }
+        float o[R];
+        const float* sqi = p.sq + i * R;
+        for (int64_t r = 0; r < R; ++r) o[r] = eg * sqi[r];
+        for (int64_t j = 0; j <= i; ++j) {
+            const float mij = p.m[i * p.lda + j];
+            const float* uj = p.u + j * R;
+            for (int64_t r = 0; r < R; ++r) o[r] += mij * uj[r];
+        }
+        std::copy(o, o + nr, p.out[i]);
+    }
+    // S' = e^G_n S + sum_j e^(G_n - G_j) u_j k_j^T.
+    for (int64_t d = 0; d < dk; ++d) {
+        float* col = st + d * R;
+        for (int64_t r = 0; r < R; ++r) col[r] *= p.egn;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        const float wj = p.w[j];
+        const float* kj = p.k[j];
+        const float* uj = p.u + j * R;
+        for (int64_t d = 0; d < dk; ++d) {
+            const float kd = wj * kj[d];
+            float* col = st + d * R;
+            for (int64_t r = 0; r < R; ++r) col[r] += kd * uj[r];
+        }
+    }
+}
 
 }  // namespace
 
@@ -59,6 +134,9 @@ void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C, const u
     auto kq_row = [&](const TensorView& x, int64_t h, int64_t t) {
         return reinterpret_cast<const float*>(x.at(0, h % nk, t));
     };
+
+    const auto dots = c.be->kernels.delta_dots != nullptr ? c.be->kernels.delta_dots : dots_baseline;
+    const auto block_rows = c.be->kernels.delta_rows != nullptr ? c.be->kernels.delta_rows : rows_baseline;
 
     // Phase 1, per (value head, chunk): G (cumulative, in double), A and M (C x C each, row i holds j <= i).
     std::vector<double> G(static_cast<size_t>(nv * T));
@@ -83,16 +161,7 @@ void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C, const u
             for (int64_t i = 0; i < ch.n; ++i) {
                 const float* ki = kq_row(k, h, ch.t0 + i);
                 const float* qi = kq_row(q, h, ch.t0 + i);
-                std::fill(kk.begin(), kk.begin() + i + 1, 0.0f);
-                std::fill(qk.begin(), qk.begin() + i + 1, 0.0f);
-                for (int64_t d = 0; d < dk; ++d) {
-                    const float* col = &kt[static_cast<size_t>(d * ch.n)];
-                    const float kd = ki[d], qd = qi[d];
-                    for (int64_t j = 0; j <= i; ++j) {
-                        kk[static_cast<size_t>(j)] += kd * col[j];
-                        qk[static_cast<size_t>(j)] += qd * col[j];
-                    }
-                }
+                dots(i + 1, dk, ki, qi, kt.data(), ch.n, kk.data(), qk.data());
                 const float bi = beta.frow(ch.t0 + i)[h];
                 for (int64_t j = 0; j <= i; ++j) {
                     const auto decay = static_cast<float>(std::exp(gh[i] - gh[j]));
@@ -104,14 +173,32 @@ void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C, const u
     });
 
     // Phase 2, per (value head, block of R state rows): the chunks in token order.
-    const int64_t blocks = (dv + kRowBlock - 1) / kRowBlock;
+    const int64_t blocks = (dv + kDeltaRows - 1) / kDeltaRows;
     const int64_t jobs2 = nv * blocks;
     const int64_t tasks2 = chunk_count(jobs2, c.be->pool->size(), 1);
     const int64_t per2 = (jobs2 + tasks2 - 1) / tasks2;
     c.be->pool->parallel_for(tasks2, [&](int64_t task, int) {
-        constexpr int64_t R = kRowBlock;
+        constexpr int64_t R = kDeltaRows;
         std::vector<float> st(static_cast<size_t>(dk * R)), sk(static_cast<size_t>(C * R)),
-            sq(static_cast<size_t>(C * R)), u(static_cast<size_t>(C * R));
+            sq(static_cast<size_t>(C * R)), u(static_cast<size_t>(C * R)), eg(static_cast<size_t>(C)),
+            w(static_cast<size_t>(C)), bt(static_cast<size_t>(C)), kw(static_cast<size_t>(C * dk));
+        std::vector<const float*> kp(static_cast<size_t>(C)), qp(kp.size()), vp(kp.size());
+        std::vector<float*> op(kp.size());
+        DeltaChunkRows p;
+        p.dk = dk;
+        p.lda = C;
+        p.k = kp.data();
+        p.q = qp.data();
+        p.v = vp.data();
+        p.out = op.data();
+        p.beta = bt.data();
+        p.eg = eg.data();
+        p.w = w.data();
+        p.st = st.data();
+        p.sk = sk.data();
+        p.sq = sq.data();
+        p.u = u.data();
+        p.kw = kw.data();
         for (int64_t job = task * per2; job < std::min(jobs2, (task + 1) * per2); ++job) {
             const int64_t h = job / blocks, i0 = (job % blocks) * R, nr = std::min(R, dv - i0);
             int32_t held = -1;  // the slot whose rows st holds
@@ -121,6 +208,7 @@ void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C, const u
                 for (int64_t r = 0; r < nr; ++r)
                     for (int64_t d = 0; d < dk; ++d) s[r * dk + d] = st[static_cast<size_t>(d * R + r)];
             };
+            p.nr = nr;
             for (int64_t ci = 0; ci < nc; ++ci) {
                 const Chunk& ch = chunks[static_cast<size_t>(ci)];
                 if (ch.slot != held) {
@@ -136,67 +224,23 @@ void run_gated_delta_chunked(NodeCtx& c, const int32_t* rows, int64_t C, const u
                     std::fill(st.begin(), st.end(), 0.0f);
                 }
                 const double* gh = &G[static_cast<size_t>(h * T + ch.t0)];
-                const float* a = &A[static_cast<size_t>((h * nc + ci) * C * C)];
-                const float* m = &M[static_cast<size_t>((h * nc + ci) * C * C)];
                 const int64_t n = ch.n;
-                // S k_j and S q_j for every token of the chunk: [j][r].
-                std::fill(sk.begin(), sk.begin() + n * R, 0.0f);
-                std::fill(sq.begin(), sq.begin() + n * R, 0.0f);
                 for (int64_t j = 0; j < n; ++j) {
-                    const float* kj = kq_row(k, h, ch.t0 + j);
-                    const float* qj = kq_row(q, h, ch.t0 + j);
-                    float* skj = &sk[static_cast<size_t>(j * R)];
-                    float* sqj = &sq[static_cast<size_t>(j * R)];
-                    for (int64_t d = 0; d < dk; ++d) {
-                        const float* col = &st[static_cast<size_t>(d * R)];
-                        const float kd = kj[d], qd = qj[d];
-                        for (int64_t r = 0; r < R; ++r) {
-                            skj[r] += kd * col[r];
-                            sqj[r] += qd * col[r];
-                        }
-                    }
+                    const auto sj = static_cast<size_t>(j);
+                    const int64_t t = ch.t0 + j;
+                    kp[sj] = kq_row(k, h, t);
+                    qp[sj] = kq_row(q, h, t);
+                    vp[sj] = reinterpret_cast<const float*>(v.at(0, h, t)) + i0;
+                    op[sj] = reinterpret_cast<float*>(c.out.at(0, h, t)) + i0;
+                    bt[sj] = beta.frow(t)[h];
+                    eg[sj] = static_cast<float>(std::exp(gh[j]));
+                    w[sj] = static_cast<float>(std::exp(gh[n - 1] - gh[j]));
                 }
-                // u: forward substitution of the unit lower-triangular system; then the outputs.
-                for (int64_t i = 0; i < n; ++i) {
-                    const float eg = static_cast<float>(std::exp(gh[i]));
-                    const float bi = beta.frow(ch.t0 + i)[h];
-                    const float* vi = reinterpret_cast<const float*>(v.at(0, h, ch.t0 + i)) + i0;
-                    float* ui = &u[static_cast<size_t>(i * R)];
-                    const float* ski = &sk[static_cast<size_t>(i * R)];
-                    for (int64_t r = 0; r < nr; ++r) ui[r] = bi * (vi[r] - eg * ski[r]);
-                    for (int64_t r = nr; r < R; ++r) ui[r] = 0.0f;
-                    for (int64_t j = 0; j < i; ++j) {
-                        const float aij = a[i * C + j];
-                        const float* uj = &u[static_cast<size_t>(j * R)];
-                        for (int64_t r = 0; r < R; ++r) ui[r] -= aij * uj[r];
-                    }
-                    float o[R];
-                    const float* sqi = &sq[static_cast<size_t>(i * R)];
-                    for (int64_t r = 0; r < R; ++r) o[r] = eg * sqi[r];
-                    for (int64_t j = 0; j <= i; ++j) {
-                        const float mij = m[i * C + j];
-                        const float* uj = &u[static_cast<size_t>(j * R)];
-                        for (int64_t r = 0; r < R; ++r) o[r] += mij * uj[r];
-                    }
-                    float* out = reinterpret_cast<float*>(c.out.at(0, h, ch.t0 + i)) + i0;
-                    std::copy(o, o + nr, out);
-                }
-                // S' = e^G_n S + sum_j e^(G_n - G_j) u_j k_j^T.
-                const auto egn = static_cast<float>(std::exp(gh[n - 1]));
-                for (int64_t d = 0; d < dk; ++d) {
-                    float* col = &st[static_cast<size_t>(d * R)];
-                    for (int64_t r = 0; r < R; ++r) col[r] *= egn;
-                }
-                for (int64_t j = 0; j < n; ++j) {
-                    const auto wj = static_cast<float>(std::exp(gh[n - 1] - gh[j]));
-                    const float* kj = kq_row(k, h, ch.t0 + j);
-                    const float* uj = &u[static_cast<size_t>(j * R)];
-                    for (int64_t d = 0; d < dk; ++d) {
-                        const float kd = wj * kj[d];
-                        float* col = &st[static_cast<size_t>(d * R)];
-                        for (int64_t r = 0; r < R; ++r) col[r] += kd * uj[r];
-                    }
-                }
+                p.n = n;
+                p.a = &A[static_cast<size_t>((h * nc + ci) * C * C)];
+                p.m = &M[static_cast<size_t>((h * nc + ci) * C * C)];
+                p.egn = static_cast<float>(std::exp(gh[n - 1]));
+                block_rows(p);
             }
             if (held >= 0) store();
         }
