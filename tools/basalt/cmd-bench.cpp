@@ -1,7 +1,7 @@
 // `basalt bench`: prompt processing (pp) and generation (tg) speed in the style of llama-bench (median of
 // repetitions, optionally after --depth tokens already in the context), plus the machine's measured memory
-// bandwidth and decode as a percentage of that roofline (every weight byte, and the K/V rows each step attends
-// to, read once per generated token).
+// bandwidth and decode as a percentage of that roofline (every weight byte, of a MoE model's expert tensors the
+// share of the experts a token uses, and the K/V rows each step attends to, read once per generated token).
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
@@ -106,7 +106,8 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         if (n_gen > 0) tg.push_back(n_gen / tg_s);
     }
     const double bw = probe.measure(8);
-    // Bytes read per generated token: every weight once (the embedding table only when it is also the output).
+    // Bytes read per generated token: every weight once (the embedding table only when it is also the output); of
+    // a MoE model's expert tensors ([.., .., n_expert]) only the n_expert_used experts a token is routed to.
     uint64_t bytes_per_token = info.weight_bytes;
     bool tied = true;
     for (size_t i = 0; i < basalt_model_tensor_count(model.get()); ++i) {
@@ -114,6 +115,10 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
         t.struct_size = sizeof(t);
         basalt_model_tensor_info(model.get(), i, &t);
         if (std::string(t.name) == "output.weight") tied = false;
+        if (info.n_expert > 1 && info.n_expert_used > 0 && info.n_expert_used < info.n_expert && t.n_dims == 3 &&
+            t.ne[2] == static_cast<int64_t>(info.n_expert)) {
+            bytes_per_token -= t.n_bytes - t.n_bytes / info.n_expert * info.n_expert_used;
+        }
     }
     if (!tied) {
         for (size_t i = 0; i < basalt_model_tensor_count(model.get()); ++i) {
