@@ -208,10 +208,15 @@ bool emit(Speculative& s, int32_t token) {
     return true;
 }
 
-// Model m's sequence, holding len tokens, becomes the snapshot to go back to (an earlier one is dropped).
-void snapshot(Speculative& s, int32_t m, uint32_t len) {
+// Forgets model m's snapshot, if it holds one.
+void drop_snapshot(Speculative& s, int32_t m) {
     if (s.snap_held[m]) check_host(s.host->seq_drop(s.host->ctx, m, kSnap));
     s.snap_held[m] = false;
+}
+
+// Model m's sequence, holding len tokens, becomes the snapshot to go back to (an earlier one is dropped).
+void snapshot(Speculative& s, int32_t m, uint32_t len) {
+    drop_snapshot(s, m);
     check_host(s.host->seq_snapshot(s.host->ctx, m, 0, kSnap));
     s.snap_held[m] = true;
     s.snap_len[m] = len;
@@ -221,8 +226,7 @@ void snapshot(Speculative& s, int32_t m, uint32_t len) {
 // back to its snapshot instead (taken at or before n_keep): the tokens after it are fed again by the next plan.
 uint32_t cut(Speculative& s, int32_t m, uint32_t len, uint32_t n_keep) {
     if (n_keep >= len) {
-        if (s.snap_held[m]) check_host(s.host->seq_drop(s.host->ctx, m, kSnap));
-        s.snap_held[m] = false;
+        drop_snapshot(s, m);
         return len;
     }
     if (!s.recurrent[m]) {

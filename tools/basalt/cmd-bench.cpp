@@ -108,26 +108,21 @@ int run_bench(const po::variables_map& vm, const GlobalOptions& g) {
     const double bw = probe.measure(8);
     // Bytes read per generated token: every weight once (the embedding table only when it is also the output); of
     // a MoE model's expert tensors ([.., .., n_expert]) only the n_expert_used experts a token is routed to.
-    uint64_t bytes_per_token = info.weight_bytes;
+    uint64_t bytes_per_token = info.weight_bytes, embd_bytes = 0;
     bool tied = true;
     for (size_t i = 0; i < basalt_model_tensor_count(model.get()); ++i) {
         basalt_model_tensor t{};
         t.struct_size = sizeof(t);
         basalt_model_tensor_info(model.get(), i, &t);
-        if (std::string(t.name) == "output.weight") tied = false;
+        const std::string name = t.name;
+        if (name == "output.weight") tied = false;
+        if (name == "token_embd.weight") embd_bytes = t.n_bytes;
         if (info.n_expert > 1 && info.n_expert_used > 0 && info.n_expert_used < info.n_expert && t.n_dims == 3 &&
             t.ne[2] == static_cast<int64_t>(info.n_expert)) {
             bytes_per_token -= t.n_bytes - t.n_bytes / info.n_expert * info.n_expert_used;
         }
     }
-    if (!tied) {
-        for (size_t i = 0; i < basalt_model_tensor_count(model.get()); ++i) {
-            basalt_model_tensor t{};
-            t.struct_size = sizeof(t);
-            basalt_model_tensor_info(model.get(), i, &t);
-            if (std::string(t.name) == "token_embd.weight") bytes_per_token -= t.n_bytes;
-        }
-    }
+    if (!tied) bytes_per_token -= embd_bytes;
     const uint64_t weight_bytes = bytes_per_token;
     // The K/V rows a generated token attends to (every cached row of its sequence, itself included; on a model
     // with sliding-window layers every layer is counted at the window, which undercounts its global layers).

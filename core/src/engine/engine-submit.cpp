@@ -151,17 +151,18 @@ void Engine::create_request_decoder(Request& r) {
     }
     // A model with a recurrent state cannot cut a sequence back: a decoder that rejects fed tokens (it verifies
     // drafts) runs there only when it restores snapshots instead, on the sequences it asked for.
-    const int recurrent = model_recurrent(0) ? 0 : (model_recurrent(1) ? 1 : -1);
+    const ModelHparams* recurrent =
+        model_recurrent(0) ? &model_.hparams : (model_recurrent(1) ? &second_->hparams : nullptr);
     const uint32_t flags = BASALT_HAS_FIELD(&r.info, basalt_decoder_info, flags) ? r.info.flags : 0;
     const bool snapshots = (flags & BASALT_DECODER_SNAPSHOTS_RECURRENT) != 0;
-    if (recurrent >= 0 && (flags & BASALT_DECODER_NEEDS_DRAFT_SAFE) && !snapshots) {
+    if (recurrent != nullptr && (flags & BASALT_DECODER_NEEDS_DRAFT_SAFE) && !snapshots) {
         fail(BASALT_ERR_UNSUPPORTED,
              "decoder '{}' verifies drafts and cuts rejected ones back, and the hybrid model '{}' keeps a recurrent "
              "state that cannot be cut back (the decoder does not restore snapshots instead): use decoder 'sample' "
              "or 'beam'",
-             r.spec.decoder, recurrent == 0 ? model_.hparams.arch : second_->hparams.arch);
+             r.spec.decoder, recurrent->arch);
     }
-    if (recurrent >= 0 && snapshots && BASALT_HAS_FIELD(&r.info, basalt_decoder_info, n_snapshot_seq)) {
+    if (recurrent != nullptr && snapshots && BASALT_HAS_FIELD(&r.info, basalt_decoder_info, n_snapshot_seq)) {
         r.n_snapshot_seq = r.info.n_snapshot_seq;
         r.info.n_seq += r.n_snapshot_seq;
     }
