@@ -242,10 +242,7 @@ const PackedWeight* packed_weights(const NodeCtx& c, bool experts = false) {
     Backend& be = *c.be;
     if (!packable(be, w.type) || buf == nullptr) return nullptr;
     if (!buf->read_only && (buf->usage & BASALT_BUFFER_WEIGHTS) == 0) return nullptr;
-    const auto block = static_cast<int64_t>(w.type == BASALT_DTYPE_Q4_0    ? sizeof(BlockQ4_0)
-                                            : w.type == BASALT_DTYPE_MXFP4 ? sizeof(BlockMXFP4)
-                                                                           : sizeof(BlockQ8_0));
-    if ((!experts && w.ne[2] != 1) || w.ne[3] != 1 || w.nb[0] != block) return nullptr;
+    if ((!experts && w.ne[2] != 1) || w.ne[3] != 1 || w.nb[0] != type_info(w.type)->bytes) return nullptr;
     const std::vector<const basalt_buffer*>& written = be.plan.written;
     if (std::find(written.begin(), written.end(), buf) != written.end()) return nullptr;
     return be.packs->get(*be.pool, buf, w.data, w.ne[1], w.ne[0], w.nb[1], w.type, experts ? w.ne[2] : 1,

@@ -186,9 +186,7 @@ const PackedWeight* PackCache::get(ThreadPool& pool, const basalt_buffer* buffer
     // Packed in slices of about 8 MiB of source; from a file mapping, each slice's pages are dropped once it is
     // packed, so the peak holds even a large matrix (a 262k-row embedding) about once, not twice.
     const int64_t slice = std::max<int64_t>(1, (int64_t{8} << 20) / (kPackRows * stride));
-    const auto row_bytes = static_cast<uint64_t>(k / kQK) * (type == BASALT_DTYPE_Q4_0    ? sizeof(BlockQ4_0)
-                                                             : type == BASALT_DTYPE_MXFP4 ? sizeof(BlockMXFP4)
-                                                                                          : sizeof(BlockQ8_0));
+    const auto row_bytes = static_cast<uint64_t>(k / kQK * type_info(type)->bytes);
     const auto pack = type == BASALT_DTYPE_Q4_0    ? pack_group_nibbles<BlockQ4_0>
                       : type == BASALT_DTYPE_MXFP4 ? pack_group_nibbles<BlockMXFP4>
                                                    : pack_group;
