@@ -77,6 +77,19 @@ void Engine::resolve_limits(const EngineConfig& config) {
     n_kv_slots_ = static_cast<uint32_t>(slots);
 }
 
+namespace {
+
+// The host memory a hybrid model's prefix cache keeps recurrent-state checkpoints in (0: none).
+uint64_t state_checkpoint_budget(const ModelHparams& hp, const EngineConfig& config) {
+    if (!config.prefix_cache || !hp.recurrent()) return 0;
+    if (config.prefix_state_bytes != 0) return config.prefix_state_bytes;
+    uint64_t per_seq = 0;
+    for (uint8_t r : hp.layer_recurrent) per_seq += r != 0 ? 4 * (hp.conv_state_floats() + hp.delta_state_floats()) : 0;
+    return EngineConfig::kDefaultStateCheckpoints * per_seq;
+}
+
+}  // namespace
+
 // One session per model, sized for every sequence's slots and one step's batch.
 void Engine::open_sessions(const EngineConfig& config) {
     SessionConfig sc = config.session;
@@ -84,13 +97,17 @@ void Engine::open_sessions(const EngineConfig& config) {
     sc.n_batch = config.max_batch_tokens;
     sc.n_seq_max = n_seq_max_;
     sc.warn_context = false;  // warned above, per request
+    sc.state_checkpoint_bytes = state_checkpoint_budget(model_.hparams, config);
     sessions_[0] = std::make_unique<Session>(runtime_.plugins, model_, sc);
     if (config.moe_stats) {
         sessions_[0]->set_moe_stats(true);
         moe_stats_ = sessions_[0]->moe_stats();
     }
     if (second_ != nullptr && second_->hparams.n_expert == 0) sc.moe_router.clear();  // a dense draft stays dense
-    if (second_ != nullptr) sessions_[1] = std::make_unique<Session>(runtime_.plugins, *second_, sc);
+    if (second_ != nullptr) {
+        sc.state_checkpoint_bytes = state_checkpoint_budget(second_->hparams, config);
+        sessions_[1] = std::make_unique<Session>(runtime_.plugins, *second_, sc);
+    }
 }
 
 Engine::~Engine() {

@@ -37,7 +37,11 @@ struct EngineConfig {
                                  // rows' predicted time; < 0: none (prompt pieces as packed)
     double max_step_factor = 0;  // 0: 2
     bool own_thread = false;
-    bool prefix_cache = true;        // attach prompts to cached blocks at their start
+    bool prefix_cache = true;  // attach prompts to cached blocks at their start
+    // Hybrid models, with prefix_cache: host memory for recurrent-state checkpoints (docs/kv-cache.md "Prefix reuse
+    // on a hybrid model"); 0: room for kDefaultStateCheckpoints states of a sequence.
+    uint64_t prefix_state_bytes = 0;
+    static constexpr uint64_t kDefaultStateCheckpoints = 16;
     bool moe_stats = false;          // collect the main model's MoE routing statistics (moe_stats())
     bool reserve_admission = false;  // admit by worst-case KV room (no preemption) instead of by real use
     SessionConfig session;           // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)

@@ -50,6 +50,7 @@ PlanRequest plan_request(const SessionConfig& config, SessionShape shape) {
     request.k_type = guess_kv_type(config, "k_type");
     request.v_type = guess_kv_type(config, "v_type");
     request.kv_residual = guess_kv_residual(config);
+    request.state_checkpoint_bytes = config.state_checkpoint_bytes;
     return request;
 }
 
@@ -428,20 +429,52 @@ void SessionResources::copy_residual_rows(int32_t src, int32_t dst) const {
     }
 }
 
-void SessionResources::copy_state_rows(int32_t src, int32_t dst) const {
+uint64_t SessionResources::state_row_bytes() const {
+    uint64_t bytes = 0;
+    for (const auto& b : conv_state) {
+        if (b.get() != nullptr) bytes += 4ull * (hp.conv_state_floats() + hp.delta_state_floats());
+    }
+    return bytes;
+}
+
+std::vector<uint8_t> SessionResources::read_state(int32_t seq) const {
     const auto& be = backend.iface();
+    std::vector<uint8_t> out(state_row_bytes());
+    uint8_t* at = out.data();
     for (size_t il = 0; il < conv_state.size(); ++il) {
         if (conv_state[il].get() == nullptr) continue;
         for (int which = 0; which < 2; ++which) {
             basalt_buffer* b = which == 0 ? conv_state[il].get() : delta_state[il].get();
             const uint64_t row = 4ull * (which == 0 ? hp.conv_state_floats() : hp.delta_state_floats());
-            std::vector<uint8_t> tmp(row);
-            backend.check(be.buffer_read(backend.get(), b, row * static_cast<uint64_t>(src), tmp.data(), row),
+            backend.check(be.buffer_read(backend.get(), b, row * static_cast<uint64_t>(seq), at, row),
                           "buffer_read(recurrent state)");
-            backend.check(be.buffer_write(backend.get(), b, row * static_cast<uint64_t>(dst), tmp.data(), row),
-                          "buffer_write(recurrent state)");
+            at += row;
         }
     }
+    return out;
+}
+
+void SessionResources::write_state(int32_t seq, const std::vector<uint8_t>& state) const {
+    if (state.size() != state_row_bytes()) {
+        fail(BASALT_ERR_INVALID_ARGUMENT, "a recurrent state of {} bytes for rows of {}", state.size(),
+             state_row_bytes());
+    }
+    const auto& be = backend.iface();
+    const uint8_t* at = state.data();
+    for (size_t il = 0; il < conv_state.size(); ++il) {
+        if (conv_state[il].get() == nullptr) continue;
+        for (int which = 0; which < 2; ++which) {
+            basalt_buffer* b = which == 0 ? conv_state[il].get() : delta_state[il].get();
+            const uint64_t row = 4ull * (which == 0 ? hp.conv_state_floats() : hp.delta_state_floats());
+            backend.check(be.buffer_write(backend.get(), b, row * static_cast<uint64_t>(seq), at, row),
+                          "buffer_write(recurrent state)");
+            at += row;
+        }
+    }
+}
+
+void SessionResources::copy_state_rows(int32_t src, int32_t dst) const {
+    write_state(dst, read_state(src));
 }
 
 MemoryPlan SessionResources::allocated(uint64_t logits_floats, uint64_t io_logits_bytes) const {

@@ -54,6 +54,12 @@ struct SessionResources {
     void copy_residual_rows(int32_t src, int32_t dst) const;
     // Copies sequence src's recurrent state (every recurrent layer's conv and delta-rule rows) to dst (a fork).
     void copy_state_rows(int32_t src, int32_t dst) const;
+    // Bytes of one sequence's recurrent state (every recurrent layer's conv and delta-rule rows; 0: no such layer).
+    uint64_t state_row_bytes() const;
+    // Sequence seq's recurrent state, layer by layer (conv rows, then delta-rule rows), in host memory.
+    std::vector<uint8_t> read_state(int32_t seq) const;
+    // Sets sequence seq's recurrent state from what read_state gave (state_row_bytes bytes, else INVALID_ARGUMENT).
+    void write_state(int32_t seq, const std::vector<uint8_t>& state) const;
     // What was allocated, in the plan's terms (the host logits of `logits_floats` floats, the largest logits region
     // a step used in the IO buffer).
     MemoryPlan allocated(uint64_t logits_floats, uint64_t io_logits_bytes) const;

@@ -51,6 +51,16 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         for (uint32_t r = res_.n_ctx; r-- > 0;) state_.cross_free.push_back(static_cast<int32_t>(r));  // lowest first
         state_.seq_source.assign(config_.n_seq_max, nullptr);
     }
+    if (hp.recurrent()) {
+        checkpoints_.configure(res_.plan.state_checkpoint_bytes, res_.layout.block_size, res_.state_row_bytes());
+        if (checkpoints_.enabled()) {
+            const size_t n_seq = state_.seq_len.size();
+            state_.seq_tokens.assign(n_seq, {});
+            state_.seq_salt.assign(n_seq, 0);
+            state_.decode_checkpoint.assign(n_seq, 0);
+            state_.batch_rows.assign(n_seq, 0);
+        }
+    }
     log::info("session: {} on backend '{}', ctx {}, batch {}, {} sequence(s), KV {}/{}{}: {} allocated{}", hp.arch,
               config_.backend, res_.n_ctx, res_.n_batch, state_.seq_len.size(), dtype_name(res_.layout.k_type),
               dtype_name(res_.layout.v_type),
@@ -62,7 +72,10 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
 Session::~Session() = default;
 
 MemoryPlan Session::allocated() const {
-    return res_.allocated(logits_.capacity(), state_.io_logits_bytes);
+    MemoryPlan m = res_.allocated(logits_.capacity(), state_.io_logits_bytes);
+    m.state_checkpoint_bytes = checkpoints_.enabled() ? checkpoints_.budget() : 0;
+    m.total_bytes += m.state_checkpoint_bytes;
+    return m;
 }
 
 size_t Session::n_vocab() const {
@@ -92,6 +105,13 @@ void Session::seq_drop(int32_t seq) {
     if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_drop: {}", config_.kv_cache, plugin_error_message());
     state_.seq_len[static_cast<size_t>(seq)] = 0;
     release_source(seq);
+    forget_tokens(seq);
+}
+
+void Session::forget_tokens(int32_t seq) {
+    if (!checkpoints_.enabled()) return;
+    state_.seq_tokens[static_cast<size_t>(seq)].clear();
+    state_.decode_checkpoint[static_cast<size_t>(seq)] = 0;
 }
 
 void Session::seq_fork(int32_t src, int32_t dst) {
@@ -109,6 +129,12 @@ void Session::seq_fork(int32_t src, int32_t dst) {
     if (res_.residual != 0 && len % res_.residual != 0) res_.copy_residual_rows(src, dst);
     // A hybrid model's recurrent state sums up the whole sequence: the fork gets a copy.
     if (model_.hparams.recurrent()) res_.copy_state_rows(src, dst);
+    if (checkpoints_.enabled()) {
+        const auto s = static_cast<size_t>(src), d = static_cast<size_t>(dst);
+        state_.seq_tokens[d] = state_.seq_tokens[s];
+        state_.seq_salt[d] = state_.seq_salt[s];
+        state_.decode_checkpoint[d] = 0;
+    }
 }
 
 int32_t Session::steer_acquire(const std::vector<float>& vectors, const std::vector<uint8_t>& layers) {
@@ -203,6 +229,7 @@ void Session::seq_truncate(int32_t seq, uint32_t n_keep) {
     const basalt_status st = kv.seq_truncate(res_.kv.get(), seq, n_keep);
     if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_truncate: {}", config_.kv_cache, plugin_message(st));
     state_.seq_len[static_cast<size_t>(seq)] = n_keep;
+    if (n_keep == 0) forget_tokens(seq);
 }
 
 uint32_t Session::prefix_attach(int32_t seq, const int32_t* tokens, size_t n) {
@@ -210,9 +237,11 @@ uint32_t Session::prefix_attach(int32_t seq, const int32_t* tokens, size_t n) {
     if (tokens == nullptr && n > 0) fail(BASALT_ERR_INVALID_ARGUMENT, "prefix_attach: tokens is NULL");
     const auto& kv = res_.kv.iface();
     // An encoder-decoder decoder's K/V depend on the source (through cross-attention): no sharing by tokens.
-    // A hybrid model's recurrent state is not in the blocks: a cached prefix would come without it (no reuse; the
-    // engine reports 0 cached tokens).
-    if (kv.prefix_attach == nullptr || n == 0 || model_.hparams.encoder_decoder || model_.hparams.recurrent()) return 0;
+    // A hybrid model's recurrent state is not in the blocks: a prefix is reused only as far as a kept checkpoint of
+    // the state reaches (none kept: no reuse, 0 cached tokens).
+    const bool recurrent = model_.hparams.recurrent();
+    if (kv.prefix_attach == nullptr || n == 0 || model_.hparams.encoder_decoder) return 0;
+    if (recurrent && !checkpoints_.enabled()) return 0;
     size_t matched = 0;
     clear_plugin_error();
     const basalt_status st = kv.prefix_attach(res_.kv.get(), seq, tokens, std::min<size_t>(n, res_.n_ctx), &matched);
@@ -224,12 +253,40 @@ uint32_t Session::prefix_attach(int32_t seq, const int32_t* tokens, size_t n) {
         fail(BASALT_ERR_PLUGIN, "KV cache manager '{}' matched {} tokens, not whole units of the residual window {}",
              config_.kv_cache, matched, res_.residual);
     }
+    if (recurrent && matched != 0) matched = attach_state(seq, tokens, matched);
     state_.seq_len[static_cast<size_t>(seq)] = static_cast<uint32_t>(matched);
     return static_cast<uint32_t>(matched);
 }
 
+size_t Session::attach_state(int32_t seq, const int32_t* tokens, size_t matched) {
+    const auto& kv = res_.kv.iface();
+    const std::vector<uint8_t>* state = nullptr;
+    const size_t keep = checkpoints_.find(state_.seq_salt[static_cast<size_t>(seq)], tokens, matched, &state);
+    try {
+        if (keep != 0 && keep < matched) {
+            if (kv.seq_truncate == nullptr) fail(BASALT_ERR_UNSUPPORTED, "no seq_truncate");
+            clear_plugin_error();
+            const basalt_status st = kv.seq_truncate(res_.kv.get(), seq, static_cast<uint32_t>(keep));
+            if (st != BASALT_OK) fail(st, "seq_truncate: {}", plugin_message(st));
+        }
+        if (keep != 0) res_.write_state(seq, *state);
+    } catch (const Error& e) {
+        kv.seq_drop(res_.kv.get(), seq);
+        fail(e.status(), "KV cache manager '{}': attaching a prefix of {} tokens to a hybrid model's sequence: {}",
+             config_.kv_cache, keep, e.what());
+    }
+    if (keep == 0) {
+        kv.seq_drop(res_.kv.get(), seq);  // blocks without a state to go with them
+        return 0;
+    }
+    state_.seq_tokens[static_cast<size_t>(seq)].assign(tokens, tokens + keep);
+    state_.decode_checkpoint[static_cast<size_t>(seq)] = 0;
+    return keep;
+}
+
 void Session::seq_set_salt(int32_t seq, uint64_t salt) {
     if (seq_length(seq) != 0) fail(BASALT_ERR_INVALID_ARGUMENT, "seq_set_salt: sequence {} is not empty", seq);
+    if (checkpoints_.enabled()) state_.seq_salt[static_cast<size_t>(seq)] = salt;
     const auto& kv = res_.kv.iface();
     if (kv.seq_set_salt == nullptr) {
         if (salt == 0) return;
@@ -310,16 +367,105 @@ void Session::decode(const basalt_batch& batch) {
     // Validate everything before any work.
     check_batch(batch);
     std::vector<float> out;
-    const uint32_t n_batch = res_.n_batch;
-    const bool report = n > n_batch;  // one forward pass is not long work
+    const bool report = n > res_.n_batch;  // one forward pass is not long work
     if (report) progress::report("prefill", 0, n);
     for (auto& o : state_.observed) o.clear();
-    for (size_t begin = 0; begin < n; begin += n_batch) {
-        decode_chunk(batch, begin, std::min(n, begin + n_batch), out);
-        if (report) progress::report("prefill", std::min(n, begin + n_batch), n);
+    if (checkpoints_.enabled()) {
+        for (size_t i = 0; i < n; ++i) state_.batch_rows[static_cast<size_t>(batch.seq_ids[i])] += 1;
     }
+    try {
+        if (!checkpoints_.enabled() || !decode_split(batch, out)) decode_rows(batch, 0, n, out, report);
+    } catch (...) {
+        std::fill(state_.batch_rows.begin(), state_.batch_rows.end(), 0);
+        throw;
+    }
+    std::fill(state_.batch_rows.begin(), state_.batch_rows.end(), 0);
     logits_ = std::move(out);
     n_out_ = logits_.size() / n_vocab();
+}
+
+void Session::decode_rows(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits,
+                          bool report) {
+    for (size_t b = begin; b < end; b += res_.n_batch) {
+        const size_t e = std::min(end, b + res_.n_batch);
+        decode_chunk(batch, b, e, out_logits);
+        if (report) progress::report("prefill", e, batch.n_tokens);
+    }
+}
+
+bool Session::decode_split(const basalt_batch& batch, std::vector<float>& out_logits) {
+    // Observed rows come back in batch order pass by pass: no reordering then (no checkpoint at that boundary).
+    if (!state_.observe_layers.empty()) return false;
+    const size_t n = batch.n_tokens;
+    const uint32_t B = checkpoints_.block();
+    std::vector<size_t> order;
+    order.reserve(n);
+    size_t n_head = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (size_t i = 0; i < n; ++i) {
+            const auto s = static_cast<size_t>(batch.seq_ids[i]);
+            const uint32_t rows = state_.batch_rows[s], len = state_.seq_len[s];
+            const uint32_t boundary = (len + rows) / B * B;
+            const bool tail = rows >= 2 && boundary > len && boundary < len + rows &&
+                              static_cast<uint32_t>(batch.positions[i]) >= boundary;
+            if (tail == (pass == 1)) order.push_back(i);
+        }
+        if (pass == 0) n_head = order.size();
+    }
+    if (n_head == n) return false;
+    std::vector<int32_t> tokens(n), positions(n), seqs(n);
+    std::vector<int8_t> want(n);
+    for (size_t j = 0; j < n; ++j) {
+        const size_t i = order[j];
+        tokens[j] = batch.tokens[i];
+        positions[j] = batch.positions[i];
+        seqs[j] = batch.seq_ids[i];
+        want[j] = batch.want_logits != nullptr ? (batch.want_logits[i] != 0 ? 1 : 0) : (i + 1 == n ? 1 : 0);
+    }
+    basalt_batch split = batch;
+    split.tokens = tokens.data();
+    split.positions = positions.data();
+    split.seq_ids = seqs.data();
+    split.want_logits = want.data();
+    std::vector<float> rows;
+    const bool report = n > res_.n_batch;
+    decode_rows(split, 0, n_head, rows, report);
+    decode_rows(split, n_head, n, rows, report);
+    // The logits rows back in batch order: the k-th wanted row of the batch is the rank of its index.
+    std::vector<size_t> rank(n, 0);
+    size_t wanted = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (batch.want_logits != nullptr ? batch.want_logits[i] != 0 : i + 1 == n) rank[i] = wanted++;
+    }
+    const size_t nv = n_vocab();
+    out_logits.resize(wanted * nv);
+    size_t row = 0;
+    for (size_t j = 0; j < n; ++j) {
+        if (want[j] == 0) continue;
+        std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>(row * nv), nv,
+                    out_logits.begin() + static_cast<std::ptrdiff_t>(rank[order[j]] * nv));
+        ++row;
+    }
+    return true;
+}
+
+void Session::keep_checkpoints(const int32_t* seqs, size_t n) {
+    const uint32_t B = checkpoints_.block();
+    for (size_t t = 0; t < n; ++t) {
+        const auto s = static_cast<size_t>(seqs[t]);
+        const uint32_t len = state_.seq_len[s];
+        auto& tokens = state_.seq_tokens[s];
+        if (len == 0 || len % B != 0 || tokens.size() != len) continue;
+        // A sequence may have rows apart in one pass; keep it once.
+        if (std::find(seqs + t + 1, seqs + n, seqs[t]) != seqs + n) continue;
+        // Decoding passes a boundary every B tokens: only its latest checkpoint is kept. A prompt piece's stays.
+        if (state_.batch_rows[s] == 1) {
+            uint32_t& last = state_.decode_checkpoint[s];
+            if (last != 0) checkpoints_.erase(state_.seq_salt[s], tokens.data(), last);
+            last = len;
+        }
+        checkpoints_.put(state_.seq_salt[s], tokens.data(), len, res_.read_state(seqs[t]));
+    }
 }
 
 void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits) {
@@ -337,6 +483,11 @@ void Session::decode_chunk(const basalt_batch& batch, size_t begin, size_t end, 
     const basalt_status st = graph_.compute(step_);
     if (st != BASALT_OK) fail_compute(st);
     for (size_t t = 0; t < n; ++t) state_.seq_len[static_cast<size_t>(seqs[t])] += 1;
+    if (checkpoints_.enabled()) {
+        for (size_t t = 0; t < n; ++t)
+            state_.seq_tokens[static_cast<size_t>(seqs[t])].push_back(batch.tokens[begin + t]);
+        keep_checkpoints(seqs, n);
+    }
     graph_.read_back(step_);
 }
 
@@ -349,6 +500,7 @@ void Session::fail_compute(basalt_status st) {
         if (step_.list_of_seq[s] < 0 && (!window_copies || state_.seq_len[s] == 0)) continue;
         res_.kv.iface().seq_drop(res_.kv.get(), static_cast<int32_t>(s));
         state_.seq_len[s] = 0;
+        forget_tokens(static_cast<int32_t>(s));
         dropped += (dropped.empty() ? "" : ", ") + std::to_string(s);
     }
     fail(st, "backend '{}': graph_compute: {} (sequences {} were reset)", config_.backend, plugin_message(st), dropped);

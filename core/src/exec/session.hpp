@@ -15,6 +15,7 @@
 #include "exec/kv-reservation.hpp"
 #include "exec/session-resources.hpp"
 #include "exec/session-state.hpp"
+#include "exec/state-checkpoints.hpp"
 #include "exec/step-graph.hpp"
 #include "exec/step-input.hpp"
 #include "graph/moe-router.hpp"
@@ -36,6 +37,9 @@ struct SessionConfig {
     std::vector<std::pair<std::string, std::string>> kv_params;
     bool warn_context = true;  // warn when one sequence may pass the trained context (the engine warns itself)
     std::string moe_router;    // MoE routing spec (MoeRouter::parse; "" dropless); refused for a model without experts
+    // Hybrid recurrent models: host memory for the prefix cache's recurrent-state checkpoints (0: none kept, so no
+    // prefix reuse); a budget below one sequence's state keeps none. docs/kv-cache.md "Prefix reuse on a hybrid model".
+    uint64_t state_checkpoint_bytes = 0;
 };
 
 class Session {
@@ -88,8 +92,11 @@ class Session {
     void seq_truncate(int32_t seq, uint32_t n_keep);
     // Attaches to empty sequence seq the longest chain of cached full blocks holding a prefix of tokens (at most
     // n tokens); returns the tokens now held (0 when the manager has no prefix_attach or nothing matches, and always
-    // for encoder-decoder and hybrid recurrent models).
+    // for encoder-decoder models). A hybrid recurrent model attaches only as far as a kept state checkpoint
+    // (SessionConfig::state_checkpoint_bytes; none: 0) and takes that state.
     uint32_t prefix_attach(int32_t seq, const int32_t* tokens, size_t n);
+    // Hybrid models: the recurrent-state checkpoints kept for prefix reuse (empty when off).
+    const StateCheckpoints& state_checkpoints() const { return checkpoints_; }
     // Sets an empty sequence's prefix-cache salt (0: none). A salt other than 0 fails naming the manager when its
     // table lacks seq_set_salt (an ABI 1.2 entry).
     void seq_set_salt(int32_t seq, uint64_t salt);
@@ -130,6 +137,19 @@ class Session {
     void check_batch(const basalt_batch& batch) const;
     // One forward pass over batch rows [begin, end); the wanted rows' logits are appended to out_logits.
     void decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits);
+    // Passes over rows [begin, end) of at most n_batch tokens each.
+    void decode_rows(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits, bool report);
+    // State checkpoints on: runs the batch with each prompt piece's rows past its last block boundary in a second
+    // pass, so that the state at that boundary can be kept; logits come back in batch order. Returns false (nothing
+    // run) when no piece crosses a boundary it does not end on.
+    bool decode_split(const basalt_batch& batch, std::vector<float>& out_logits);
+    // After a pass over rows seqs[0..n): keeps the state of each sequence that now ends on a block boundary.
+    void keep_checkpoints(const int32_t* seqs, size_t n);
+    // Forgets what the checkpoints know of seq (it was dropped, truncated to 0 or reset).
+    void forget_tokens(int32_t seq);
+    // Hybrid models: cuts a prefix attach of `matched` tokens back to the longest kept state checkpoint and writes
+    // that state into seq; none: the attach is undone. Returns the tokens kept.
+    size_t attach_state(int32_t seq, const int32_t* tokens, size_t matched);
     // After a failed compute: forgets the sequences whose reserved slots hold no valid K/V, then fails.
     [[noreturn]] void fail_compute(basalt_status st);
     // Validates an encode batch: each sequence empty, its source whole; collects each source's batch rows and the
@@ -155,6 +175,7 @@ class Session {
     KvReservation reservation_;
     StepGraph graph_;
     Step step_;
+    StateCheckpoints checkpoints_;
     std::vector<int32_t> enc_tokens_, enc_positions_, enc_seqs_;  // an encoder pass's packed rows
     std::vector<float> logits_;
     size_t n_out_ = 0;

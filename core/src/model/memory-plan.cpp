@@ -184,7 +184,9 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     p.scratch_all_rows_bytes = p.scratch_bytes - p.logits_bytes + p.logits_all_rows_bytes;
 
     p.host_bytes = req.host_bytes;
-    p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes + p.host_bytes;
+    if (p.state_bytes != 0 && req.state_checkpoint_bytes >= p.state_bytes / p.n_seq_max)
+        p.state_checkpoint_bytes = req.state_checkpoint_bytes;
+    p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes + p.host_bytes + p.state_checkpoint_bytes;
     return p;
 }
 

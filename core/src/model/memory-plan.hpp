@@ -20,6 +20,7 @@ struct PlanRequest {
     basalt_dtype v_type = BASALT_DTYPE_F16;
     uint32_t kv_residual = 0;  // residual window R of quantized K/V: n_seq_max x R F32 rows of K and V per layer
     uint64_t host_bytes = 0;   // the model's host tables (parsed metadata, tokenizer), measured by the caller
+    uint64_t state_checkpoint_bytes = 0;  // hybrid models: host budget of the prefix cache's state checkpoints
     static constexpr uint32_t kDefaultMaxCtx = 4096;
 };
 
@@ -52,7 +53,10 @@ struct MemoryPlan {
     uint64_t scratch_all_rows_bytes = 0;  // scratch_bytes with logits_all_rows_bytes in place of logits_bytes
     uint64_t io_bytes = 0;                // the largest IO buffer a step needs: its inputs and the logits of all rows
     uint64_t host_bytes = 0;              // the model's host tables (PlanRequest::host_bytes)
-    uint64_t total_bytes = 0;             // weight + kv + scratch + host: what a generation holds (KV all written)
+    uint64_t state_checkpoint_bytes = 0;  // hybrid models: the prefix cache's recurrent-state checkpoints in host
+                                          // memory (PlanRequest's budget when it holds one sequence's state, else 0)
+    uint64_t total_bytes = 0;  // weight + kv + scratch + host + state checkpoints: what a generation holds (KV all
+                               // written)
 };
 
 // Computes the plan; throws Error(INVALID_ARGUMENT) for an unusable request (e.g. a quantized KV type whose
