@@ -1,10 +1,13 @@
 // The recurrent-state cache of a hybrid model (tiny-qwen35: Gated DeltaNet layers with per-sequence conv and
 // delta-rule state beside the KV cache of its attention layers) through the C API: sequences decoded together in one
 // ragged batch equal each decoded alone; a fork continues from a copy of the state; a dropped sequence's slot starts
-// from zero again; truncation (other than to 0) and prefix reuse are refused, the first naming why.
+// from zero again; truncation (other than to 0) is refused naming why. Prefix reuse goes as far as a kept checkpoint
+// of the state (state_checkpoint_bytes): bit for bit what the same passes compute without the cache; none without
+// a budget; salts, the budget and the memory report hold.
 #include <basalt/basalt.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -22,15 +25,16 @@ struct Hybrid {
     basalt_model* model = nullptr;
     basalt_session* session = nullptr;
 
-    explicit Hybrid(uint32_t n_seq, uint32_t n_batch = 0) {
+    explicit Hybrid(uint32_t n_seq, uint32_t n_batch = 0, uint64_t checkpoint_bytes = 0, uint32_t n_ctx = 128) {
         const std::string path = test::golden_model("tiny-qwen35-f32.gguf");
         REQUIRE(basalt_model_load(rt.rt, path.c_str(), nullptr, &model) == BASALT_OK);
         basalt_session_params p{};
         p.struct_size = sizeof(p);
-        p.n_ctx = 128;
+        p.n_ctx = n_ctx;
         p.n_batch = n_batch;
         p.n_seq_max = n_seq;
         p.n_threads = 2;
+        p.state_checkpoint_bytes = checkpoint_bytes;
         const basalt_status st = basalt_session_create(rt.rt, model, &p, &session);
         INFO(basalt_last_error());
         REQUIRE(st == BASALT_OK);
@@ -50,7 +54,48 @@ struct Hybrid {
     std::vector<float> decode(const std::vector<int32_t>& toks, int32_t seq) {
         return test::decode_rows(session, toks, static_cast<int32_t>(length(seq)), seq);
     }
+    // Decodes tokens[from, to) of seq as passes ending at each of `ends` (then `to`); returns the last pass's rows.
+    std::vector<float> passes(const std::vector<int32_t>& toks, int32_t seq, size_t from, std::vector<size_t> ends) {
+        std::vector<float> rows;
+        for (size_t end : ends) {
+            rows = decode(
+                {toks.begin() + static_cast<std::ptrdiff_t>(from), toks.begin() + static_cast<std::ptrdiff_t>(end)},
+                seq);
+            from = end;
+        }
+        return rows;
+    }
+    size_t attach(int32_t seq, const std::vector<int32_t>& toks, size_t n) {
+        size_t matched = 0;
+        const basalt_status st = basalt_session_prefix_attach(session, seq, toks.data(), n, &matched);
+        INFO(basalt_last_error());
+        REQUIRE(st == BASALT_OK);
+        REQUIRE(length(seq) == matched);
+        return matched;
+    }
+    basalt_memory_plan memory() const {
+        basalt_memory_plan m{};
+        m.struct_size = sizeof(m);
+        REQUIRE(basalt_session_memory(session, &m) == BASALT_OK);
+        return m;
+    }
 };
+
+// One sequence's recurrent state in tiny-qwen35 (its keys: 3 recurrent of 4 layers, conv_kernel 4, group_count 2,
+// state_size 32, inner_size 64): per layer the conv's last 3 inputs of 2 x 2 x 32 + 64 channels and the 32 x 64
+// delta-rule matrix, F32.
+constexpr uint64_t kStateBytes = 3 * 4 * ((4 - 1) * (2 * 2 * 32 + 64) + 32 * 64);
+
+// Tokens of a long prompt (tiny-qwen35's vocabulary has 512 ids).
+std::vector<int32_t> long_prompt(size_t n, int32_t salt) {
+    std::vector<int32_t> t(n);
+    for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((37 * i + 11 + static_cast<size_t>(salt)) % 500);
+    return t;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 double max_abs(const float* a, const float* b, size_t n) {
     double m = 0;
@@ -139,7 +184,77 @@ TEST_CASE("recurrent state: a fork continues from a copy, a dropped sequence sta
     CHECK(max_abs(restart.data(), want_y.data(), V * full_y.size()) <= 1e-5);
 }
 
-TEST_CASE("recurrent state: cutting a sequence back is refused naming why, prefixes are not reused", "[recurrent]") {
+TEST_CASE("recurrent state: a prefix reuses a kept state checkpoint, bit for bit the passes it stands for",
+          "[recurrent][prefix-cache]") {
+    const std::vector<int32_t> b = long_prompt(70, 0);
+    const std::vector<int32_t> a(b.begin(), b.begin() + 40);
+    Hybrid h(3, 0, 64 * kStateBytes, 512);
+    Hybrid ref(3, 0, 0, 512);
+    const size_t V = basalt_session_n_vocab(h.session);
+    CHECK(h.memory().state_checkpoint_bytes == 64 * kStateBytes);
+    CHECK(ref.memory().state_checkpoint_bytes == 0);
+    // A's prompt in one batch runs as two passes, [0, 32) and [32, 40) (its last block boundary: a checkpoint), and
+    // gives the rows the reference gets from those two passes.
+    const auto rows_a = h.decode(a, 0);
+    ref.passes(a, 0, 0, {32});
+    std::vector<float> want_a = test::decode_rows(ref.session, {a.begin(), a.begin() + 32}, 0, 1);
+    const auto tail_a = test::decode_rows(ref.session, {a.begin() + 32, a.end()}, 32, 1);
+    want_a.insert(want_a.end(), tail_a.begin(), tail_a.end());
+    CHECK(same_bits(rows_a, want_a));
+    // B starts with A: it attaches A's 2 full blocks with the state at 32, then its own passes [32, 64), [64, 70).
+    REQUIRE(h.attach(1, b, b.size() - 1) == 32);
+    const auto rows_b = h.decode({b.begin() + 32, b.end()}, 1);
+    const auto want_b = ref.passes(b, 2, 0, {32, 64, 70});
+    const auto last_b = ref.passes(b, 0, 40, {64, 70});  // the same from A's sequence in the reference
+    CHECK(same_bits({rows_b.end() - static_cast<std::ptrdiff_t>(6 * V), rows_b.end()}, want_b));
+    CHECK(same_bits(want_b, last_b) == false);  // sanity: other passes round differently (else the test is blind)
+    // Decoding keeps its latest boundary: B grows one token at a time past 80; a new sequence attaches at 80.
+    std::vector<int32_t> grown = b;
+    for (int32_t t = 0; t < 12; ++t) {
+        grown.push_back(100 + t);
+        h.decode({grown.back()}, 1);
+        ref.decode({grown.back()}, 2);
+    }
+    REQUIRE(basalt_session_seq_drop(h.session, 0) == BASALT_OK);
+    REQUIRE(h.attach(0, grown, grown.size()) == 80);
+    grown.push_back(7);
+    const auto rows_c = h.decode({grown.begin() + 80, grown.end()}, 0);
+    const auto want_c = ref.decode({grown.back()}, 2);
+    CHECK(same_bits({rows_c.end() - static_cast<std::ptrdiff_t>(V), rows_c.end()}, want_c));
+    // Another salt sees none of it; the same salt again does.
+    REQUIRE(basalt_session_seq_drop(h.session, 0) == BASALT_OK);
+    REQUIRE(basalt_session_seq_set_salt(h.session, 0, 77) == BASALT_OK);
+    CHECK(h.attach(0, b, b.size() - 1) == 0);
+    REQUIRE(basalt_session_seq_set_salt(h.session, 0, 0) == BASALT_OK);
+    CHECK(h.attach(0, b, b.size() - 1) == 64);
+}
+
+TEST_CASE("recurrent state: the checkpoint budget bounds what is kept, least recently used out",
+          "[recurrent][prefix-cache]") {
+    const std::vector<int32_t> a = long_prompt(40, 0), c = long_prompt(40, 3);
+    {
+        // Less than one state: nothing kept, no reuse, nothing reported.
+        Hybrid h(2, 0, kStateBytes - 1);
+        CHECK(h.memory().state_checkpoint_bytes == 0);
+        h.decode(a, 0);
+        CHECK(h.attach(1, a, a.size()) == 0);
+    }
+    // One state: C's checkpoint replaces A's.
+    Hybrid h(2, 0, kStateBytes);
+    const basalt_memory_plan m = h.memory();
+    CHECK(m.state_checkpoint_bytes == kStateBytes);
+    CHECK(m.total_bytes >= m.weight_bytes + m.kv_bytes + m.scratch_bytes + kStateBytes);
+    h.decode(a, 0);
+    CHECK(h.attach(1, a, a.size()) == 32);
+    REQUIRE(basalt_session_seq_drop(h.session, 1) == BASALT_OK);
+    h.decode(c, 1);
+    REQUIRE(basalt_session_seq_drop(h.session, 0) == BASALT_OK);
+    CHECK(h.attach(0, a, a.size()) == 0);
+    REQUIRE(basalt_session_seq_drop(h.session, 1) == BASALT_OK);
+    CHECK(h.attach(1, c, c.size()) == 32);
+}
+
+TEST_CASE("recurrent state: cutting a sequence back is refused naming why; no budget, no prefix reuse", "[recurrent]") {
     Hybrid h(2);
     h.decode(kPrompt, 0);
     CHECK(basalt_session_seq_truncate(h.session, 0, 10) == BASALT_ERR_UNSUPPORTED);

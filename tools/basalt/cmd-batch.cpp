@@ -486,8 +486,10 @@ const Registrar kBatch{Command{
             "amateur", po::value<std::string>(), "amateur model for contrastive requests (a file or a shipped name)")(
             "no-prefix-cache", po::bool_switch(),
             "compute every prompt in full (no reuse of cached K/V across requests)")(
-            "moe-stats", po::bool_switch(),
-            "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
+            "prefix-state-mib", int_option("prefix-state-mib", 1, 1 << 20),
+            "hybrid models: MiB of host memory for the prefix cache's recurrent-state checkpoints (default: 16 "
+            "states)")("moe-stats", po::bool_switch(),
+                       "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
         add_draft_adaptive_option(d);
         add_admission_options(d);
         // Offline: results are written when a request ends, so nothing gains from bounding a step's time, and the

@@ -166,8 +166,10 @@ const Registrar kServe{Command{
             "draft-adaptive", po::value<std::string>(),
             "on|off: the adaptive draft length of \"speculative\" requests that do not set adaptive (default on)")(
             "no-prefix-cache", po::bool_switch(), "compute every prompt in full (no reuse of cached K/V)")(
-            "http-threads", int_option("http-threads", 1, 256)->default_value(2),
-            "threads running the HTTP connections (asio; the engine has its own)")(
+            "prefix-state-mib", int_option("prefix-state-mib", 1, 1 << 20),
+            "hybrid models: MiB of host memory for the prefix cache's recurrent-state checkpoints (default: 16 "
+            "states)")("http-threads", int_option("http-threads", 1, 256)->default_value(2),
+                       "threads running the HTTP connections (asio; the engine has its own)")(
             "request-timeout", po::value<double>()->default_value(600),
             "seconds a generation may take; then it is cancelled and answered 504")(
             "read-timeout", po::value<double>()->default_value(10),

@@ -174,6 +174,7 @@ cpp::EngineParams engine_params(const po::variables_map& vm) {
     }
     if (vm.count("kv-slots") != 0) p.n_kv_slots = u32(vm, "kv-slots");
     if (vm.count("max-step-ms") != 0) max_step(vm["max-step-ms"].as<std::string>(), p.max_step_ms, p.max_step_factor);
+    if (vm.count("prefix-state-mib") != 0) p.prefix_state_bytes = uint64_t{u32(vm, "prefix-state-mib")} << 20;
     return p;
 }
 

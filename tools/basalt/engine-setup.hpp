@@ -42,8 +42,8 @@ cpp::ComputeParams compute_params(const po::variables_map& vm);
 cpp::SessionParams session_params(const po::variables_map& vm);
 // Engine parameters from the session options (--ctx: each request's context, --batch the step's token budget) and,
 // where the command has them, --parallel, --chunk, --max-batch-tokens, --no-prefix-cache, --moe-stats, --admission,
-// --kv-slots, --max-step-ms. Throws as compute_params and max_step, and UsageError for an --admission that is not
-// on-demand or reserve.
+// --kv-slots, --max-step-ms, --prefix-state-mib. Throws as compute_params and max_step, and UsageError for an
+// --admission that is not on-demand or reserve.
 cpp::EngineParams engine_params(const po::variables_map& vm);
 // Everything open_engine needs: the runtime (global options), --model, the second model (--draft or --amateur; both
 // is a UsageError) and engine_params(vm). Throws as engine_params.

@@ -361,6 +361,10 @@ typedef struct basalt_memory_plan {
     /* since 1.7 */
     uint64_t host_bytes; /* the model's host tables: its parsed metadata and its tokenizer's vocabulary (built for
                             the plan when it was not yet), part of total_bytes */
+    /* since 1.9 */
+    uint64_t state_checkpoint_bytes; /* a session's budget for recurrent-state checkpoints (hybrid models with
+                                        basalt_session_params.state_checkpoint_bytes), part of total_bytes; 0 in
+                                        basalt_model_plan */
 } basalt_memory_plan;
 
 /* Computes the memory plan for params (NULL: defaults) into *out (caller sets struct_size). Thread-safe. */
@@ -392,6 +396,11 @@ typedef struct basalt_session_params {
                                "capacity:factor=C,overflow=drop|reroute": each expert takes at most
                                ceil(C * tokens * k / n_expert) assignments per forward pass. Refused for a model
                                without experts. Borrowed for the call */
+    /* since 1.9 */
+    uint64_t state_checkpoint_bytes; /* a hybrid model (recurrent layers): host memory for checkpoints of the
+                                        recurrent state at block boundaries, which basalt_session_prefix_attach
+                                        needs to reuse a prefix (docs/kv-cache.md "Prefix reuse on a hybrid model");
+                                        0: none kept, no prefix reuse. Ignored for other models */
 } basalt_session_params;
 
 /*
@@ -565,6 +574,10 @@ typedef struct basalt_engine_params {
     double max_step_ms;     /* > 0: the budget in ms; 0: max_step_factor x the predicted time of the step's decode
                                rows alone; < 0: no budget (prompt pieces as packed). NaN/inf are refused */
     double max_step_factor; /* with max_step_ms 0: that multiple, at least 1; 0: 2 */
+    /* since 1.9 */
+    uint64_t prefix_state_bytes; /* a hybrid model's prefix cache: host memory for recurrent-state checkpoints
+                                    (as basalt_session_params.state_checkpoint_bytes); 0: room for 16 states of a
+                                    sequence. Nothing is kept with BASALT_ENGINE_NO_PREFIX_CACHE */
 } basalt_engine_params;
 
 /*

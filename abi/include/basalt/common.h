@@ -17,7 +17,7 @@
 #define BASALT_ABI_VERSION_MAJOR 1
 #endif
 #ifndef BASALT_ABI_VERSION_MINOR
-#define BASALT_ABI_VERSION_MINOR 8
+#define BASALT_ABI_VERSION_MINOR 9
 #endif
 
 #ifdef __cplusplus

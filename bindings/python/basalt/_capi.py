@@ -103,7 +103,8 @@ class SessionParams(Structure):
     _fields_ = [("struct_size", c_uint32), ("n_ctx", c_uint32), ("n_batch", c_uint32), ("n_seq_max", c_uint32),
                 ("n_threads", c_uint32), ("reserved0", c_uint32), ("backend", c_char_p), ("kv_cache", c_char_p),
                 ("backend_params", POINTER(Params)), ("kv_params", POINTER(Params)),
-                ("moe_router", c_char_p)]  # since 1.4
+                ("moe_router", c_char_p),  # since 1.4
+                ("state_checkpoint_bytes", c_uint64)]  # since 1.9
 
 
 class SpecialTokens(Structure):
@@ -130,7 +131,8 @@ class EngineParams(Structure):
                 ("kv_cache", c_char_p), ("backend_params", POINTER(Params)), ("kv_params", POINTER(Params)),
                 ("second_model", c_void_p),
                 ("moe_router", c_char_p),  # since 1.4
-                ("max_step_ms", c_double), ("max_step_factor", c_double)]  # since 1.7
+                ("max_step_ms", c_double), ("max_step_factor", c_double),  # since 1.7
+                ("prefix_state_bytes", c_uint64)]  # since 1.9
 
 
 class MoeStats(Structure):  # since 1.4

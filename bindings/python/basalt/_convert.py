@@ -55,5 +55,9 @@ def _u32(name, value):
     return _int(value, name, 0, 0xFFFFFFFF)
 
 
+def _u64(name, value):
+    return _int(value, name, 0, 0xFFFFFFFFFFFFFFFF)
+
+
 def _i32(name, value, low=_INT32_MIN):
     return _int(value, name, low)

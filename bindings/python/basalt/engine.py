@@ -11,7 +11,7 @@ from ctypes import POINTER, byref, c_char_p, c_size_t, c_void_p
 
 from . import _capi
 from ._components import _kv_types, _set_components
-from ._convert import _c_string, _i32, _ids, _text_bytes, _u32
+from ._convert import _c_string, _i32, _ids, _text_bytes, _u32, _u64
 from ._dispatch import _Callback, _Dispatch
 from ._lifetime import _Owned
 from .errors import _check
@@ -81,7 +81,9 @@ class Engine(_Owned):
     layer (moe_stats()). admission: "on-demand" (default) or "reserve" (docs/engine.md "Admission and
     preemption"; stats()["preemptions"] counts preemptions). max_step_ms: the step-time budget while requests decode (docs/engine.md): prompt pieces
     join a step only as far as its predicted time stays within it; 0: max_step_factor (0: 2) times the predicted
-    time of the decode rows alone; a number > 0: that many ms; < 0: no budget.
+    time of the decode rows alone; a number > 0: that many ms; < 0: no budget. prefix_state_bytes: a hybrid
+    model's prefix cache keeps checkpoints of the recurrent state at block boundaries in this much host memory (0:
+    room for 16 states; docs/kv-cache.md "Prefix reuse on a hybrid model").
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.
@@ -96,7 +98,7 @@ class Engine(_Owned):
                  max_batch_tokens=0, prefill_chunk=0, threads=0, backend=None, kv_cache=None, own_thread=False,
                  device=None, backend_params=None, kv_params=None, prefix_cache=True, moe_router=None,
                  moe_stats=False, k_type=None, v_type=None, kv_residual=None, admission="on-demand",
-                 max_step_ms=0.0, max_step_factor=0.0):
+                 max_step_ms=0.0, max_step_factor=0.0, prefix_state_bytes=0):
         kv_params = _kv_types(kv_params, k_type, v_type, kv_residual)
         if admission not in ("on-demand", "reserve"):
             raise ValueError(f"admission must be 'on-demand' or 'reserve', not {admission!r}")
@@ -120,6 +122,7 @@ class Engine(_Owned):
         p.n_threads = _u32("threads", threads)
         p.max_step_ms = float(max_step_ms)
         p.max_step_factor = float(max_step_factor)
+        p.prefix_state_bytes = _u64("prefix_state_bytes", prefix_state_bytes)
         keep = []  # the ctypes arrays must live until basalt_engine_create returns
         _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
         p.second_model = second_model._h if second_model is not None else None

@@ -6,7 +6,7 @@ from ctypes import POINTER, byref, c_float, c_int8, c_uint8, c_uint32, c_void_p
 
 from . import _capi
 from ._components import _kv_types, _set_components
-from ._convert import _ids
+from ._convert import _ids, _u64
 from ._lifetime import _Owned
 from .errors import _check
 
@@ -17,7 +17,7 @@ class Session(_Owned):
 
     def __init__(self, runtime, model, n_ctx=0, n_batch=0, n_seq_max=0, n_threads=0, backend=None, kv_cache=None,
                  device=None, backend_params=None, kv_params=None, moe_router=None, k_type=None, v_type=None,
-                 kv_residual=None):
+                 kv_residual=None, state_checkpoint_bytes=0):
         """device: the backend's device index (None: its default); backend_params / kv_params: dicts of str
         parameters for the backend (e.g. {"isa": "avx2"}) and the KV cache manager (e.g. {"k_type": "q8_0"}).
         moe_router: MoE routing, "dropless" (None, the default) or "capacity:factor=C,overflow=drop|reroute"
@@ -25,7 +25,10 @@ class Session(_Owned):
         kv_cache: a manager name or "NAME:key=value,..." (e.g. "sink:n_sink=4,window=252", a streaming cache that
         runs past the context: docs/kv-cache.md).
         k_type / v_type / kv_residual: the stored K and V types and the residual window (docs/kv-cache.md), the
-        same as kv_params' "k_type", "v_type", "residual"."""
+        same as kv_params' "k_type", "v_type", "residual".
+        state_checkpoint_bytes: a hybrid model's host memory for recurrent-state checkpoints at block
+        boundaries, which the C API's basalt_session_prefix_attach needs to reuse a prefix (0: none kept;
+        docs/kv-cache.md "Prefix reuse on a hybrid model")."""
         kv_params = _kv_types(kv_params, k_type, v_type, kv_residual)
         self._lib = _capi.lib()
         self._runtime = runtime
@@ -37,6 +40,7 @@ class Session(_Owned):
         _set_components(p, backend, kv_cache, backend_params, device, kv_params, keep)
         if moe_router is not None:
             p.moe_router = moe_router.encode()
+        p.state_checkpoint_bytes = _u64("state_checkpoint_bytes", state_checkpoint_bytes)
         handle = c_void_p()
         _check(self._lib.basalt_session_create(runtime._h, model._h, byref(p), byref(handle)))
         self._own(handle, self._lib.basalt_session_free, [runtime, model])

@@ -127,7 +127,7 @@ class TestBasalt(unittest.TestCase):
     def test_struct_layouts_match_the_pinned_c_layouts(self):
         sizes = {_capi.Params: 32, _capi.TokenData: 12, _capi.Candidates: 40, _capi.Host: 56,
                  _capi.SamplerIface: 56, _capi.Batch: 48, _capi.RuntimeParams: 8, _capi.ComponentInfo: 64,
-                 _capi.ModelInfo: 128, _capi.SessionParams: 64, _capi.SpecialTokens: 40, _capi.EngineParams: 104,
+                 _capi.ModelInfo: 128, _capi.SessionParams: 72, _capi.SpecialTokens: 40, _capi.EngineParams: 112,
                  _capi.RequestParams: 208, _capi.RequestStats: 112, _capi.EngineStats: 96,
                  _capi.DecoderNeeds: 24, _capi.MoeStats: 56, _capi.ChatRenderParams: 72}
         for struct, size in sizes.items():
@@ -137,8 +137,10 @@ class TestBasalt(unittest.TestCase):
         self.assertEqual(_capi.Host.set_error.offset, 32)
         # tests/test-abi-layout.cpp pins the same offsets
         pins = {_capi.EngineParams: {"n_ctx": 8, "prefill_chunk": 28, "backend": 40, "second_model": 72,
-                                     "moe_router": 80, "max_step_ms": 88, "max_step_factor": 96},
-                _capi.SessionParams: {"backend": 24, "kv_params": 48, "moe_router": 56},
+                                     "moe_router": 80, "max_step_ms": 88, "max_step_factor": 96,
+                                     "prefix_state_bytes": 104},
+                _capi.SessionParams: {"backend": 24, "kv_params": 48, "moe_router": 56,
+                                      "state_checkpoint_bytes": 64},
                 _capi.MoeStats: {"n_expert": 4, "passes": 8, "dropped": 32, "rerouted": 40, "imbalance": 48},
                 _capi.RequestParams: {"prompt": 8, "tokens": 24, "samplers": 40, "max_tokens": 56, "seed": 64,
                                       "stop": 88, "callback": 104, "user_data": 112, "cache_salt": 120,

@@ -142,6 +142,8 @@ basalt_status basalt_engine_create(basalt_runtime* runtime, const basalt_model* 
                 cfg.max_step_ms = params->max_step_ms;
                 cfg.max_step_factor = params->max_step_factor;
             }
+            if (BASALT_HAS_FIELD(params, basalt_engine_params, prefix_state_bytes))
+                cfg.prefix_state_bytes = params->prefix_state_bytes;
         }
         auto e = std::make_unique<basalt_engine>();
         e->e = std::make_unique<Engine>(*runtime, *model, second, cfg);

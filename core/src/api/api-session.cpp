@@ -57,6 +57,8 @@ basalt_status basalt_session_create(basalt_runtime* runtime, const basalt_model*
             cfg.kv_params = to_pairs(params->kv_params, "KV cache");
             if (BASALT_HAS_FIELD(params, basalt_session_params, moe_router) && params->moe_router != nullptr)
                 cfg.moe_router = params->moe_router;
+            if (BASALT_HAS_FIELD(params, basalt_session_params, state_checkpoint_bytes))
+                cfg.state_checkpoint_bytes = params->state_checkpoint_bytes;
         }
         auto s = std::make_unique<basalt_session>();
         s->s = std::make_unique<basalt::Session>(runtime->plugins, *model, cfg);

@@ -53,6 +53,7 @@ inline basalt_memory_plan to_c(const MemoryPlan& p) {
     plan.kv_cells_window = p.kv_cells_window;
     plan.logits_bytes = p.logits_bytes;
     plan.host_bytes = p.host_bytes;
+    plan.state_checkpoint_bytes = p.state_checkpoint_bytes;
     return plan;
 }
 

@@ -156,9 +156,10 @@ struct ComputeParams {
 // Builder of a basalt_session_params (zero: the C defaults). Not thread-safe.
 struct SessionParams {
     ComputeParams compute;
-    uint32_t n_ctx = 0;      // cache slots of all sequences; 0: training context, at most 4096
-    uint32_t n_batch = 0;    // tokens per forward pass; 0: 512
-    uint32_t n_seq_max = 0;  // sequences; 0: 1
+    uint32_t n_ctx = 0;                   // cache slots of all sequences; 0: training context, at most 4096
+    uint32_t n_batch = 0;                 // tokens per forward pass; 0: 512
+    uint32_t n_seq_max = 0;               // sequences; 0: 1
+    uint64_t state_checkpoint_bytes = 0;  // hybrid models: host memory for recurrent-state checkpoints; 0: none
 
     // The C struct, pointing into *this: valid until *this is modified, moved or destroyed.
     basalt_session_params raw() const {
@@ -173,6 +174,7 @@ struct SessionParams {
         p.backend_params = compute.raw_backend_params();
         p.kv_params = compute.kv_params.raw();
         p.moe_router = compute.moe_router.empty() ? nullptr : compute.moe_router.c_str();
+        p.state_checkpoint_bytes = state_checkpoint_bytes;
         return p;
     }
 };
@@ -194,6 +196,8 @@ struct EngineParams {
     // < 0: none.
     double max_step_ms = 0;
     double max_step_factor = 0;
+    // A hybrid model's prefix cache: host memory for recurrent-state checkpoints; 0: room for 16 states.
+    uint64_t prefix_state_bytes = 0;
 
     // The C struct, pointing into *this: valid until *this is modified, moved or destroyed.
     basalt_engine_params raw() const {
@@ -215,6 +219,7 @@ struct EngineParams {
         p.moe_router = compute.moe_router.empty() ? nullptr : compute.moe_router.c_str();
         p.max_step_ms = max_step_ms;
         p.max_step_factor = max_step_factor;
+        p.prefix_state_bytes = prefix_state_bytes;
         return p;
     }
 };
