@@ -234,9 +234,9 @@ PIN(basalt_engine_params, n_ctx, 8);
 PIN(basalt_engine_params, prefill_chunk, 28);
 PIN(basalt_engine_params, backend, 40);
 PIN(basalt_engine_params, second_model, 72);
-PIN(basalt_engine_params, moe_router, 80);      /* since 1.4 */
-PIN(basalt_engine_params, max_step_ms, 88);     /* since 1.7 */
-PIN(basalt_engine_params, max_step_factor, 96); /* since 1.7 */
+PIN(basalt_engine_params, moe_router, 80);          /* since 1.4 */
+PIN(basalt_engine_params, max_step_ms, 88);         /* since 1.7 */
+PIN(basalt_engine_params, max_step_factor, 96);     /* since 1.7 */
 PIN(basalt_engine_params, prefix_state_bytes, 104); /* since 1.9 */
 PIN_SIZE(basalt_engine_params, 112);
 PIN(basalt_request_params, prompt, 8);
@@ -273,7 +273,7 @@ PIN(basalt_engine_stats, preemptions, 88); /* since 1.7 */
 PIN_SIZE(basalt_engine_stats, 96);
 PIN(basalt_session_params, backend, 24);
 PIN(basalt_session_params, kv_params, 48);
-PIN(basalt_session_params, moe_router, 56); /* since 1.4 */
+PIN(basalt_session_params, moe_router, 56);             /* since 1.4 */
 PIN(basalt_session_params, state_checkpoint_bytes, 64); /* since 1.9 */
 PIN_SIZE(basalt_session_params, 72);
 PIN(basalt_moe_stats, n_expert, 4); /* since 1.4 */
@@ -359,7 +359,7 @@ PIN(basalt_memory_plan, n_seq_max, 64); /* since 1.1 */
 PIN(basalt_memory_plan, kv_cells_full, 72);
 PIN(basalt_memory_plan, kv_cells_window, 80);
 PIN(basalt_memory_plan, logits_bytes, 88);
-PIN(basalt_memory_plan, host_bytes, 96); /* since 1.7 */
+PIN(basalt_memory_plan, host_bytes, 96);              /* since 1.7 */
 PIN(basalt_memory_plan, state_checkpoint_bytes, 104); /* since 1.9 */
 PIN_SIZE(basalt_memory_plan, 112);
 #endif

@@ -254,7 +254,8 @@ TEST_CASE("recurrent state: the checkpoint budget bounds what is kept, least rec
     CHECK(h.attach(1, c, c.size()) == 32);
 }
 
-TEST_CASE("recurrent state: cutting a sequence back is refused naming why; no budget, no prefix reuse", "[recurrent]") {
+TEST_CASE("recurrent state: cutting a sequence back is refused naming why, and no budget means no prefix reuse",
+          "[recurrent]") {
     Hybrid h(2);
     h.decode(kPrompt, 0);
     CHECK(basalt_session_seq_truncate(h.session, 0, 10) == BASALT_ERR_UNSUPPORTED);
