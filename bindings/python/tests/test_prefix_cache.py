@@ -1,5 +1,6 @@
 """Prefix caching from Python: a second request with the same prompt reuses the cached blocks (counted in its
-stats and the engine's), gives the same output, cache_salt isolates, prefix_cache=False turns it off."""
+stats and the engine's), gives the same output, cache_salt isolates, prefix_cache=False turns it off. On a hybrid
+model (tiny-qwen35) reuse goes as far as a kept checkpoint of the recurrent state, within prefix_state_bytes."""
 import os
 import unittest
 
@@ -8,6 +9,7 @@ import basalt
 MODELS = os.environ.get("BASALT_TEST_MODELS", "")
 LLAMA = os.path.join(MODELS, "tiny-llama-f32.gguf")
 LLAMA256 = os.path.join(MODELS, "tiny-llama256-q6_k.gguf")  # head dim 64: quantized K/V
+QWEN35 = os.path.join(MODELS, "tiny-qwen35-f32.gguf")  # hybrid: Gated DeltaNet layers beside attention
 PROMPT = list(range(1, 101))  # 100 tokens: 6 full blocks of 16 and 4 more
 
 
@@ -48,6 +50,27 @@ class PrefixCacheTest(unittest.TestCase):
         self.assertEqual(second, first)
         self.assertEqual(cached, 0)
         self.assertEqual(engine_cached, 0)
+
+    def test_hybrid_model_reuses_a_state_checkpoint(self):
+        shared = [(37 * i + 11) % 500 for i in range(40)]
+        longer = shared + [(13 * i + 5) % 500 for i in range(30)]
+        with basalt.Runtime() as rt, basalt.Model(QWEN35, rt) as model:
+            with basalt.Engine(rt, model, ctx=256, prefix_cache=False) as engine:
+                alone = engine.submit(tokens=longer, max_tokens=6).tokens()
+            with basalt.Engine(rt, model, ctx=256) as engine:
+                engine.submit(tokens=shared, max_tokens=2).tokens()
+                hit = engine.submit(tokens=longer, max_tokens=6)
+                self.assertEqual(hit.tokens(), alone)
+                # the shared prompt's checkpoint at its last block boundary (32 of 40 tokens)
+                self.assertEqual(hit.stats()["cached_tokens"], 32)
+            # A budget below one state keeps none: no reuse.
+            with basalt.Engine(rt, model, ctx=256, prefix_state_bytes=1) as engine:
+                engine.submit(tokens=shared, max_tokens=2).tokens()
+                miss = engine.submit(tokens=longer, max_tokens=6)
+                self.assertEqual(miss.tokens(), alone)
+                self.assertEqual(miss.stats()["cached_tokens"], 0)
+            with self.assertRaisesRegex(ValueError, "prefix_state_bytes"):
+                basalt.Engine(rt, model, prefix_state_bytes=-1)
 
     def test_bad_salt(self):
         with basalt.Runtime() as rt, basalt.Model(LLAMA, rt) as model, basalt.Engine(rt, model) as engine:
