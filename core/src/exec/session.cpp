@@ -406,7 +406,7 @@ bool Session::decode_split(const basalt_batch& batch, std::vector<float>& out_lo
             const auto s = static_cast<size_t>(batch.seq_ids[i]);
             const uint32_t rows = state_.batch_rows[s], len = state_.seq_len[s];
             const uint32_t boundary = (len + rows) / B * B;
-            const bool tail = rows >= 2 && boundary > len && boundary < len + rows &&
+            const bool tail = rows >= B && boundary > len && boundary < len + rows &&
                               static_cast<uint32_t>(batch.positions[i]) >= boundary;
             if (tail == (pass == 1)) order.push_back(i);
         }
@@ -458,8 +458,9 @@ void Session::keep_checkpoints(const int32_t* seqs, size_t n) {
         if (len == 0 || len % B != 0 || tokens.size() != len) continue;
         // A sequence may have rows apart in one pass; keep it once.
         if (std::find(seqs + t + 1, seqs + n, seqs[t]) != seqs + n) continue;
-        // Decoding passes a boundary every B tokens: only its latest checkpoint is kept. A prompt piece's stays.
-        if (state_.batch_rows[s] == 1) {
+        // Decoding (and a speculative verify: fewer rows than a block) passes a boundary every B tokens: only its
+        // latest checkpoint is kept. A prompt piece's stays.
+        if (state_.batch_rows[s] < B) {
             uint32_t& last = state_.decode_checkpoint[s];
             if (last != 0) checkpoints_.erase(state_.seq_salt[s], tokens.data(), last);
             last = len;

@@ -139,9 +139,9 @@ class Session {
     void decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits);
     // Passes over rows [begin, end) of at most n_batch tokens each.
     void decode_rows(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits, bool report);
-    // State checkpoints on: runs the batch with each prompt piece's rows past its last block boundary in a second
-    // pass, so that the state at that boundary can be kept; logits come back in batch order. Returns false (nothing
-    // run) when no piece crosses a boundary it does not end on.
+    // State checkpoints on: runs the batch with each prompt piece's rows (a sequence's rows, a block or more) past
+    // its last block boundary in a second pass, so that the state at that boundary can be kept; logits come back in
+    // batch order. Returns false (nothing run) when no piece crosses a boundary it does not end on.
     bool decode_split(const basalt_batch& batch, std::vector<float>& out_logits);
     // After a pass over rows seqs[0..n): keeps the state of each sequence that now ends on a block boundary.
     void keep_checkpoints(const int32_t* seqs, size_t n);
