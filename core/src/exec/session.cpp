@@ -106,6 +106,7 @@ void Session::seq_drop(int32_t seq) {
     state_.seq_len[static_cast<size_t>(seq)] = 0;
     release_source(seq);
     forget_tokens(seq);
+    if (checkpoints_.enabled()) state_.seq_salt[static_cast<size_t>(seq)] = 0;  // as the manager's
 }
 
 void Session::forget_tokens(int32_t seq) {
@@ -271,17 +272,29 @@ size_t Session::attach_state(int32_t seq, const int32_t* tokens, size_t matched)
         }
         if (keep != 0) res_.write_state(seq, *state);
     } catch (const Error& e) {
-        kv.seq_drop(res_.kv.get(), seq);
+        undo_attach(seq);
         fail(e.status(), "KV cache manager '{}': attaching a prefix of {} tokens to a hybrid model's sequence: {}",
              config_.kv_cache, keep, e.what());
     }
     if (keep == 0) {
-        kv.seq_drop(res_.kv.get(), seq);  // blocks without a state to go with them
+        undo_attach(seq);  // blocks without a state to go with them
         return 0;
     }
     state_.seq_tokens[static_cast<size_t>(seq)].assign(tokens, tokens + keep);
     state_.decode_checkpoint[static_cast<size_t>(seq)] = 0;
     return keep;
+}
+
+void Session::undo_attach(int32_t seq) {
+    const auto& kv = res_.kv.iface();
+    kv.seq_drop(res_.kv.get(), seq);
+    // The drop cleared the manager's salt of the sequence: the blocks it computes next must stay its tenant's.
+    const uint64_t salt = state_.seq_salt[static_cast<size_t>(seq)];
+    if (salt != 0 && kv.seq_set_salt != nullptr) {
+        clear_plugin_error();
+        const basalt_status st = kv.seq_set_salt(res_.kv.get(), seq, salt);
+        if (st != BASALT_OK) fail(st, "KV cache manager '{}': seq_set_salt: {}", config_.kv_cache, plugin_message(st));
+    }
 }
 
 void Session::seq_set_salt(int32_t seq, uint64_t salt) {

@@ -150,6 +150,8 @@ class Session {
     // Hybrid models: cuts a prefix attach of `matched` tokens back to the longest kept state checkpoint and writes
     // that state into seq; none: the attach is undone. Returns the tokens kept.
     size_t attach_state(int32_t seq, const int32_t* tokens, size_t matched);
+    // Undoes a prefix attach of seq (drops it) and sets its salt again.
+    void undo_attach(int32_t seq);
     // After a failed compute: forgets the sequences whose reserved slots hold no valid K/V, then fails.
     [[noreturn]] void fail_compute(basalt_status st);
     // Validates an encode batch: each sequence empty, its source whole; collects each source's batch rows and the
