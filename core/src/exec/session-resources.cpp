@@ -237,6 +237,8 @@ void SessionResources::check_layout(const SessionConfig& config, SessionShape sh
     request.k_type = layout.k_type;
     request.v_type = layout.v_type;
     request.kv_residual = residual;
+    // State checkpoints serve prefix attaches: a manager without prefix_attach keeps none.
+    if (kv.iface().prefix_attach == nullptr) request.state_checkpoint_bytes = 0;
     plan = plan_memory(model.gguf.file, hp, request);
     check_fits(plan);
 }

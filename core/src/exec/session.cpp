@@ -51,7 +51,8 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
         for (uint32_t r = res_.n_ctx; r-- > 0;) state_.cross_free.push_back(static_cast<int32_t>(r));  // lowest first
         state_.seq_source.assign(config_.n_seq_max, nullptr);
     }
-    if (hp.recurrent()) {
+    // State checkpoints serve prefix attaches only: none for a manager without prefix_attach (a streaming ring).
+    if (hp.recurrent() && res_.kv.iface().prefix_attach != nullptr) {
         checkpoints_.configure(res_.plan.state_checkpoint_bytes, res_.layout.block_size, res_.state_row_bytes());
         if (checkpoints_.enabled()) {
             const size_t n_seq = state_.seq_len.size();
