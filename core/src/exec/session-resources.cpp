@@ -431,11 +431,19 @@ void SessionResources::copy_residual_rows(int32_t src, int32_t dst) const {
     }
 }
 
+std::vector<std::pair<basalt_buffer*, uint64_t>> SessionResources::state_buffers() const {
+    std::vector<std::pair<basalt_buffer*, uint64_t>> out;
+    for (size_t il = 0; il < conv_state.size(); ++il) {
+        if (conv_state[il].get() == nullptr) continue;
+        out.emplace_back(conv_state[il].get(), 4ull * hp.conv_state_floats());
+        out.emplace_back(delta_state[il].get(), 4ull * hp.delta_state_floats());
+    }
+    return out;
+}
+
 uint64_t SessionResources::state_row_bytes() const {
     uint64_t bytes = 0;
-    for (const auto& b : conv_state) {
-        if (b.get() != nullptr) bytes += 4ull * (hp.conv_state_floats() + hp.delta_state_floats());
-    }
+    for (const auto& [buffer, row] : state_buffers()) bytes += row;
     return bytes;
 }
 
@@ -443,15 +451,10 @@ std::vector<uint8_t> SessionResources::read_state(int32_t seq) const {
     const auto& be = backend.iface();
     std::vector<uint8_t> out(state_row_bytes());
     uint8_t* at = out.data();
-    for (size_t il = 0; il < conv_state.size(); ++il) {
-        if (conv_state[il].get() == nullptr) continue;
-        for (int which = 0; which < 2; ++which) {
-            basalt_buffer* b = which == 0 ? conv_state[il].get() : delta_state[il].get();
-            const uint64_t row = 4ull * (which == 0 ? hp.conv_state_floats() : hp.delta_state_floats());
-            backend.check(be.buffer_read(backend.get(), b, row * static_cast<uint64_t>(seq), at, row),
-                          "buffer_read(recurrent state)");
-            at += row;
-        }
+    for (const auto& [buffer, row] : state_buffers()) {
+        backend.check(be.buffer_read(backend.get(), buffer, row * static_cast<uint64_t>(seq), at, row),
+                      "buffer_read(recurrent state)");
+        at += row;
     }
     return out;
 }
@@ -463,15 +466,10 @@ void SessionResources::write_state(int32_t seq, const std::vector<uint8_t>& stat
     }
     const auto& be = backend.iface();
     const uint8_t* at = state.data();
-    for (size_t il = 0; il < conv_state.size(); ++il) {
-        if (conv_state[il].get() == nullptr) continue;
-        for (int which = 0; which < 2; ++which) {
-            basalt_buffer* b = which == 0 ? conv_state[il].get() : delta_state[il].get();
-            const uint64_t row = 4ull * (which == 0 ? hp.conv_state_floats() : hp.delta_state_floats());
-            backend.check(be.buffer_write(backend.get(), b, row * static_cast<uint64_t>(seq), at, row),
-                          "buffer_write(recurrent state)");
-            at += row;
-        }
+    for (const auto& [buffer, row] : state_buffers()) {
+        backend.check(be.buffer_write(backend.get(), buffer, row * static_cast<uint64_t>(seq), at, row),
+                      "buffer_write(recurrent state)");
+        at += row;
     }
 }
 

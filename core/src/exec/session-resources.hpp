@@ -99,6 +99,8 @@ struct SessionResources {
     uint64_t io_bytes = 0;
 
   private:
+    // Each recurrent layer's conv-state and delta-state buffers in layer order, with one sequence's row bytes.
+    std::vector<std::pair<basalt_buffer*, uint64_t>> state_buffers() const;
     void check_layout(const SessionConfig& config, SessionShape shape);
     void check_streaming(const SessionConfig& config);
     void allocate_caches();
