@@ -229,6 +229,25 @@ TEST_CASE("recurrent state: a prefix reuses a kept state checkpoint, bit for bit
     CHECK(h.attach(0, b, b.size() - 1) == 64);
 }
 
+TEST_CASE("recurrent state: prompts sharing a long prefix reuse its checkpoint every 512 positions, as run uncached",
+          "[recurrent][prefix-cache]") {
+    // A system prompt's worth of shared tokens (530), then each request its own. A's prompt runs as passes [0, 512),
+    // [512, 560): a checkpoint at 512. B shares only 530 of them: it attaches 512 (33 blocks match, the checkpoint
+    // at 512 is the longest within them) and gives the rows a fresh run of B gives (passes [0, 512), [512, 560),
+    // [560, 570)) bit for bit.
+    const std::vector<int32_t> a = long_prompt(560, 0);
+    std::vector<int32_t> b(a.begin(), a.begin() + 530);
+    for (int32_t t = 0; t < 40; ++t) b.push_back(400 + t);
+    Hybrid h(2, 0, 16 * kStateBytes, 2048);
+    Hybrid fresh(1, 0, 16 * kStateBytes, 2048);
+    const size_t V = basalt_session_n_vocab(h.session);
+    h.decode(a, 0);
+    REQUIRE(h.attach(1, b, b.size() - 1) == 512);
+    const auto rows = h.decode({b.begin() + 512, b.end()}, 1);
+    const auto want = fresh.decode(b, 0);
+    CHECK(same_bits(rows, {want.end() - static_cast<std::ptrdiff_t>(58 * V), want.end()}));
+}
+
 TEST_CASE("recurrent state: the checkpoint budget bounds what is kept, least recently used out",
           "[recurrent][prefix-cache]") {
     const std::vector<int32_t> a = long_prompt(40, 0), c = long_prompt(40, 3);

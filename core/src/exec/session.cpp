@@ -412,21 +412,25 @@ bool Session::decode_split(const basalt_batch& batch, std::vector<float>& out_lo
     if (!state_.observe_layers.empty()) return false;
     const size_t n = batch.n_tokens;
     const uint32_t B = checkpoints_.block();
-    std::vector<size_t> order;
-    order.reserve(n);
-    size_t n_head = 0;
-    for (int pass = 0; pass < 2; ++pass) {
-        for (size_t i = 0; i < n; ++i) {
-            const auto s = static_cast<size_t>(batch.seq_ids[i]);
-            const uint32_t rows = state_.batch_rows[s], len = state_.seq_len[s];
-            const uint32_t boundary = (len + rows) / B * B;
-            const bool tail = rows >= B && boundary > len && boundary < len + rows &&
-                              static_cast<uint32_t>(batch.positions[i]) >= boundary;
-            if (tail == (pass == 1)) order.push_back(i);
-        }
-        if (pass == 0) n_head = order.size();
+    const uint32_t every = std::max(B, kCheckpointEvery / B * B);
+    // Each row's pass: the split points its piece crosses before it (multiples of `every`, the last boundary).
+    std::vector<uint32_t> level(n, 0);
+    uint32_t n_levels = 1;
+    for (size_t i = 0; i < n; ++i) {
+        const auto s = static_cast<size_t>(batch.seq_ids[i]);
+        const uint32_t rows = state_.batch_rows[s], len = state_.seq_len[s];
+        if (rows < B) continue;
+        const auto pos = static_cast<uint32_t>(batch.positions[i]);
+        const uint32_t last = (len + rows) / B * B;
+        uint32_t l = pos / every - len / every;
+        if (last > len && last < len + rows && last % every != 0 && pos >= last) l += 1;
+        level[i] = l;
+        n_levels = std::max(n_levels, l + 1);
     }
-    if (n_head == n) return false;
+    if (n_levels == 1) return false;
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] < level[b]; });
     std::vector<int32_t> tokens(n), positions(n), seqs(n);
     std::vector<int8_t> want(n);
     for (size_t j = 0; j < n; ++j) {
@@ -443,8 +447,12 @@ bool Session::decode_split(const basalt_batch& batch, std::vector<float>& out_lo
     split.want_logits = want.data();
     std::vector<float> rows;
     const bool report = n > res_.n_batch;
-    decode_rows(split, 0, n_head, rows, report);
-    decode_rows(split, n_head, n, rows, report);
+    for (size_t j = 0; j < n;) {
+        size_t end = j;
+        while (end < n && level[order[end]] == level[order[j]]) ++end;
+        decode_rows(split, j, end, rows, report);
+        j = end;
+    }
     // The logits rows back in batch order: the k-th wanted row of the batch is the rank of its index.
     std::vector<size_t> rank(n, 0);
     size_t wanted = 0;

@@ -139,9 +139,10 @@ class Session {
     void decode_chunk(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits);
     // Passes over rows [begin, end) of at most n_batch tokens each.
     void decode_rows(const basalt_batch& batch, size_t begin, size_t end, std::vector<float>& out_logits, bool report);
-    // State checkpoints on: runs the batch with each prompt piece's rows (a sequence's rows, a block or more) past
-    // its last block boundary in a second pass, so that the state at that boundary can be kept; logits come back in
-    // batch order. Returns false (nothing run) when no piece crosses a boundary it does not end on.
+    // State checkpoints on: runs the batch in passes that end each prompt piece (a sequence's rows, a block or more)
+    // at every multiple of kCheckpointEvery positions it crosses and at its last block boundary, so that the state
+    // there can be kept; logits come back in batch order. Returns false (nothing run) when no piece crosses a split
+    // point it does not end on.
     bool decode_split(const basalt_batch& batch, std::vector<float>& out_logits);
     // After a pass over rows seqs[0..n): keeps the state of each sequence that now ends on a block boundary.
     void keep_checkpoints(const int32_t* seqs, size_t n);
@@ -178,6 +179,9 @@ class Session {
     StepGraph graph_;
     Step step_;
     StateCheckpoints checkpoints_;
+    // Prompt pieces leave a state checkpoint at every multiple of this many positions (in whole blocks), so that
+    // prompts sharing a long prefix (a system prompt) reuse it, with the floats of a run without the cache.
+    static constexpr uint32_t kCheckpointEvery = 512;
     std::vector<int32_t> enc_tokens_, enc_positions_, enc_seqs_;  // an encoder pass's packed rows
     std::vector<float> logits_;
     size_t n_out_ = 0;
