@@ -5,8 +5,9 @@ model"): a two-turn conversation, each round in an engine with the prefix cache 
   turn 1: a prompt of PROMPT tokens, GEN generated (greedy, end of generation ignored);
   turn 2: turn 1's prompt, its reply and NEXT new tokens (a chat's next turn, as a client sends it).
 
-Prints per configuration the medians over the rounds of turn 1's time to first token (with the cache it pays the
-split at the prompt's last block boundary and the checkpoint read), its decode rate (with the cache a checkpoint is
+After a warm-up conversation, rounds alternate which configuration goes first. Prints per configuration the medians
+over the rounds of turn 1's time to first token (with the cache it pays the
+extra pass at the prompt's last block boundary and the checkpoint reads), its decode rate (with the cache a checkpoint is
 read every block of generated tokens), and turn 2's time to first token with the tokens it reused.
 
 Usage: PYTHONPATH=build/lib/python3/dist-packages python3 bench/hybrid-prefix-reuse.py MODEL.gguf
@@ -46,8 +47,9 @@ def main():
         prompt = [(7919 * i + 13) % (n_vocab - 1000) + 500 for i in range(args.prompt)]
         nxt = [(104729 * i + 7) % (n_vocab - 1000) + 500 for i in range(args.next)]
         rows = {True: [], False: []}
-        for _ in range(args.rounds):
-            for prefix_cache in (True, False):
+        conversation(rt, model, False, args, prompt, nxt)  # warm-up: the weights paged in, the kernels' tables built
+        for r in range(args.rounds):
+            for prefix_cache in ((True, False) if r % 2 == 0 else (False, True)):
                 rows[prefix_cache].append(conversation(rt, model, prefix_cache, args, prompt, nxt))
     print("%s: turn 1 %d prompt + %d generated tokens, turn 2 +%d tokens; medians of %d interleaved rounds" %
           (args.model.split("/")[-1], args.prompt, args.gen, args.next, args.rounds))

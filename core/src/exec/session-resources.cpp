@@ -448,15 +448,20 @@ uint64_t SessionResources::state_row_bytes() const {
 }
 
 std::vector<uint8_t> SessionResources::read_state(int32_t seq) const {
+    std::vector<uint8_t> out;
+    read_state(seq, out);
+    return out;
+}
+
+void SessionResources::read_state(int32_t seq, std::vector<uint8_t>& out) const {
     const auto& be = backend.iface();
-    std::vector<uint8_t> out(state_row_bytes());
+    out.resize(state_row_bytes());
     uint8_t* at = out.data();
     for (const auto& [buffer, row] : state_buffers()) {
         backend.check(be.buffer_read(backend.get(), buffer, row * static_cast<uint64_t>(seq), at, row),
                       "buffer_read(recurrent state)");
         at += row;
     }
-    return out;
 }
 
 void SessionResources::write_state(int32_t seq, const std::vector<uint8_t>& state) const {

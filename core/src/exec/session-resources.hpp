@@ -58,6 +58,8 @@ struct SessionResources {
     uint64_t state_row_bytes() const;
     // Sequence seq's recurrent state, layer by layer (conv rows, then delta-rule rows), in host memory.
     std::vector<uint8_t> read_state(int32_t seq) const;
+    // The same into `out` (resized to state_row_bytes: a buffer of that size is reused as it is).
+    void read_state(int32_t seq, std::vector<uint8_t>& out) const;
     // Sets sequence seq's recurrent state from what read_state gave (state_row_bytes bytes, else INVALID_ARGUMENT).
     void write_state(int32_t seq, const std::vector<uint8_t>& state) const;
     // What was allocated, in the plan's terms (the host logits of `logits_floats` floats, the largest logits region

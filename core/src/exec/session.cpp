@@ -487,7 +487,9 @@ void Session::keep_checkpoints(const int32_t* seqs, size_t n) {
             if (last != 0) checkpoints_.erase(state_.seq_salt[s], tokens.data(), last);
             last = len;
         }
-        checkpoints_.put(state_.seq_salt[s], tokens.data(), len, res_.read_state(seqs[t]));
+        std::vector<uint8_t> state = checkpoints_.buffer();
+        res_.read_state(seqs[t], state);
+        checkpoints_.put(state_.seq_salt[s], tokens.data(), len, std::move(state));
     }
 }
 

@@ -16,6 +16,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 void StateCheckpoints::configure(uint64_t budget_bytes, uint32_t block, uint64_t state_bytes) {
     lru_.clear();
     index_.clear();
+    spare_.clear();
     budget_ = budget_bytes;
     block_ = block == 0 ? 1 : block;
     state_bytes_ = state_bytes;
@@ -47,6 +48,7 @@ void StateCheckpoints::put(uint64_t salt, const int32_t* tokens, size_t n, std::
     const uint64_t key = prefix_keys(salt, tokens, n).back();
     if (auto it = lookup(key, salt, tokens, n); it != lru_.end()) {
         lru_.splice(lru_.begin(), lru_, it);
+        if (spare_.size() < kSpare) spare_.push_back(std::move(state));
         return;
     }
     while (!lru_.empty() && bytes() + state_bytes_ > budget_) remove(std::prev(lru_.end()));
@@ -62,7 +64,15 @@ void StateCheckpoints::remove(Lru::iterator entry) {
             break;
         }
     }
+    if (spare_.size() < kSpare) spare_.push_back(std::move(entry->state));
     lru_.erase(entry);
+}
+
+std::vector<uint8_t> StateCheckpoints::buffer() {
+    if (spare_.empty()) return std::vector<uint8_t>(state_bytes_);
+    std::vector<uint8_t> b = std::move(spare_.back());
+    spare_.pop_back();
+    return b;
 }
 
 void StateCheckpoints::erase(uint64_t salt, const int32_t* tokens, size_t n) {

@@ -30,6 +30,9 @@ class StateCheckpoints {
     size_t find(uint64_t salt, const int32_t* tokens, size_t n, const std::vector<uint8_t>** state);
     // Forgets the state after tokens[0..n) under salt, if kept.
     void erase(uint64_t salt, const int32_t* tokens, size_t n);
+    // A buffer of state_bytes for the next put: one an evicted or erased checkpoint left (its pages already mapped:
+    // a checkpoint of a large model is tens of MB), else a new one.
+    std::vector<uint8_t> buffer();
     size_t count() const { return lru_.size(); }
     uint64_t bytes() const { return lru_.size() * state_bytes_; }
     uint64_t budget() const { return budget_; }
@@ -51,6 +54,8 @@ class StateCheckpoints {
     uint32_t block_ = 0;
     uint64_t state_bytes_ = 0;
     Lru lru_;
+    std::vector<std::vector<uint8_t>> spare_;  // at most kSpare buffers of removed checkpoints
+    static constexpr size_t kSpare = 2;
     std::unordered_multimap<uint64_t, Lru::iterator> index_;
 };
 
