@@ -305,6 +305,8 @@ def _declare(lib):
     fn("basalt_request_embedding", st, c_void_p, P(c_float), c_size_t, P(c_size_t))  # since 1.4
     fn("basalt_decoder_requirements", st, c_void_p, c_char_p, P(DecoderNeeds))
     fn("basalt_session_seq_truncate", st, c_void_p, c_int32, c_uint32)
+    fn("basalt_session_prefix_attach", st, c_void_p, c_int32, P(c_int32), c_size_t, P(c_size_t))
+    fn("basalt_session_seq_set_salt", st, c_void_p, c_int32, c_uint64)  # since 1.2
     fn("basalt_session_seq_set_steering", st, c_void_p, c_int32, POINTER(c_float), POINTER(c_uint8), c_uint32,
        c_uint32)  # since 1.3
     fn("basalt_session_set_moe_stats", st, c_void_p, c_int32)  # since 1.4

@@ -2,7 +2,7 @@
 routing statistics a session or an engine reports.
 """
 import ctypes
-from ctypes import POINTER, byref, c_float, c_int8, c_uint8, c_uint32, c_void_p
+from ctypes import POINTER, byref, c_float, c_int8, c_size_t, c_uint8, c_uint32, c_void_p
 
 from . import _capi
 from ._components import _kv_types, _set_components
@@ -148,6 +148,21 @@ class Session(_Owned):
     def seq_truncate(self, seq_id, n_keep):
         """Forgets positions >= n_keep of the sequence (e.g. rejected draft tokens)."""
         _check(self._lib.basalt_session_seq_truncate(self._h, seq_id, n_keep))
+
+    def prefix_attach(self, tokens, seq_id=0):
+        """Attaches to empty sequence seq_id the longest chain of cached full blocks holding a prefix of tokens
+        (docs/kv-cache.md "Prefix caching"); returns how many tokens it now holds (decode the rest from there). A
+        hybrid model attaches only as far as a kept state checkpoint (state_checkpoint_bytes; none: 0)."""
+        n = len(tokens)
+        tok = _ids(tokens, "prefix_attach: tokens") if n else None
+        matched = c_size_t()
+        _check(self._lib.basalt_session_prefix_attach(self._h, seq_id, tok, n, byref(matched)))
+        return matched.value
+
+    def seq_set_salt(self, seq_id, salt):
+        """Sets an empty sequence's prefix-cache salt (an int, 0: none): its blocks and checkpoints match only
+        sequences with the same salt. Forks keep it, a drop clears it."""
+        _check(self._lib.basalt_session_seq_set_salt(self._h, seq_id, _u64("salt", salt)))
 
     def set_steering(self, seq_id, vectors):
         """Activation steering of sequence seq_id from the next decode on: vectors maps a layer (from 0) to its

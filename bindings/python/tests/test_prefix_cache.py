@@ -72,6 +72,29 @@ class PrefixCacheTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "prefix_state_bytes"):
                 basalt.Engine(rt, model, prefix_state_bytes=-1)
 
+    def test_hybrid_session_attaches_as_far_as_a_checkpoint(self):
+        shared = [(37 * i + 11) % 500 for i in range(40)]
+        longer = shared + [(13 * i + 5) % 500 for i in range(30)]
+        with basalt.Runtime() as rt, basalt.Model(QWEN35, rt) as model:
+            with basalt.Session(rt, model, n_ctx=256, n_seq_max=2, n_threads=2) as plain:
+                plain.decode(shared, seq_id=0)
+                self.assertEqual(plain.prefix_attach(longer, seq_id=1), 0)  # no budget: no checkpoint, no reuse
+                # the passes the cached run below makes: [0, 32) (the shared prompt's), [32, 64), [64, 70)
+                for a, b in ((0, 32), (32, 64), (64, 70)):
+                    plain.decode(longer[a:b], seq_id=1)
+                want = plain.logits(0)
+            with basalt.Session(rt, model, n_ctx=256, n_seq_max=3, n_threads=2,
+                                state_checkpoint_bytes=64 << 20) as s:
+                s.decode(shared, seq_id=0)
+                self.assertEqual(s.prefix_attach(longer, seq_id=1), 32)
+                self.assertEqual(s.seq_length(1), 32)
+                s.decode(longer[32:], seq_id=1)
+                self.assertEqual(s.logits(0), want)
+                s.seq_set_salt(2, 99)  # another tenant sees nothing
+                self.assertEqual(s.prefix_attach(longer, seq_id=2), 0)
+                with self.assertRaisesRegex(ValueError, "salt"):
+                    s.seq_set_salt(2, -1)
+
     def test_bad_salt(self):
         with basalt.Runtime() as rt, basalt.Model(LLAMA, rt) as model, basalt.Engine(rt, model) as engine:
             with self.assertRaisesRegex(TypeError, "cache_salt must be str or bytes"):
