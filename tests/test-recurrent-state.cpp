@@ -248,6 +248,15 @@ TEST_CASE("recurrent state: prompts sharing a long prefix reuse its checkpoint e
     CHECK(same_bits(rows, {want.end() - static_cast<std::ptrdiff_t>(58 * V), want.end()}));
 }
 
+TEST_CASE("recurrent state: a chunked prompt keeps its latest piece's checkpoint off the 512 grid, not each piece's",
+          "[recurrent][prefix-cache]") {
+    const std::vector<int32_t> a = long_prompt(70, 0);
+    Hybrid h(2, 0, 64 * kStateBytes, 512);
+    h.passes(a, 0, 0, {16, 32, 48, 64});  // four pieces of a block: checkpoints at 16, 32, 48, then only 64 stays
+    CHECK(h.attach(1, {a.begin(), a.begin() + 40}, 40) == 0);  // 2 blocks match, no checkpoint within them
+    CHECK(h.attach(1, a, a.size()) == 64);
+}
+
 TEST_CASE("recurrent state: the checkpoint budget bounds what is kept, least recently used out",
           "[recurrent][prefix-cache]") {
     const std::vector<int32_t> a = long_prompt(40, 0), c = long_prompt(40, 3);

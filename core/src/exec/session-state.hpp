@@ -29,10 +29,12 @@ struct SessionState {
     std::vector<MoeLayerStats> moe_stats;  // per layer while on
     uint64_t io_logits_bytes = 0;          // largest logits region a step has used in the IO buffer
     // Hybrid models with state checkpoints on: per sequence the tokens it holds, its prefix-cache salt, and the
-    // length of the checkpoint its decoding last kept (0: none; replaced as it passes the next block boundary).
+    // lengths of the checkpoints its decoding and its prompt pieces last kept off the every-512 grid (0: none; each
+    // replaced by the next of its kind).
     std::vector<std::vector<int32_t>> seq_tokens;
     std::vector<uint64_t> seq_salt;
     std::vector<uint32_t> decode_checkpoint;
+    std::vector<uint32_t> piece_checkpoint;
     std::vector<uint32_t> batch_rows;  // during a decode: rows of each sequence in the whole batch
 };
 

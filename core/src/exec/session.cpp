@@ -59,6 +59,7 @@ Session::Session(const PluginHost& plugins, const basalt_model& model, const Ses
             state_.seq_tokens.assign(n_seq, {});
             state_.seq_salt.assign(n_seq, 0);
             state_.decode_checkpoint.assign(n_seq, 0);
+            state_.piece_checkpoint.assign(n_seq, 0);
             state_.batch_rows.assign(n_seq, 0);
         }
     }
@@ -114,6 +115,7 @@ void Session::forget_tokens(int32_t seq) {
     if (!checkpoints_.enabled()) return;
     state_.seq_tokens[static_cast<size_t>(seq)].clear();
     state_.decode_checkpoint[static_cast<size_t>(seq)] = 0;
+    state_.piece_checkpoint[static_cast<size_t>(seq)] = 0;
 }
 
 void Session::seq_fork(int32_t src, int32_t dst) {
@@ -136,6 +138,7 @@ void Session::seq_fork(int32_t src, int32_t dst) {
         state_.seq_tokens[d] = state_.seq_tokens[s];
         state_.seq_salt[d] = state_.seq_salt[s];
         state_.decode_checkpoint[d] = 0;
+        state_.piece_checkpoint[d] = 0;
     }
 }
 
@@ -283,6 +286,7 @@ size_t Session::attach_state(int32_t seq, const int32_t* tokens, size_t matched)
     }
     state_.seq_tokens[static_cast<size_t>(seq)].assign(tokens, tokens + keep);
     state_.decode_checkpoint[static_cast<size_t>(seq)] = 0;
+    state_.piece_checkpoint[static_cast<size_t>(seq)] = 0;
     return keep;
 }
 
@@ -412,7 +416,7 @@ bool Session::decode_split(const basalt_batch& batch, std::vector<float>& out_lo
     if (!state_.observe_layers.empty()) return false;
     const size_t n = batch.n_tokens;
     const uint32_t B = checkpoints_.block();
-    const uint32_t every = std::max(B, kCheckpointEvery / B * B);
+    const uint32_t every = checkpoint_every();
     // Each row's pass: the split points its piece crosses before it (multiples of `every`, the last boundary).
     std::vector<uint32_t> level(n, 0);
     uint32_t n_levels = 1;
@@ -471,6 +475,11 @@ bool Session::decode_split(const basalt_batch& batch, std::vector<float>& out_lo
     return true;
 }
 
+uint32_t Session::checkpoint_every() const {
+    const uint32_t B = checkpoints_.block();
+    return std::max(B, kCheckpointEvery / B * B);
+}
+
 void Session::keep_checkpoints(const int32_t* seqs, size_t n) {
     const uint32_t B = checkpoints_.block();
     for (size_t t = 0; t < n; ++t) {
@@ -480,10 +489,11 @@ void Session::keep_checkpoints(const int32_t* seqs, size_t n) {
         if (len == 0 || len % B != 0 || tokens.size() != len) continue;
         // A sequence may have rows apart in one pass; keep it once.
         if (std::find(seqs + t + 1, seqs + n, seqs[t]) != seqs + n) continue;
-        // Decoding (and a speculative verify: fewer rows than a block) passes a boundary every B tokens: only its
-        // latest checkpoint is kept. A prompt piece's stays.
-        if (state_.batch_rows[s] < B) {
-            uint32_t& last = state_.decode_checkpoint[s];
+        // A checkpoint at a multiple of checkpoint_every() stays (until evicted). Elsewhere a sequence keeps its
+        // latest of each kind: decoding (and a speculative verify: fewer rows than a block) passes a boundary every
+        // B tokens, a chunked prompt ends each piece on one.
+        if (len % checkpoint_every() != 0) {
+            uint32_t& last = state_.batch_rows[s] < B ? state_.decode_checkpoint[s] : state_.piece_checkpoint[s];
             if (last != 0) checkpoints_.erase(state_.seq_salt[s], tokens.data(), last);
             last = len;
         }

@@ -182,6 +182,8 @@ class Session {
     // Prompt pieces leave a state checkpoint at every multiple of this many positions (in whole blocks), so that
     // prompts sharing a long prefix (a system prompt) reuse it, with the floats of a run without the cache.
     static constexpr uint32_t kCheckpointEvery = 512;
+    // kCheckpointEvery in whole blocks (at least one).
+    uint32_t checkpoint_every() const;
     std::vector<int32_t> enc_tokens_, enc_positions_, enc_seqs_;  // an encoder pass's packed rows
     std::vector<float> logits_;
     size_t n_out_ = 0;
