@@ -488,8 +488,9 @@ const Registrar kBatch{Command{
             "compute every prompt in full (no reuse of cached K/V across requests)")(
             "prefix-state-mib", int_option("prefix-state-mib", 1, 1 << 20),
             "hybrid models: MiB of host memory for the prefix cache's recurrent-state checkpoints (default: 16 "
-            "states)")("moe-stats", po::bool_switch(),
-                       "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
+            "states, or 2 per running request)")(
+            "moe-stats", po::bool_switch(),
+            "the engine's MoE routing statistics per layer in the summary (docs/moe.md)");
         add_draft_adaptive_option(d);
         add_admission_options(d);
         // Offline: results are written when a request ends, so nothing gains from bounding a step's time, and the

@@ -168,8 +168,8 @@ const Registrar kServe{Command{
             "no-prefix-cache", po::bool_switch(), "compute every prompt in full (no reuse of cached K/V)")(
             "prefix-state-mib", int_option("prefix-state-mib", 1, 1 << 20),
             "hybrid models: MiB of host memory for the prefix cache's recurrent-state checkpoints (default: 16 "
-            "states)")("http-threads", int_option("http-threads", 1, 256)->default_value(2),
-                       "threads running the HTTP connections (asio; the engine has its own)")(
+            "states, or 2 per running request)")("http-threads", int_option("http-threads", 1, 256)->default_value(2),
+                                                 "threads running the HTTP connections (asio; the engine has its own)")(
             "request-timeout", po::value<double>()->default_value(600),
             "seconds a generation may take; then it is cancelled and answered 504")(
             "read-timeout", po::value<double>()->default_value(10),

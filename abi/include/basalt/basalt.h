@@ -577,7 +577,8 @@ typedef struct basalt_engine_params {
     /* since 1.9 */
     uint64_t prefix_state_bytes; /* a hybrid model's prefix cache: host memory for recurrent-state checkpoints
                                     (as basalt_session_params.state_checkpoint_bytes); 0: room for 16 states of a
-                                    sequence. Nothing is kept with BASALT_ENGINE_NO_PREFIX_CACHE */
+                                    sequence, or 2 per running request (n_parallel) when that is more. Nothing
+                                    is kept with BASALT_ENGINE_NO_PREFIX_CACHE */
 } basalt_engine_params;
 
 /*

@@ -83,7 +83,8 @@ class Engine(_Owned):
     join a step only as far as its predicted time stays within it; 0: max_step_factor (0: 2) times the predicted
     time of the decode rows alone; a number > 0: that many ms; < 0: no budget. prefix_state_bytes: a hybrid
     model's prefix cache keeps checkpoints of the recurrent state at block boundaries in this much host memory (0:
-    room for 16 states; docs/kv-cache.md "Prefix reuse on a hybrid model").
+    room for 16 states, or 2 per running request when that is more; docs/kv-cache.md "Prefix reuse on a hybrid
+    model").
 
     own_thread=False: the caller drives the loop (step(), run(), or iterating a request, which steps). With
     own_thread=True the engine steps on a thread of its own; callers submit, iterate (waiting) and read.

@@ -85,7 +85,9 @@ uint64_t state_checkpoint_budget(const ModelHparams& hp, const EngineConfig& con
     if (config.prefix_state_bytes != 0) return config.prefix_state_bytes;
     uint64_t per_seq = 0;
     for (uint8_t r : hp.layer_recurrent) per_seq += r != 0 ? 4 * (hp.conv_state_floats() + hp.delta_state_floats()) : 0;
-    return EngineConfig::kDefaultStateCheckpoints * per_seq;
+    return std::max(EngineConfig::kDefaultStateCheckpoints,
+                    EngineConfig::kStateCheckpointsPerRequest * config.n_parallel) *
+           per_seq;
 }
 
 }  // namespace

@@ -39,9 +39,12 @@ struct EngineConfig {
     bool own_thread = false;
     bool prefix_cache = true;  // attach prompts to cached blocks at their start
     // Hybrid models, with prefix_cache: host memory for recurrent-state checkpoints (docs/kv-cache.md "Prefix reuse
-    // on a hybrid model"); 0: room for kDefaultStateCheckpoints states of a sequence.
+    // on a hybrid model"); 0: room for kDefaultStateCheckpoints states of a sequence, or kStateCheckpointsPerRequest
+    // per running request (n_parallel) when that is more (a conversation's next turn wants its prompt's and its
+    // reply's).
     uint64_t prefix_state_bytes = 0;
     static constexpr uint64_t kDefaultStateCheckpoints = 16;
+    static constexpr uint64_t kStateCheckpointsPerRequest = 2;
     bool moe_stats = false;          // collect the main model's MoE routing statistics (moe_stats())
     bool reserve_admission = false;  // admit by worst-case KV room (no preemption) instead of by real use
     SessionConfig session;           // backend, cache manager, threads, their params (n_ctx/n_batch/n_seq_max set here)

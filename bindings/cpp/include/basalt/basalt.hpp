@@ -196,7 +196,8 @@ struct EngineParams {
     // < 0: none.
     double max_step_ms = 0;
     double max_step_factor = 0;
-    // A hybrid model's prefix cache: host memory for recurrent-state checkpoints; 0: room for 16 states.
+    // A hybrid model's prefix cache: host memory for recurrent-state checkpoints; 0: room for 16 states, or 2 per
+    // running request (n_parallel) when that is more.
     uint64_t prefix_state_bytes = 0;
 
     // The C struct, pointing into *this: valid until *this is modified, moved or destroyed.
