@@ -269,8 +269,10 @@ PIN_SIZE(basalt_request_stats, 112);
 PIN(basalt_engine_stats, steps, 8);
 PIN(basalt_engine_stats, kv_slots_free, 72);
 PIN(basalt_engine_stats, cached_tokens, 80);
-PIN(basalt_engine_stats, preemptions, 88); /* since 1.7 */
-PIN_SIZE(basalt_engine_stats, 96);
+PIN(basalt_engine_stats, preemptions, 88);       /* since 1.7 */
+PIN(basalt_engine_stats, state_checkpoints, 96); /* since 1.9 */
+PIN(basalt_engine_stats, state_checkpoint_bytes, 104);
+PIN_SIZE(basalt_engine_stats, 112);
 PIN(basalt_session_params, backend, 24);
 PIN(basalt_session_params, kv_params, 48);
 PIN(basalt_session_params, moe_router, 56);             /* since 1.4 */

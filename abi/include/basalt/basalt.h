@@ -750,6 +750,10 @@ typedef struct basalt_engine_stats {
                                cached_tokens / (cached_tokens + prompt_tokens) */
     /* since 1.7 */
     uint64_t preemptions; /* running requests preempted so far (K/V dropped for older ones, recomputed later) */
+    /* since 1.9 */
+    uint64_t state_checkpoints;      /* a hybrid model's prefix cache: recurrent-state checkpoints kept now (the
+                                        main model's; docs/kv-cache.md "Prefix reuse on a hybrid model") */
+    uint64_t state_checkpoint_bytes; /* their host memory now (at most basalt_engine_params.prefix_state_bytes) */
 } basalt_engine_stats;
 
 /* Writes the engine's counters into *out. Thread-safe. */

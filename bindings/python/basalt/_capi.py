@@ -175,7 +175,8 @@ class EngineStats(Structure):
     _fields_ = [("struct_size", c_uint32), ("reserved0", c_uint32), ("steps", c_uint64), ("queued", c_uint64),
                 ("running", c_uint64), ("finished", c_uint64), ("prompt_tokens", c_uint64),
                 ("generated_tokens", c_uint64), ("batch_tokens_max", c_uint64), ("kv_slots", c_uint64),
-                ("kv_slots_free", c_uint64), ("cached_tokens", c_uint64), ("preemptions", c_uint64)]
+                ("kv_slots_free", c_uint64), ("cached_tokens", c_uint64), ("preemptions", c_uint64),
+                ("state_checkpoints", c_uint64), ("state_checkpoint_bytes", c_uint64)]  # since 1.9
 
 
 HostLogFn = CFUNCTYPE(None, c_void_p, c_int32, c_char_p, c_char_p)

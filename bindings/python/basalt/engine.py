@@ -363,7 +363,8 @@ class Engine(_Owned):
     def stats(self):
         """Engine-wide counters: steps, queued, running, finished, prompt_tokens, generated_tokens,
         batch_tokens_max, kv_slots, kv_slots_free, cached_tokens (prompt tokens reused from the prefix cache),
-        preemptions (running requests whose K/V was dropped for older ones and recomputed later)."""
+        preemptions (running requests whose K/V was dropped for older ones and recomputed later),
+        state_checkpoints and state_checkpoint_bytes (a hybrid model's recurrent-state checkpoints kept now)."""
         s = _capi.EngineStats()
         s.struct_size = ctypes.sizeof(s)
         _check(self._lib.basalt_engine_stats_get(self._h, byref(s)))

@@ -128,7 +128,7 @@ class TestBasalt(unittest.TestCase):
         sizes = {_capi.Params: 32, _capi.TokenData: 12, _capi.Candidates: 40, _capi.Host: 56,
                  _capi.SamplerIface: 56, _capi.Batch: 48, _capi.RuntimeParams: 8, _capi.ComponentInfo: 64,
                  _capi.ModelInfo: 128, _capi.SessionParams: 72, _capi.SpecialTokens: 40, _capi.EngineParams: 112,
-                 _capi.RequestParams: 208, _capi.RequestStats: 112, _capi.EngineStats: 96,
+                 _capi.RequestParams: 208, _capi.RequestStats: 112, _capi.EngineStats: 112,
                  _capi.DecoderNeeds: 24, _capi.MoeStats: 56, _capi.ChatRenderParams: 72}
         for struct, size in sizes.items():
             self.assertEqual(ctypes.sizeof(struct), size, struct.__name__)
@@ -148,7 +148,8 @@ class TestBasalt(unittest.TestCase):
                                       "n_source_tokens": 160, "n_top_logprobs": 168},
                 _capi.RequestStats: {"prompt_tokens": 8, "queue_ms": 32, "tokens_per_s": 88, "source_tokens": 96,
                                      "encode_ms": 104},
-                _capi.EngineStats: {"steps": 8, "kv_slots_free": 72, "cached_tokens": 80, "preemptions": 88},
+                _capi.EngineStats: {"steps": 8, "kv_slots_free": 72, "cached_tokens": 80, "preemptions": 88,
+                                     "state_checkpoints": 96, "state_checkpoint_bytes": 104},
                 _capi.DecoderNeeds: {"n_seq": 4, "n_outputs": 12}}
         for struct, fields in pins.items():
             for field, offset in fields.items():

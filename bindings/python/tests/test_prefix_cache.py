@@ -63,12 +63,17 @@ class PrefixCacheTest(unittest.TestCase):
                 self.assertEqual(hit.tokens(), alone)
                 # the shared prompt's checkpoint at its last block boundary (32 of 40 tokens)
                 self.assertEqual(hit.stats()["cached_tokens"], 32)
+                # 2 states of tiny-qwen35 (31,488 bytes each): the shared prompt's at 32, the longer one's at 64
+                stats = engine.stats()
+                self.assertEqual(stats["state_checkpoints"], 2)
+                self.assertEqual(stats["state_checkpoint_bytes"], 2 * 31488)
             # A budget below one state keeps none: no reuse.
             with basalt.Engine(rt, model, ctx=256, prefix_state_bytes=1) as engine:
                 engine.submit(tokens=shared, max_tokens=2).tokens()
                 miss = engine.submit(tokens=longer, max_tokens=6)
                 self.assertEqual(miss.tokens(), alone)
                 self.assertEqual(miss.stats()["cached_tokens"], 0)
+                self.assertEqual(engine.stats()["state_checkpoints"], 0)
             with self.assertRaisesRegex(ValueError, "prefix_state_bytes"):
                 basalt.Engine(rt, model, prefix_state_bytes=-1)
 

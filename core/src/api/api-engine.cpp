@@ -348,6 +348,8 @@ basalt_status basalt_engine_stats_get(const basalt_engine* engine, basalt_engine
         v.kv_slots_free = s.kv_slots_free;
         v.cached_tokens = s.cached_tokens;
         v.preemptions = s.preemptions;
+        v.state_checkpoints = s.state_checkpoints;
+        v.state_checkpoint_bytes = s.state_checkpoint_bytes;
         basalt::api::write_sized(out, v);
     });
 }

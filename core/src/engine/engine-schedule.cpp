@@ -89,6 +89,9 @@ void Engine::retire(std::vector<std::shared_ptr<Request>>& touched) {
     stats_.queued = queue_.size();
     if (on_demand_) kv_held_ = held_slots();
     stats_.generated_tokens += std::exchange(step_generated_, 0);  // what this step's consumes emitted
+    // The sessions are the loop thread's: their checkpoint figures are copied here for stats() on any thread.
+    stats_.state_checkpoints = sessions_[0]->state_checkpoints().count();
+    stats_.state_checkpoint_bytes = sessions_[0]->state_checkpoints().bytes();
 }
 
 }  // namespace basalt::engine

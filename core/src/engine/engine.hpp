@@ -54,6 +54,7 @@ struct EngineStats {
     uint64_t steps = 0, queued = 0, running = 0, finished = 0, prompt_tokens = 0, generated_tokens = 0;
     uint64_t batch_tokens_max = 0, kv_slots = 0, kv_slots_free = 0, cached_tokens = 0;
     uint64_t preemptions = 0;  // running requests whose KV was dropped for older ones (recomputed later)
+    uint64_t state_checkpoints = 0, state_checkpoint_bytes = 0;  // the main model's, as of the last step
 };
 
 // Creates an instance of decoder `name` with params (table and instance out; the instance is the caller's, freed

@@ -101,6 +101,11 @@ std::string Metrics::render(const basalt_engine* engine, int64_t http_inflight) 
             const double denom = static_cast<double>(es.cached_tokens + es.prompt_tokens);
             gauge(os, "basalt_prefix_cache_hit_rate", "cached / (cached + computed) prompt tokens since start",
                   denom > 0 ? static_cast<double>(es.cached_tokens) / denom : 0.0);
+            gauge(os, "basalt_prefix_state_checkpoints",
+                  "a hybrid model's recurrent-state checkpoints kept for prefix reuse",
+                  static_cast<double>(es.state_checkpoints));
+            gauge(os, "basalt_prefix_state_checkpoint_bytes", "host memory of those checkpoints",
+                  static_cast<double>(es.state_checkpoint_bytes));
         }
     }
     return os.str();
