@@ -4,14 +4,13 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#define BASALT_X86_NS avx2
+// The ISA build opens, takes the loops and closes in this order (not sorted).
+// clang-format off
 #define BASALT_X86_512 0
+#include "x86-target-push.inc"
 #include "kernels-x86.inc"
-#undef BASALT_X86_512
-#undef BASALT_X86_NS
-#pragma GCC pop_options
+#include "x86-target-pop.inc"
+// clang-format on
 
 namespace basalt::cpu {
 bool init_kernels_avx2(Kernels& k) {

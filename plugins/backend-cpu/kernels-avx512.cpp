@@ -5,19 +5,13 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
-// GCC 12's AVX-512 headers build results from _mm512_undefined_*(), which its own flow analysis reports.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define BASALT_X86_NS avx512
+// The ISA build opens, takes the loops and closes in this order (not sorted).
+// clang-format off
 #define BASALT_X86_512 1
+#include "x86-target-push.inc"
 #include "kernels-x86.inc"
-#undef BASALT_X86_512
-#undef BASALT_X86_NS
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
+#include "x86-target-pop.inc"
+// clang-format on
 
 namespace basalt::cpu {
 bool init_kernels_avx512(Kernels& k) {

@@ -61,23 +61,9 @@ void rows_baseline(const DeltaChunkRows& p) {
     constexpr int64_t R = kDeltaRows;
     const int64_t n = p.n, dk = p.dk, nr = p.nr;
     float* st = p.st;
-    // S k_j and S q_j for every token of the chunk: [j][r].
-    std::fill(p.sk, p.sk + n * R, 0.0f);
-    std::fill(p.sq, p.sq + n * R, 0.0f);
-    for (int64_t j = 0; j < n; ++j) {
-        const float* kj = p.k[j];
-        const float* qj = p.q[j];
-        float* skj = p.sk + j * R;
-        float* sqj = p.sq + j * R;
-        for (int64_t d = 0; d < dk; ++d) {
-            const float* col = st + d * R;
-            const float kd = kj[d], qd = qj[d];
-            for (int64_t r = 0; r < R; ++r) {
-                skj[r] += kd * col[r];
-                sqj[r] += qd * col[r];
-            }
-        }
-    }
+    // S k_j and S q_j for every token of the chunk: [j][r] (the same two dot products over the state's rows, held
+    // transposed: column d of the block at st + d R).
+    for (int64_t j = 0; j < n; ++j) dots_baseline(R, dk, p.k[j], p.q[j], st, R, p.sk + j * R, p.sq + j * R);
     // u: forward substitution of the unit lower-triangular system; then the outputs.
     for (int64_t i = 0; i < n; ++i) {
         const float eg = p.eg[i];

@@ -83,11 +83,9 @@ namespace {
 uint64_t state_checkpoint_budget(const ModelHparams& hp, const EngineConfig& config) {
     if (!config.prefix_cache || !hp.recurrent()) return 0;
     if (config.prefix_state_bytes != 0) return config.prefix_state_bytes;
-    uint64_t per_seq = 0;
-    for (uint8_t r : hp.layer_recurrent) per_seq += r != 0 ? 4 * (hp.conv_state_floats() + hp.delta_state_floats()) : 0;
     return std::max(EngineConfig::kDefaultStateCheckpoints,
                     EngineConfig::kStateCheckpointsPerRequest * config.n_parallel) *
-           per_seq;
+           hp.recurrent_state_bytes();
 }
 
 }  // namespace

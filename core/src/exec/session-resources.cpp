@@ -442,9 +442,7 @@ std::vector<std::pair<basalt_buffer*, uint64_t>> SessionResources::state_buffers
 }
 
 uint64_t SessionResources::state_row_bytes() const {
-    uint64_t bytes = 0;
-    for (const auto& [buffer, row] : state_buffers()) bytes += row;
-    return bytes;
+    return hp.recurrent_state_bytes();
 }
 
 std::vector<uint8_t> SessionResources::read_state(int32_t seq) const {

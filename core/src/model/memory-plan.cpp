@@ -114,10 +114,7 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
         }
         p.kv_bytes += p.kv_residual_bytes;
         // Recurrent layers (hybrid models): each sequence's conv and delta-rule state, F32.
-        for (uint32_t il = 0; il < hp.layer_recurrent.size(); ++il) {
-            if (hp.layer_recurrent[il])
-                p.state_bytes += 4ull * p.n_seq_max * (hp.conv_state_floats() + hp.delta_state_floats());
-        }
+        p.state_bytes = p.n_seq_max * hp.recurrent_state_bytes();
         p.kv_bytes += p.state_bytes;
     }
 
@@ -184,7 +181,7 @@ MemoryPlan plan_memory(const gguf::File& file, const ModelHparams& hp, const Pla
     p.scratch_all_rows_bytes = p.scratch_bytes - p.logits_bytes + p.logits_all_rows_bytes;
 
     p.host_bytes = req.host_bytes;
-    if (p.state_bytes != 0 && req.state_checkpoint_bytes >= p.state_bytes / p.n_seq_max)
+    if (p.state_bytes != 0 && req.state_checkpoint_bytes >= hp.recurrent_state_bytes())
         p.state_checkpoint_bytes = req.state_checkpoint_bytes;
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes + p.host_bytes + p.state_checkpoint_bytes;
     return p;

@@ -74,6 +74,12 @@ struct ModelHparams {
         return static_cast<uint64_t>(ssm_conv_kernel - 1) * ssm_conv_channels();
     }
     uint64_t delta_state_floats() const noexcept { return static_cast<uint64_t>(ssm_d_state) * ssm_d_inner; }
+    // Bytes of one sequence's whole recurrent state: every recurrent layer's conv and delta-rule floats (0: none).
+    uint64_t recurrent_state_bytes() const noexcept {
+        uint64_t layers = 0;
+        for (bool r : layer_recurrent) layers += r ? 1 : 0;
+        return layers * 4 * (conv_state_floats() + delta_state_floats());
+    }
     // Granite's multipliers (0: absent): embeddings times embedding_scale, each residual branch times residual_scale,
     // attention scores times attention_scale instead of 1/sqrt(head_dim), logits divided by logit_scale.
     float embedding_scale = 0.f;  // <arch>.embedding_scale
